@@ -1,0 +1,340 @@
+//! The calling convention between the host and a controller.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::object::{Object, ObjectKey, PodRef, WatchEvent};
+
+/// A controller: the one interface through which the simulator drives every
+/// component that reacts to cluster state (scheduler, kubelets, workload
+/// controllers, user plugins).
+///
+/// A controller owns its informer cache: the host delivers list results and
+/// watch events and never lets it read the store directly. All of its effects
+/// are returned as [`Action`] values that the host applies, so a controller is
+/// a pure function of the inputs it has been given. It must not read a clock
+/// or a source of randomness; [`Input::time_ms`] is the only time there is.
+pub trait Controller {
+    /// Called once on every fresh instance (first start and every restart),
+    /// before any [`Controller::handle`]. Returns what the instance watches
+    /// and may write.
+    fn init(&mut self, config: &ComponentConfig) -> Manifest;
+
+    /// Reacts to one batch of input and returns the actions to apply.
+    fn handle(&mut self, input: &Input) -> Output;
+}
+
+/// What the host tells a controller instance about itself.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComponentConfig {
+    /// The component's name, e.g. `kubelet-node-1`.
+    pub name: String,
+    /// For node agents: the node this instance runs on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// Free-form parameters from the scenario.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, Value>,
+}
+
+/// What a controller declares about itself: the host enforces it, like RBAC.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Manifest {
+    /// Human-readable controller name, e.g. `kubelet`.
+    pub name: String,
+    /// The ABI version the controller was built against.
+    pub abi_version: u32,
+    /// The resources the controller watches; the index in this list is the
+    /// `watch` number in [`InputEvent`]s.
+    #[serde(default)]
+    pub watches: Vec<WatchSpec>,
+    /// What the controller may write. Anything else is refused as Forbidden.
+    #[serde(default)]
+    pub writes: Vec<WritePermission>,
+    /// Whether the controller is a node agent: it may start and stop
+    /// containers on its node and is told which containers run there.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub node_agent: bool,
+}
+
+/// One list+watch the host runs on the controller's behalf.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WatchSpec {
+    /// Kind to watch, e.g. `Pod`.
+    pub kind: String,
+    /// Restrict to one namespace; empty means all namespaces.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Field selector, e.g. `spec.nodeName=node-1` (see [`crate::selector`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub field_selector: String,
+    /// Label selector, e.g. `app=web,tier!=cache` (see [`crate::selector`]).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub label_selector: String,
+}
+
+/// Permission to use some verbs on one kind.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WritePermission {
+    /// The kind, e.g. `Pod`.
+    pub kind: String,
+    /// The verbs allowed on it.
+    pub verbs: Vec<Verb>,
+}
+
+/// A write verb.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Verb {
+    /// Create an object.
+    Create,
+    /// Replace an object's metadata and spec.
+    Update,
+    /// Replace an object's status (the status subresource).
+    UpdateStatus,
+    /// Delete an object.
+    Delete,
+}
+
+impl fmt::Display for Verb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::UpdateStatus => "update status of",
+            Verb::Delete => "delete",
+        })
+    }
+}
+
+/// One call's worth of input.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Input {
+    /// Virtual time in milliseconds: the only clock a controller may read.
+    pub time_ms: u64,
+    /// What happened since the last call, in the order it happened.
+    pub events: Vec<InputEvent>,
+    /// For node agents: the containers really running on the node now (what
+    /// a kubelet learns from its container runtime). `None` for others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containers: Option<Vec<Container>>,
+}
+
+/// One thing a controller learns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "type", deny_unknown_fields)]
+pub enum InputEvent {
+    /// A list completed: replace everything known for this watch with `objects`.
+    #[serde(rename_all = "camelCase")]
+    Listed {
+        /// Index into the manifest's `watches`.
+        watch: usize,
+        /// The list's resourceVersion.
+        resource_version: String,
+        /// The objects, ordered by key.
+        objects: Vec<Object>,
+    },
+    /// A watch event for this watch.
+    #[serde(rename_all = "camelCase")]
+    Watch {
+        /// Index into the manifest's `watches`.
+        watch: usize,
+        /// The event.
+        event: WatchEvent,
+    },
+    /// The result of a write the controller asked for earlier.
+    #[serde(rename_all = "camelCase")]
+    Result(ActionResult),
+    /// A requeue asked for with [`Action::RequeueAfter`] is due.
+    #[serde(rename_all = "camelCase")]
+    Timer {
+        /// The key given when requeueing.
+        key: String,
+    },
+}
+
+/// The outcome of one write.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ActionResult {
+    /// The verb that was attempted.
+    pub verb: Verb,
+    /// The object it was attempted on.
+    pub key: ObjectKey,
+    /// What happened.
+    pub outcome: Outcome,
+}
+
+/// Success with the stored object, or failure with a Kubernetes-style status.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum Outcome {
+    /// The write was applied; the object as stored (absent after a final delete).
+    Ok(Option<Object>),
+    /// The write was refused or failed.
+    Err(Status),
+}
+
+/// A failed request, shaped like a Kubernetes `Status`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Status {
+    /// HTTP status code.
+    pub code: u16,
+    /// Machine-readable reason.
+    pub reason: StatusReason,
+    /// Human-readable explanation.
+    pub message: String,
+}
+
+/// Why a request failed, as in Kubernetes' `metav1.StatusReason`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum StatusReason {
+    /// 400: the request is invalid (e.g. a resourceVersion combination the table forbids).
+    BadRequest,
+    /// 403: the controller's manifest does not allow this write.
+    Forbidden,
+    /// 404: no such object.
+    NotFound,
+    /// 409: an object with this name exists.
+    AlreadyExists,
+    /// 409: a resourceVersion or uid precondition failed.
+    Conflict,
+    /// 410: the requested resourceVersion has been compacted away.
+    Gone,
+    /// 503: the API server cannot reach the store.
+    ServiceUnavailable,
+    /// 504: the request did not complete in time (e.g. waiting for a cache).
+    Timeout,
+}
+
+impl Status {
+    /// Builds a status with the code that belongs to `reason`.
+    pub fn new(reason: StatusReason, message: impl Into<String>) -> Self {
+        let code = match reason {
+            StatusReason::BadRequest => 400,
+            StatusReason::Forbidden => 403,
+            StatusReason::NotFound => 404,
+            StatusReason::AlreadyExists | StatusReason::Conflict => 409,
+            StatusReason::Gone => 410,
+            StatusReason::ServiceUnavailable => 503,
+            StatusReason::Timeout => 504,
+        };
+        Status { code, reason, message: message.into() }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {:?}: {}", self.code, self.reason, self.message)
+    }
+}
+
+/// A container the node's runtime is running.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Container {
+    /// The pod incarnation it runs for.
+    pub pod: PodRef,
+    /// When it was started (virtual ms).
+    pub started_at_ms: u64,
+}
+
+/// What a controller returns from one call.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Output {
+    /// Effects to apply, in order.
+    #[serde(default)]
+    pub actions: Vec<Action>,
+}
+
+/// One effect a controller asks the host to apply.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "type", deny_unknown_fields)]
+pub enum Action {
+    /// Create an object (metadata.name, or generateName, must be set).
+    #[serde(rename_all = "camelCase")]
+    Create {
+        /// The object to create.
+        object: Object,
+    },
+    /// Replace an object's metadata and spec. A non-empty
+    /// `metadata.resourceVersion` is a compare-and-swap precondition.
+    #[serde(rename_all = "camelCase")]
+    Update {
+        /// The new version.
+        object: Object,
+    },
+    /// Replace an object's status. A non-empty `metadata.resourceVersion` is a
+    /// compare-and-swap precondition.
+    #[serde(rename_all = "camelCase")]
+    UpdateStatus {
+        /// The object carrying the new status.
+        object: Object,
+    },
+    /// Delete an object.
+    #[serde(rename_all = "camelCase")]
+    Delete {
+        /// Which object.
+        key: ObjectKey,
+        /// Only delete this incarnation.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        uid: Option<String>,
+        /// Only delete if unchanged since this version.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resource_version: Option<String>,
+        /// Grace period: `Some(0)` deletes at once; `None` uses the kind's
+        /// default (pods bound to a node terminate gracefully first).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        grace_period_seconds: Option<i64>,
+    },
+    /// Call the controller again with a [`InputEvent::Timer`] after a delay.
+    #[serde(rename_all = "camelCase")]
+    RequeueAfter {
+        /// Handed back in the timer event.
+        key: String,
+        /// Delay in virtual milliseconds.
+        after_ms: u64,
+    },
+    /// Node agents only: start a container for a pod on this node.
+    #[serde(rename_all = "camelCase")]
+    StartContainer {
+        /// The pod incarnation.
+        pod: PodRef,
+    },
+    /// Node agents only: stop the container of a pod on this node.
+    #[serde(rename_all = "camelCase")]
+    StopContainer {
+        /// The pod incarnation.
+        pod: PodRef,
+    },
+}
+
+impl Action {
+    /// The verb and object key of a write, `None` for other actions.
+    pub fn write_target(&self) -> Option<(Verb, ObjectKey)> {
+        match self {
+            Action::Create { object } => Some((Verb::Create, object.key())),
+            Action::Update { object } => Some((Verb::Update, object.key())),
+            Action::UpdateStatus { object } => Some((Verb::UpdateStatus, object.key())),
+            Action::Delete { key, .. } => Some((Verb::Delete, key.clone())),
+            _ => None,
+        }
+    }
+}
+
+impl Manifest {
+    /// Whether the manifest allows `verb` on `kind`.
+    pub fn allows(&self, verb: Verb, kind: &str) -> bool {
+        self.writes.iter().any(|w| w.kind == kind && w.verbs.contains(&verb))
+    }
+}

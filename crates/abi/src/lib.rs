@@ -1,0 +1,29 @@
+//! The wire types between the Recon simulator (the host) and the controllers
+//! it runs (plugins, or the same code linked natively).
+//!
+//! Start with [`Controller`]: the one trait every controller implements. The
+//! host calls [`Controller::init`] once per instance with a
+//! [`ComponentConfig`] and gets back a [`Manifest`] (what it watches, what it
+//! may write); then it calls [`Controller::handle`] with an [`Input`] (list
+//! results, watch events, results of earlier actions, timers) and applies the
+//! [`Output`]'s [`Action`]s. Objects are Kubernetes-shaped ([`Object`]), with
+//! `spec` and `status` left as untyped JSON so any kind can cross.
+//!
+//! Everything here is plain data with a stable JSON encoding (serde), because
+//! the same values cross the Wasm boundary as bytes. [`ABI_VERSION`] changes
+//! whenever that encoding changes incompatibly.
+
+mod controller;
+mod object;
+pub mod selector;
+mod time;
+
+pub use controller::{
+    Action, ActionResult, ComponentConfig, Container, Controller, Input, InputEvent, Manifest,
+    Outcome, Output, Status, StatusReason, Verb, WatchSpec, WritePermission,
+};
+pub use object::{is_cluster_scoped, EventType, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent};
+pub use time::format_timestamp;
+
+/// Version of the wire encoding. A host refuses a controller built for another version.
+pub const ABI_VERSION: u32 = 1;

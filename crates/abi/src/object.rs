@@ -1,0 +1,236 @@
+//! Kubernetes-shaped objects and watch events.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A Kubernetes object: type information, metadata, and untyped `spec` and `status`.
+///
+/// Only the metadata is typed, because the simulator itself only reasons
+/// about identity, versions, ownership and deletion; what a spec means is up
+/// to the controllers that read it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Object {
+    /// Group and version, e.g. `v1` or `apps/v1`.
+    pub api_version: String,
+    /// Kind, e.g. `Pod` or `StatefulSet`.
+    pub kind: String,
+    /// Identity, versions, labels, ownership and deletion state.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// Desired state, as written by users and controllers.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub spec: Value,
+    /// Observed state, written through the status subresource.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub status: Value,
+}
+
+/// Standard object metadata (the subset the simulator gives meaning to).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObjectMeta {
+    /// Name, unique per kind and namespace.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    /// Prefix from which the API server generates a name when `name` is empty.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub generate_name: String,
+    /// Namespace; empty for cluster-scoped kinds such as Node.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Unique identity of this incarnation of the object, assigned on create.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub uid: String,
+    /// The store revision at which this version was written (opaque to clients).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resource_version: String,
+    /// Incremented by the API server on every change to `spec`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub generation: i64,
+    /// Set when a graceful deletion has begun (RFC 3339, virtual time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_timestamp: Option<String>,
+    /// Grace period of a pending graceful deletion, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deletion_grace_period_seconds: Option<i64>,
+    /// Labels, used by selectors.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations: free-form metadata.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// Objects this one belongs to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owner_references: Vec<OwnerReference>,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+/// A reference from an object to its owner (e.g. a Pod to its StatefulSet).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OwnerReference {
+    /// Owner's group and version.
+    pub api_version: String,
+    /// Owner's kind.
+    pub kind: String,
+    /// Owner's name.
+    pub name: String,
+    /// Owner's uid: a recreated owner with the same name is a different owner.
+    pub uid: String,
+    /// Whether the owner is the managing controller.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub controller: bool,
+}
+
+/// Identifies an object by kind, namespace and name (not by uid: a deleted
+/// and recreated object has the same key).
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObjectKey {
+    /// Kind, e.g. `Pod`.
+    pub kind: String,
+    /// Namespace; empty for cluster-scoped kinds.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+impl ObjectKey {
+    /// Builds a key.
+    pub fn new(kind: impl Into<String>, namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        ObjectKey { kind: kind.into(), namespace: namespace.into(), name: name.into() }
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.namespace.is_empty() {
+            write!(f, "{} {}", self.kind, self.name)
+        } else {
+            write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+}
+
+/// Identifies one incarnation of a pod: the unit a node runs containers for.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodRef {
+    /// Namespace of the pod.
+    pub namespace: String,
+    /// Name of the pod.
+    pub name: String,
+    /// Uid of the pod incarnation.
+    pub uid: String,
+}
+
+impl fmt::Display for PodRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{} (uid {})", self.namespace, self.name, self.uid)
+    }
+}
+
+/// Whether objects of `kind` live outside namespaces (Node, Namespace, …).
+pub fn is_cluster_scoped(kind: &str) -> bool {
+    matches!(
+        kind,
+        "Node" | "Namespace" | "PersistentVolume" | "ClusterRole" | "ClusterRoleBinding" | "StorageClass"
+    )
+}
+
+impl Object {
+    /// The object's key (kind, namespace, name).
+    pub fn key(&self) -> ObjectKey {
+        ObjectKey::new(&self.kind, &self.metadata.namespace, &self.metadata.name)
+    }
+
+    /// The revision this version was written at, if it has been stored.
+    pub fn revision(&self) -> Option<u64> {
+        self.metadata.resource_version.parse().ok()
+    }
+
+    /// Whether a graceful deletion has begun.
+    pub fn is_terminating(&self) -> bool {
+        self.metadata.deletion_timestamp.is_some()
+    }
+
+    /// Reads a dotted path such as `spec.nodeName` or `metadata.name` as a string.
+    ///
+    /// Metadata paths read the typed fields; other paths walk the JSON.
+    /// Missing fields read as `None`; numbers and booleans are rendered as text.
+    pub fn field(&self, path: &str) -> Option<String> {
+        match path {
+            "metadata.name" => return Some(self.metadata.name.clone()),
+            "metadata.namespace" => return Some(self.metadata.namespace.clone()),
+            "metadata.uid" => return Some(self.metadata.uid.clone()),
+            "kind" => return Some(self.kind.clone()),
+            _ => {}
+        }
+        let (root, rest) = path.split_once('.')?;
+        let mut value = match root {
+            "spec" => &self.spec,
+            "status" => &self.status,
+            _ => return None,
+        };
+        for part in rest.split('.') {
+            value = value.get(part)?;
+        }
+        match value {
+            Value::String(s) => Some(s.clone()),
+            Value::Bool(b) => Some(b.to_string()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    }
+
+    /// The controlling owner reference, if any.
+    pub fn controller_owner(&self) -> Option<&OwnerReference> {
+        self.metadata.owner_references.iter().find(|o| o.controller)
+    }
+}
+
+/// The type of a watch event, spelled as on the Kubernetes wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum EventType {
+    /// The object appeared (or started to match the watch's selector).
+    Added,
+    /// The object changed and still matches.
+    Modified,
+    /// The object was deleted (or stopped matching); `object` is its last state.
+    Deleted,
+    /// No object changed; `object.metadata.resourceVersion` tells how far the
+    /// stream has progressed.
+    Bookmark,
+}
+
+impl fmt::Display for EventType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+            EventType::Bookmark => "BOOKMARK",
+        })
+    }
+}
+
+/// One event on a watch stream.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchEvent {
+    /// What happened.
+    #[serde(rename = "type")]
+    pub event_type: EventType,
+    /// The object after the change (for DELETED: its last state; for
+    /// BOOKMARK: only `metadata.resourceVersion` is meaningful).
+    pub object: Object,
+}

@@ -1,0 +1,1 @@
+//! The built-in Recon controllers, by name.

@@ -1,0 +1,2 @@
+//! The `recon` command.
+fn main() {}

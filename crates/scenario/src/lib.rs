@@ -1,0 +1,4 @@
+//! The Recon scenario file format.
+
+mod model;
+pub use model::*;

@@ -1,0 +1,391 @@
+//! The scenario data model: what a scenario file says, after parsing and
+//! validation. Every type here is plain data; `Serialize` writes it back in
+//! the same YAML shape it was read from (see `to_yaml`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use recon_abi::Object;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// A span of virtual time in milliseconds.
+///
+/// In YAML: an integer (milliseconds) or a string with a unit: `250ms`,
+/// `2s`, `1.5s`, `1m`. Negative values are rejected.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Millis(pub u64);
+
+impl fmt::Display for Millis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = self.0;
+        if ms != 0 && ms % 60_000 == 0 {
+            write!(f, "{}m", ms / 60_000)
+        } else if ms != 0 && ms % 1000 == 0 {
+            write!(f, "{}s", ms / 1000)
+        } else {
+            write!(f, "{ms}ms")
+        }
+    }
+}
+
+/// A whole scenario: the cluster, its staleness and faults, the workload,
+/// a timed script, the checks to run and the expected outcome.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Scenario {
+    /// Short identifier, e.g. `pod-safety-59848`.
+    pub name: String,
+    /// Plain-language description: what happens and what to look for.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// Seed of the run's one random number generator.
+    #[serde(default)]
+    pub seed: u64,
+    /// How much virtual time the run covers. Default 30s.
+    #[serde(default = "default_duration")]
+    pub duration: Millis,
+    /// Latency of every network link.
+    #[serde(default)]
+    pub network: Network,
+    /// The API servers, each with its own watch cache and faults. At least one.
+    pub api_servers: Vec<ApiServer>,
+    /// The nodes: each has a container runtime and a Node object.
+    #[serde(default)]
+    pub nodes: Vec<Node>,
+    /// The components (controllers and node agents) and how they connect.
+    #[serde(default)]
+    pub components: Vec<Component>,
+    /// Objects in the store when the run starts: real Kubernetes manifests.
+    #[serde(default)]
+    pub objects: Vec<Object>,
+    /// Timed user actions and faults, in non-decreasing time order.
+    #[serde(default)]
+    pub script: Vec<Step>,
+    /// Which safety checks run. All by default.
+    #[serde(default)]
+    pub checks: Checks,
+    /// What the run is expected to show (used by tests and `recon run --expect`).
+    #[serde(default)]
+    pub expect: Expectation,
+}
+
+fn default_duration() -> Millis {
+    Millis(30_000)
+}
+
+/// Latency of network links (component ↔ API server, API server ↔ store).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Network {
+    /// Each message takes a latency drawn uniformly from `[min, max]` by the
+    /// seeded RNG; messages on one link stay in order. Default 1ms..5ms.
+    #[serde(default = "default_latency")]
+    pub latency: LatencyRange,
+}
+
+impl Default for Network {
+    fn default() -> Self {
+        Network { latency: default_latency() }
+    }
+}
+
+fn default_latency() -> LatencyRange {
+    LatencyRange { min: Millis(1), max: Millis(5) }
+}
+
+/// An inclusive latency range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LatencyRange {
+    /// Smallest latency.
+    pub min: Millis,
+    /// Largest latency (at least `min`).
+    pub max: Millis,
+}
+
+/// One API server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApiServer {
+    /// Unique name, e.g. `apiserver-1`.
+    pub name: String,
+    /// The watch cache in front of the store.
+    #[serde(default)]
+    pub watch_cache: WatchCache,
+    /// KEP-2340: serve reads that ask for the most recent state from the
+    /// cache after waiting for it to catch up with the store's revision,
+    /// instead of reading the store. Default false.
+    #[serde(default)]
+    pub consistent_reads_from_cache: bool,
+    /// Time windows during which this API server cannot reach the store.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<Window>,
+    /// How long a request waits for the store or for the cache before it
+    /// fails with a timeout. Default 1s.
+    #[serde(default = "default_request_timeout")]
+    pub request_timeout: Millis,
+}
+
+fn default_request_timeout() -> Millis {
+    Millis(1_000)
+}
+
+/// Watch cache settings of one API server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WatchCache {
+    /// When false, every read goes to the store (watches still stream
+    /// through the API server). Default true.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Extra delay before a store event reaches this cache. Default 0.
+    #[serde(default)]
+    pub lag: Millis,
+}
+
+impl Default for WatchCache {
+    fn default() -> Self {
+        WatchCache { enabled: true, lag: Millis(0) }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A half-open window of virtual time `[from, until)`; no `until` means to the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Window {
+    /// Start of the window.
+    pub from: Millis,
+    /// End of the window (exclusive); absent means until the end of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<Millis>,
+}
+
+impl Window {
+    /// Whether `t` falls inside the window.
+    pub fn contains(&self, t: u64) -> bool {
+        t >= self.from.0 && self.until.is_none_or(|u| t < u.0)
+    }
+}
+
+/// One node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Node {
+    /// Unique name, e.g. `node-1`.
+    pub name: String,
+    /// How many pods fit on it (`status.capacity.pods`). Default 110.
+    #[serde(default = "default_pods")]
+    pub pods: u32,
+    /// Labels of the Node object.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+}
+
+fn default_pods() -> u32 {
+    110
+}
+
+/// One component: a controller instance and how it talks to the cluster.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Component {
+    /// Unique name, e.g. `kubelet-node-1`.
+    pub name: String,
+    /// Which controller runs it, e.g. `kubelet` or `statefulset`.
+    pub controller: String,
+    /// For node agents: the node it runs on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    /// The API server it connects to at start.
+    pub api_server: String,
+    /// API servers to fail over to, in order, after repeated failed requests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failover: Vec<String>,
+    /// How its reflectors make their first list after every (re)start.
+    #[serde(default)]
+    pub list_mode: ListMode,
+    /// Free-form parameters handed to the controller.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, Value>,
+}
+
+/// How a reflector makes the first list of a component's life.
+///
+/// Later relists (after a watch breaks) always ask for "not older than the
+/// last revision seen", as client-go does, so only the first list after a
+/// (re)start can go back in time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ListMode {
+    /// `resourceVersion="0"`: any state the API server has, usually its
+    /// watch cache however stale. client-go's historical default, and the
+    /// root of Kubernetes issue #59848.
+    #[default]
+    Any,
+    /// `resourceVersion` unset: the most recent state, read from the store
+    /// (a quorum read), or from the cache after it caught up when the API
+    /// server has `consistentReadsFromCache`. Fails if the server cannot
+    /// reach the store.
+    Quorum,
+    /// Watch-list (KEP-3157): a watch with `sendInitialEvents=true` and no
+    /// resourceVersion; the API server asks the store for its revision,
+    /// waits for its cache to reach it and streams the state from the
+    /// cache. Fails if the server cannot reach the store.
+    Consistent,
+}
+
+/// One timed step of the script.
+///
+/// In YAML, a map with `at` and exactly one action key, e.g.
+/// `{at: 3s, scale: {kind: StatefulSet, name: web, replicas: 2}}`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// When the step happens.
+    pub at: Millis,
+    /// What happens.
+    pub action: StepAction,
+}
+
+/// A user action or a fault.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StepAction {
+    /// `kubectl create`: create an object (fails if it exists).
+    Create {
+        /// The manifest.
+        object: Object,
+        /// The API server the request goes to (default: the first one).
+        via: Option<String>,
+    },
+    /// `kubectl apply`: create the object, or replace its labels, annotations and spec.
+    Apply {
+        /// The manifest.
+        object: Object,
+        /// The API server the request goes to (default: the first one).
+        via: Option<String>,
+    },
+    /// `kubectl delete`: delete an object (pods bound to a node terminate gracefully).
+    Delete {
+        /// Which object.
+        target: ObjectRef,
+        /// The API server the request goes to (default: the first one).
+        via: Option<String>,
+    },
+    /// `kubectl scale`: set `spec.replicas`.
+    Scale {
+        /// Which object.
+        target: ObjectRef,
+        /// The new replica count.
+        replicas: u32,
+        /// The API server the request goes to (default: the first one).
+        via: Option<String>,
+    },
+    /// `kubectl cordon`: mark a node unschedulable.
+    Cordon {
+        /// The node.
+        node: String,
+    },
+    /// `kubectl uncordon`: mark a node schedulable again.
+    Uncordon {
+        /// The node.
+        node: String,
+    },
+    /// The component's process dies; it stays down until a `restart`.
+    Crash {
+        /// The component.
+        component: String,
+    },
+    /// The component's process restarts (crashing it first if running): a
+    /// fresh instance with empty memory that lists again. Containers of a
+    /// node agent keep running.
+    Restart {
+        /// The component.
+        component: String,
+        /// Connect to this API server from now on (as after a load balancer
+        /// picked another one); default: the one it used before.
+        api_server: Option<String>,
+    },
+    /// The component's watch connections break; its reflectors re-watch
+    /// from the last revision they saw (and relist if that is gone).
+    Disconnect {
+        /// The component.
+        component: String,
+    },
+    /// The store compacts its history, keeping the last `keep` revisions.
+    Compact {
+        /// Revisions to keep (0: compact up to the current revision).
+        keep: u64,
+    },
+}
+
+/// Names an object in a script step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObjectRef {
+    /// Kind, e.g. `Pod`.
+    pub kind: String,
+    /// Namespace; defaults to `default` for namespaced kinds.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+}
+
+/// A safety check the simulator evaluates as the run goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Check {
+    /// No two nodes run a container for the same namespace/name at once.
+    PodIdentity,
+    /// At most one live pod per StatefulSet ordinal.
+    StatefulSetOrdinals,
+    /// A component's observed revision never decreases across its life.
+    TimeTravel,
+}
+
+impl Check {
+    /// Every check, in a fixed order.
+    pub const ALL: [Check; 3] = [Check::PodIdentity, Check::StatefulSetOrdinals, Check::TimeTravel];
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Check::PodIdentity => "pod identity",
+            Check::StatefulSetOrdinals => "StatefulSet ordinals",
+            Check::TimeTravel => "time travel",
+        })
+    }
+}
+
+/// Which checks run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Checks {
+    /// The enabled checks. Default: all of [`Check::ALL`].
+    #[serde(default = "all_checks")]
+    pub enabled: Vec<Check>,
+}
+
+impl Default for Checks {
+    fn default() -> Self {
+        Checks { enabled: all_checks() }
+    }
+}
+
+fn all_checks() -> Vec<Check> {
+    Check::ALL.to_vec()
+}
+
+/// The outcome a scenario is written to show.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Expectation {
+    /// The checks expected to be violated; empty means a clean run.
+    #[serde(default)]
+    pub violations: Vec<Check>,
+}

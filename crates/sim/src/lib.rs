@@ -1,0 +1,1 @@
+//! The deterministic Recon simulator: store, API servers and watch caches, informers, nodes, faults, checks, trace.

@@ -1,0 +1,1 @@
+//! Built-in kubelet (node agent) controller.
