@@ -243,7 +243,8 @@ pub enum ListMode {
 ///
 /// In YAML, a map with `at` and exactly one action key, e.g.
 /// `{at: 3s, scale: {kind: StatefulSet, name: web, replicas: 2}}`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "StepRepr", into = "StepRepr")]
 pub struct Step {
     /// When the step happens.
     pub at: Millis,
@@ -388,4 +389,212 @@ pub struct Expectation {
     /// The checks expected to be violated; empty means a clean run.
     #[serde(default)]
     pub violations: Vec<Check>,
+}
+
+impl Serialize for Millis {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Millis {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Millis;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a duration such as 250ms, 2s, 1.5s or 1m, or a number of milliseconds")
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Millis, E> {
+                Ok(Millis(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Millis, E> {
+                u64::try_from(v)
+                    .map(Millis)
+                    .map_err(|_| E::custom(format!("duration {v} is negative; durations must be zero or more")))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Millis, E> {
+                parse_millis(v).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// Parses `250ms`, `2s`, `1.5s`, `1m` or a bare number of milliseconds.
+pub fn parse_millis(text: &str) -> Result<Millis, String> {
+    let t = text.trim();
+    if t.starts_with('-') {
+        return Err(format!("duration {t:?} is negative; durations must be zero or more"));
+    }
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1_000.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60_000.0)
+    } else {
+        (t, 1.0)
+    };
+    let bad = || format!("invalid duration {t:?}: expected e.g. 250ms, 2s, 1.5s or 1m");
+    let n = number.trim();
+    if n.is_empty() || !n.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(bad());
+    }
+    let value: f64 = n.parse().map_err(|_| bad())?;
+    let ms = value * scale;
+    if ms.fract() != 0.0 {
+        return Err(format!("duration {t:?} is not a whole number of milliseconds"));
+    }
+    Ok(Millis(ms as u64))
+}
+
+/// The YAML shape of a step: `at` plus exactly one action key.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct StepRepr {
+    at: Millis,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    via: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    create: Option<Object>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    apply: Option<Object>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    delete: Option<ObjectRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scale: Option<ScaleRepr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cordon: Option<NodeRepr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    uncordon: Option<NodeRepr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    crash: Option<ComponentRepr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    restart: Option<RestartRepr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    disconnect: Option<ComponentRepr>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    compact: Option<CompactRepr>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ScaleRepr {
+    kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    namespace: String,
+    name: String,
+    replicas: u32,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct NodeRepr {
+    node: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ComponentRepr {
+    component: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct RestartRepr {
+    component: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    api_server: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CompactRepr {
+    #[serde(default)]
+    keep: u64,
+}
+
+impl TryFrom<StepRepr> for Step {
+    type Error = String;
+
+    fn try_from(r: StepRepr) -> Result<Step, String> {
+        let via = r.via;
+        let mut actions = Vec::new();
+        if let Some(object) = r.create {
+            actions.push(StepAction::Create { object, via: via.clone() });
+        }
+        if let Some(object) = r.apply {
+            actions.push(StepAction::Apply { object, via: via.clone() });
+        }
+        if let Some(target) = r.delete {
+            actions.push(StepAction::Delete { target, via: via.clone() });
+        }
+        if let Some(s) = r.scale {
+            let target = ObjectRef { kind: s.kind, namespace: s.namespace, name: s.name };
+            actions.push(StepAction::Scale { target, replicas: s.replicas, via: via.clone() });
+        }
+        if let Some(n) = r.cordon {
+            actions.push(StepAction::Cordon { node: n.node });
+        }
+        if let Some(n) = r.uncordon {
+            actions.push(StepAction::Uncordon { node: n.node });
+        }
+        if let Some(c) = r.crash {
+            actions.push(StepAction::Crash { component: c.component });
+        }
+        if let Some(c) = r.restart {
+            actions.push(StepAction::Restart { component: c.component, api_server: c.api_server });
+        }
+        if let Some(c) = r.disconnect {
+            actions.push(StepAction::Disconnect { component: c.component });
+        }
+        if let Some(c) = r.compact {
+            actions.push(StepAction::Compact { keep: c.keep });
+        }
+        if actions.len() != 1 {
+            return Err(format!(
+                "a script step needs exactly one action (create, apply, delete, scale, cordon, uncordon, crash, restart, disconnect, compact); found {}",
+                actions.len()
+            ));
+        }
+        let action = actions.remove(0);
+        let takes_via = matches!(
+            action,
+            StepAction::Create { .. } | StepAction::Apply { .. } | StepAction::Delete { .. } | StepAction::Scale { .. }
+        );
+        if via.is_some() && !takes_via {
+            return Err("`via` only applies to create, apply, delete and scale steps".into());
+        }
+        Ok(Step { at: r.at, action })
+    }
+}
+
+impl From<Step> for StepRepr {
+    fn from(step: Step) -> StepRepr {
+        let mut r = StepRepr { at: step.at, ..Default::default() };
+        match step.action {
+            StepAction::Create { object, via } => (r.create, r.via) = (Some(object), via),
+            StepAction::Apply { object, via } => (r.apply, r.via) = (Some(object), via),
+            StepAction::Delete { target, via } => (r.delete, r.via) = (Some(target), via),
+            StepAction::Scale { target, replicas, via } => {
+                r.scale = Some(ScaleRepr {
+                    kind: target.kind,
+                    namespace: target.namespace,
+                    name: target.name,
+                    replicas,
+                });
+                r.via = via;
+            }
+            StepAction::Cordon { node } => r.cordon = Some(NodeRepr { node }),
+            StepAction::Uncordon { node } => r.uncordon = Some(NodeRepr { node }),
+            StepAction::Crash { component } => r.crash = Some(ComponentRepr { component }),
+            StepAction::Restart { component, api_server } => {
+                r.restart = Some(RestartRepr { component, api_server })
+            }
+            StepAction::Disconnect { component } => r.disconnect = Some(ComponentRepr { component }),
+            StepAction::Compact { keep } => r.compact = Some(CompactRepr { keep }),
+        }
+        r
+    }
 }
