@@ -1,1 +1,41 @@
-//! The deterministic Recon simulator: store, API servers and watch caches, informers, nodes, faults, checks, trace.
+//! The Recon simulator: a deterministic Kubernetes control plane.
+//!
+//! Start with [`Sim`]: build it from a [`recon_scenario::Scenario`] and a
+//! function that instantiates controllers by name, call [`Sim::run`], and
+//! read the [`Trace`]. [`explain`] turns a violation into its causal chain
+//! in plain words.
+//!
+//! What is simulated, one module each:
+//! - the store (etcd): the `recon-store` crate — revisions, an event log,
+//!   compaction, compare-and-swap;
+//! - API servers ([`api`] for the request types and the resourceVersion
+//!   semantics table, [`cache`] for the watch cache): reads served from the
+//!   cache or the store, KEP-2340 consistent reads, lag, partitions;
+//! - components: a controller instance per (re)start, with the host running
+//!   list+watch for it, relisting, backing off and failing over;
+//! - nodes: container runtimes, the ground truth the safety checks read;
+//! - the network ([`network`]): seeded latency, in-order links.
+//!
+//! Determinism: one seed; every random draw comes from [`rng::Rng`] streams
+//! derived from it; time is virtual; no hash-map iteration is observable.
+//! The same scenario and seed give the byte-identical trace on every
+//! platform, which [`Trace::hash`] makes easy to check.
+
+pub mod api;
+mod apiserver;
+pub mod cache;
+mod checks;
+mod component;
+mod error;
+pub mod explain;
+pub mod network;
+pub mod rng;
+pub mod trace;
+mod world;
+
+pub use apiserver::{Client, Reply, Served};
+pub use component::{BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, FAILOVER_AFTER};
+pub use error::SimError;
+pub use explain::{Explanation, ExplanationStep, Unavailability, explain, explain_all, unavailability};
+pub use trace::{Entry, EntryId, Event, Trace};
+pub use world::{Instantiate, Sim};

@@ -1,0 +1,305 @@
+//! Explanations: a violation's causal chain in plain words, and the other
+//! findings a reader needs (who could not read, for how long).
+//!
+//! Everything here reads the trace only, so the same explanation can be
+//! produced from a saved trace, natively or in the browser.
+
+use serde::Serialize;
+
+use recon_scenario::Check;
+
+use crate::trace::{Entry, EntryId, Event, ServedFrom, Trace};
+
+/// A violation explained step by step.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explanation {
+    /// The violation entry.
+    pub violation: EntryId,
+    /// Which check failed.
+    pub check: Check,
+    /// One-line summary.
+    pub headline: String,
+    /// The causal chain, oldest first; each step points at its trace entry.
+    pub steps: Vec<ExplanationStep>,
+}
+
+/// One step of an explanation.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExplanationStep {
+    /// The entry this step is about.
+    pub entry: EntryId,
+    /// What happened, in plain words.
+    pub text: String,
+}
+
+/// A period during which a component's reads kept failing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Unavailability {
+    /// The component.
+    pub component: String,
+    /// First failure.
+    pub from_ms: u64,
+    /// The next successful read, if any.
+    pub until_ms: Option<u64>,
+    /// Failed requests in the period.
+    pub failures: u32,
+    /// The last error message.
+    pub last_error: String,
+}
+
+/// Virtual time as a reader wants it: `t=8.012s`.
+pub fn fmt_time(ms: u64) -> String {
+    format!("t={}.{:03}s", ms / 1000, ms % 1000)
+}
+
+fn short(uid: &str) -> &str {
+    uid.get(..8).unwrap_or(uid)
+}
+
+/// One line describing an entry.
+pub fn describe(e: &Entry) -> String {
+    match &e.event {
+        Event::Script { description } => description.clone(),
+        Event::Partition { api_server, started: true } => format!("{api_server} loses its connection to the store"),
+        Event::Partition { api_server, started: false } => format!("{api_server} reconnects to the store"),
+        Event::StoreWrite { verb, key, uid, revision, removed, terminating, by, via } => {
+            let what = if *terminating {
+                "began graceful deletion of".to_string()
+            } else if *removed {
+                "deleted".to_string()
+            } else {
+                format!("{verb}")
+            };
+            let via = if via.is_empty() { String::new() } else { format!(" via {via}") };
+            format!("{by}{via}: {what} {key} (uid {}) at revision {revision}", short(uid))
+        }
+        Event::WriteFailed { verb, key, status, by, .. } => format!("{by}: {verb} {key} failed: {}", status.message),
+        Event::Compaction { revision } => format!("store compacted up to revision {revision}"),
+        Event::CacheApply { api_server, revision, key, event_type } => {
+            format!("{api_server} cache: {event_type} {key} (now at revision {revision})")
+        }
+        Event::CacheRelist { api_server, revision } => format!("{api_server} rebuilt its cache at revision {revision}"),
+        Event::ListServed { component, api_server, request, served_from, revision, store_revision, objects, .. } => {
+            let from = match served_from {
+                ServedFrom::Cache => "its watch cache",
+                ServedFrom::Store => "the store",
+            };
+            format!(
+                "{api_server} answered {component}'s {request} from {from}: {} objects at revision {revision} (store at {store_revision})",
+                objects.len()
+            )
+        }
+        Event::RequestFailed { component, api_server, request, status } => {
+            format!("{api_server} failed {component}'s {request}: {}", status.message)
+        }
+        Event::WatchDelivered { component, event_type, key, uid, revision, .. } => {
+            format!("{component} sees {event_type} {key} (uid {}) at revision {revision}", short(uid))
+        }
+        Event::ComponentStarted { component, api_server, restarts: 0 } => format!("{component} starts, connected to {api_server}"),
+        Event::ComponentStarted { component, api_server, .. } => {
+            format!("{component} restarts with empty memory, connected to {api_server}")
+        }
+        Event::ComponentCrashed { component, reason } => format!("{component} stops: {reason}"),
+        Event::Failover { component, from, to } => format!("{component} gives up on {from} and fails over to {to}"),
+        Event::Reconcile { component, view_revision, actions, .. } => {
+            if actions.is_empty() {
+                format!("{component} reconciles (view at revision {view_revision}): nothing to do")
+            } else {
+                format!("{component} reconciles (view at revision {view_revision}): {}", actions.join("; "))
+            }
+        }
+        Event::ActionRefused { component, action, status } => format!("{component}: {action} refused: {}", status.message),
+        Event::ContainerStarted { node, pod } => format!("{node} starts a container for {pod}"),
+        Event::ContainerStopped { node, pod } => format!("{node} stops the container of {pod}"),
+        Event::Violation { message, .. } => message.clone(),
+    }
+}
+
+/// Explains every violation in the trace.
+pub fn explain_all(trace: &Trace) -> Vec<Explanation> {
+    trace.violations().filter_map(|(e, _, _)| explain(trace, e.id)).collect()
+}
+
+/// Explains one violation, or `None` if `violation` is not a violation entry.
+pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
+    let v = trace.get(violation)?;
+    let Event::Violation { check, message } = &v.event else { return None };
+    let mut steps = Vec::new();
+    match check {
+        Check::PodIdentity | Check::StatefulSetOrdinals => {
+            // causes: [the start that broke the property, the container already running]
+            let started = v.causes.first().and_then(|id| trace.get(*id));
+            let other = v.causes.get(1).and_then(|id| trace.get(*id));
+            if let Some(other) = other {
+                steps.extend(container_origin(trace, other, false));
+            }
+            if let Some(started) = started {
+                steps.extend(container_origin(trace, started, true));
+            }
+        }
+        Check::TimeTravel => {
+            let now = v.causes.first().and_then(|id| trace.get(*id));
+            let before = v.causes.get(1).and_then(|id| trace.get(*id));
+            if let Some(before) = before {
+                steps.push(ExplanationStep {
+                    entry: before.id,
+                    text: format!("{}: {}", fmt_time(before.time_ms), describe(before)),
+                });
+            }
+            if let Some(now) = now {
+                steps.extend(view_origin(trace, now));
+            }
+        }
+    }
+    steps.sort_by_key(|s| s.entry);
+    steps.dedup_by_key(|s| s.entry);
+    steps.push(ExplanationStep { entry: v.id, text: format!("{}: {message}", fmt_time(v.time_ms)) });
+    Some(Explanation { violation, check: *check, headline: message.clone(), steps })
+}
+
+/// How a container came to run: the reconcile that started it, and where
+/// that component's knowledge of the pod came from.
+fn container_origin(trace: &Trace, start: &Entry, detailed: bool) -> Vec<ExplanationStep> {
+    let Event::ContainerStarted { node, pod } = &start.event else { return vec![] };
+    let mut steps = Vec::new();
+    let reconcile = start.causes.first().and_then(|id| trace.get(*id));
+    if detailed {
+        if let Some(Entry { event: Event::Reconcile { component, .. }, id, .. }) = reconcile {
+            if let Some(source) = source_of_pod(trace, component, &pod.uid, *id) {
+                steps.extend(view_origin(trace, source));
+            }
+        }
+    }
+    let who = match reconcile.map(|r| &r.event) {
+        Some(Event::Reconcile { component, .. }) => format!("{component} starts"),
+        _ => format!("{node} starts"),
+    };
+    steps.push(ExplanationStep {
+        entry: start.id,
+        text: format!("{}: {who} a container for {}/{} (uid {}) on {node}", fmt_time(start.time_ms), pod.namespace, pod.name, short(&pod.uid)),
+    });
+    steps
+}
+
+/// The latest entry before `before` that showed `component` the pod `uid`.
+fn source_of_pod<'t>(trace: &'t Trace, component: &str, uid: &str, before: EntryId) -> Option<&'t Entry> {
+    trace.entries[..before as usize].iter().rev().find(|e| match &e.event {
+        Event::ListServed { component: c, objects, .. } => c == component && objects.iter().any(|o| o.uid == uid),
+        Event::WatchDelivered { component: c, uid: u, .. } => c == component && u == uid,
+        _ => false,
+    })
+}
+
+/// Why a component saw what it saw: its restart, the read, how stale the
+/// read was and why, and what the read still contained that was gone.
+fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
+    let mut steps = Vec::new();
+    let Event::ListServed { component, api_server, request, served_from, revision, store_revision, stale_ms, partitioned, objects } =
+        &read.event
+    else {
+        return vec![ExplanationStep { entry: read.id, text: format!("{}: {}", fmt_time(read.time_ms), describe(read)) }];
+    };
+    // The (re)start that made it list.
+    if let Some(start) = trace.entries[..read.id as usize].iter().rev().find(|e| {
+        matches!(&e.event, Event::ComponentStarted { component: c, .. } if c == component)
+    }) {
+        if let Event::ComponentStarted { restarts, .. } = &start.event {
+            if *restarts > 0 {
+                let why = start
+                    .causes
+                    .first()
+                    .and_then(|c| trace.get(*c))
+                    .map(|c| format!(" ({})", describe(c)))
+                    .unwrap_or_default();
+                steps.push(ExplanationStep {
+                    entry: start.id,
+                    text: format!("{}: {component} restarts with empty memory{why} and must list again", fmt_time(start.time_ms)),
+                });
+            }
+        }
+    }
+    if *partitioned {
+        if let Some(p) = trace.entries[..read.id as usize].iter().rev().find(|e| {
+            matches!(&e.event, Event::Partition { api_server: s, started: true } if s == api_server)
+        }) {
+            steps.push(ExplanationStep {
+                entry: p.id,
+                text: format!(
+                    "{}: {api_server} loses its connection to the store; its watch cache stops receiving updates",
+                    fmt_time(p.time_ms)
+                ),
+            });
+        }
+    }
+    let behind = store_revision.saturating_sub(*revision);
+    let source = match served_from {
+        ServedFrom::Cache if behind > 0 => {
+            format!("from its watch cache, {behind} revisions ({stale_ms} ms) behind the store (cache at revision {revision}, store at {store_revision})")
+        }
+        ServedFrom::Cache => format!("from its watch cache, up to date at revision {revision}"),
+        ServedFrom::Store => format!("from the store at revision {revision}"),
+    };
+    steps.push(ExplanationStep {
+        entry: read.id,
+        text: format!("{}: {component} sends {request} to {api_server}, which answers {source}", fmt_time(read.time_ms)),
+    });
+    // Objects the read returned that the store had already deleted.
+    for o in objects {
+        if let Some(del) = trace.entries[..read.id as usize].iter().find(|e| {
+            matches!(&e.event, Event::StoreWrite { uid, removed: true, revision: r, .. } if *uid == o.uid && r > revision)
+        }) {
+            if let Event::StoreWrite { revision: r, .. } = &del.event {
+                steps.push(ExplanationStep {
+                    entry: del.id,
+                    text: format!(
+                        "{}: {} (uid {}) is deleted at revision {r}; the list at revision {revision} still contains it",
+                        fmt_time(del.time_ms),
+                        o.key,
+                        short(&o.uid)
+                    ),
+                });
+            }
+        }
+    }
+    steps
+}
+
+/// Periods during which a component's list or watch requests kept failing:
+/// the availability cost of refusing to serve stale data.
+pub fn unavailability(trace: &Trace) -> Vec<Unavailability> {
+    let mut open: Vec<Unavailability> = Vec::new();
+    let mut done = Vec::new();
+    for e in &trace.entries {
+        match &e.event {
+            Event::RequestFailed { component, status, .. } => {
+                match open.iter_mut().find(|u| &u.component == component) {
+                    Some(u) => {
+                        u.failures += 1;
+                        u.last_error = status.message.clone();
+                    }
+                    None => open.push(Unavailability {
+                        component: component.clone(),
+                        from_ms: e.time_ms,
+                        until_ms: None,
+                        failures: 1,
+                        last_error: status.message.clone(),
+                    }),
+                }
+            }
+            Event::ListServed { component, .. } => {
+                if let Some(i) = open.iter().position(|u| &u.component == component) {
+                    let mut u = open.remove(i);
+                    u.until_ms = Some(e.time_ms);
+                    done.push(u);
+                }
+            }
+            _ => {}
+        }
+    }
+    done.extend(open);
+    done.sort_by_key(|u| (u.from_ms, u.component.clone()));
+    done
+}

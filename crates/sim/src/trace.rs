@@ -1,0 +1,310 @@
+//! The trace: everything that happened in a run, each entry linked to its causes.
+//!
+//! The trace is the simulator's only output. The CLI prints it, the UI draws
+//! it, the explainer walks its cause links. Its JSON encoding is stable (no
+//! floats, no hash maps, fields in declaration order), so its hash identifies
+//! a run: same scenario and seed, same hash, on every platform.
+
+use recon_abi::{EventType, ObjectKey, PodRef, Status, Verb};
+use recon_scenario::Check;
+use serde::Serialize;
+
+/// Index of an entry in the trace.
+pub type EntryId = u64;
+
+/// A whole run.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Trace {
+    /// Scenario name.
+    pub scenario: String,
+    /// The seed the run used.
+    pub seed: u64,
+    /// Every entry, in the order it happened; `entries[i].id == i`.
+    pub entries: Vec<Entry>,
+}
+
+/// One thing that happened.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    /// Position in the trace.
+    pub id: EntryId,
+    /// Virtual time in milliseconds.
+    pub time_ms: u64,
+    /// Where it happened: a component, an API server, `etcd`, a node, or `script`.
+    pub lane: String,
+    /// What happened.
+    pub event: Event,
+    /// Entries that led to this one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<EntryId>,
+}
+
+/// Where a read was served from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ServedFrom {
+    /// The API server's watch cache.
+    Cache,
+    /// The store (a quorum read).
+    Store,
+}
+
+/// A short reference to one object version, as carried in list entries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectVersion {
+    /// Kind, namespace and name.
+    pub key: ObjectKey,
+    /// Incarnation.
+    pub uid: String,
+    /// Revision of this version.
+    pub revision: u64,
+}
+
+/// The kinds of trace entries.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum Event {
+    /// A step of the scenario's script ran (a user action or a fault).
+    #[serde(rename_all = "camelCase")]
+    Script {
+        /// Plain-language description, e.g. `kubectl cordon node-1`.
+        description: String,
+    },
+    /// An API server lost (or regained) its connection to the store.
+    #[serde(rename_all = "camelCase")]
+    Partition {
+        /// The API server.
+        api_server: String,
+        /// True when the partition starts, false when it heals.
+        started: bool,
+    },
+    /// A write was committed to the store.
+    #[serde(rename_all = "camelCase")]
+    StoreWrite {
+        /// What it did to the object.
+        verb: Verb,
+        /// Which object.
+        key: ObjectKey,
+        /// The object's uid.
+        uid: String,
+        /// The new store revision.
+        revision: u64,
+        /// Whether the object is gone after this write.
+        removed: bool,
+        /// Whether this write began a graceful deletion.
+        terminating: bool,
+        /// Who asked (component name, or `kubectl`).
+        by: String,
+        /// Through which API server.
+        via: String,
+    },
+    /// A write was refused or failed.
+    #[serde(rename_all = "camelCase")]
+    WriteFailed {
+        /// The attempted verb.
+        verb: Verb,
+        /// Which object.
+        key: ObjectKey,
+        /// Why.
+        status: Status,
+        /// Who asked.
+        by: String,
+        /// Through which API server (empty if refused before sending).
+        via: String,
+    },
+    /// The store compacted its history.
+    #[serde(rename_all = "camelCase")]
+    Compaction {
+        /// Revisions before this one can no longer be read.
+        revision: u64,
+    },
+    /// An API server's watch cache applied a store event.
+    #[serde(rename_all = "camelCase")]
+    CacheApply {
+        /// The API server.
+        api_server: String,
+        /// The revision the cache is now at.
+        revision: u64,
+        /// The object it changed.
+        key: ObjectKey,
+        /// The kind of change.
+        event_type: EventType,
+    },
+    /// An API server's watch cache rebuilt itself from the store (its
+    /// history had been compacted while it was cut off).
+    #[serde(rename_all = "camelCase")]
+    CacheRelist {
+        /// The API server.
+        api_server: String,
+        /// The revision the cache is now at.
+        revision: u64,
+    },
+    /// An API server answered a list (or the initial state of a watch-list).
+    #[serde(rename_all = "camelCase")]
+    ListServed {
+        /// Which component asked.
+        component: String,
+        /// The API server that answered.
+        api_server: String,
+        /// The request, e.g. `list Pods spec.nodeName=node-1 resourceVersion="0"`.
+        request: String,
+        /// Cache or store.
+        served_from: ServedFrom,
+        /// The revision of the state returned (the list's resourceVersion).
+        revision: u64,
+        /// The store's revision at that moment.
+        store_revision: u64,
+        /// How long the returned state had been out of date (0 if current).
+        stale_ms: u64,
+        /// Whether the API server was cut off from the store.
+        partitioned: bool,
+        /// The objects returned.
+        objects: Vec<ObjectVersion>,
+    },
+    /// A list or watch request failed.
+    #[serde(rename_all = "camelCase")]
+    RequestFailed {
+        /// Which component asked.
+        component: String,
+        /// The API server.
+        api_server: String,
+        /// The request.
+        request: String,
+        /// The error.
+        status: Status,
+    },
+    /// A watch event reached a component.
+    #[serde(rename_all = "camelCase")]
+    WatchDelivered {
+        /// Which component.
+        component: String,
+        /// From which API server.
+        api_server: String,
+        /// Index of the watch in the component's manifest.
+        watch: usize,
+        /// The event type.
+        event_type: EventType,
+        /// The object.
+        key: ObjectKey,
+        /// Its uid.
+        uid: String,
+        /// Its revision.
+        revision: u64,
+    },
+    /// A component instance started (first start or restart).
+    #[serde(rename_all = "camelCase")]
+    ComponentStarted {
+        /// The component.
+        component: String,
+        /// The API server it connects to.
+        api_server: String,
+        /// How many times it has started before.
+        restarts: u32,
+    },
+    /// A component instance died; its memory is lost.
+    #[serde(rename_all = "camelCase")]
+    ComponentCrashed {
+        /// The component.
+        component: String,
+        /// Why.
+        reason: String,
+    },
+    /// A component switched to another API server after repeated failures.
+    #[serde(rename_all = "camelCase")]
+    Failover {
+        /// The component.
+        component: String,
+        /// The API server it gave up on.
+        from: String,
+        /// The API server it uses now.
+        to: String,
+    },
+    /// A component's controller was called.
+    #[serde(rename_all = "camelCase")]
+    Reconcile {
+        /// The component.
+        component: String,
+        /// The highest revision the component had observed when called.
+        view_revision: u64,
+        /// What the call was given, one short line per input.
+        inputs: Vec<String>,
+        /// What it returned, one short line per action.
+        actions: Vec<String>,
+    },
+    /// The host refused an action that the component's manifest does not allow.
+    #[serde(rename_all = "camelCase")]
+    ActionRefused {
+        /// The component.
+        component: String,
+        /// The action, in words.
+        action: String,
+        /// The refusal.
+        status: Status,
+    },
+    /// A node's runtime started a container.
+    #[serde(rename_all = "camelCase")]
+    ContainerStarted {
+        /// The node.
+        node: String,
+        /// The pod incarnation.
+        pod: PodRef,
+    },
+    /// A node's runtime stopped a container.
+    #[serde(rename_all = "camelCase")]
+    ContainerStopped {
+        /// The node.
+        node: String,
+        /// The pod incarnation.
+        pod: PodRef,
+    },
+    /// A safety check failed.
+    #[serde(rename_all = "camelCase")]
+    Violation {
+        /// Which check.
+        check: Check,
+        /// One-line summary.
+        message: String,
+    },
+}
+
+impl Trace {
+    /// The entry with this id.
+    pub fn get(&self, id: EntryId) -> Option<&Entry> {
+        self.entries.get(usize::try_from(id).ok()?)
+    }
+
+    /// The trace as stable JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("trace serialization cannot fail: plain data")
+    }
+
+    /// A stable 64-bit hash of the JSON encoding (FNV-1a), as 16 hex digits.
+    /// Equal hashes mean byte-identical traces, on any platform.
+    pub fn hash(&self) -> String {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in self.to_json().bytes() {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        format!("{h:016x}")
+    }
+
+    /// The violations, in order.
+    pub fn violations(&self) -> impl Iterator<Item = (&Entry, Check, &str)> {
+        self.entries.iter().filter_map(|e| match &e.event {
+            Event::Violation { check, message } => Some((e, *check, message.as_str())),
+            _ => None,
+        })
+    }
+
+    pub(crate) fn push(&mut self, time_ms: u64, lane: &str, event: Event, causes: Vec<EntryId>) -> EntryId {
+        let id = self.entries.len() as EntryId;
+        let mut causes = causes;
+        causes.sort_unstable();
+        causes.dedup();
+        self.entries.push(Entry { id, time_ms, lane: lane.to_string(), event, causes });
+        id
+    }
+}
