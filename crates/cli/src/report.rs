@@ -1,0 +1,76 @@
+//! The human-readable summary of a run.
+
+use std::collections::BTreeSet;
+
+use recon_scenario::{Check, Scenario};
+use recon_sim::explain::{describe, fmt_time};
+use recon_sim::{Event, Trace, explain_all, unavailability};
+
+/// What the summary found.
+pub struct Outcome {
+    /// Whether any safety check failed.
+    pub violated: bool,
+    /// Whether the violated checks are exactly those the scenario expects.
+    pub as_expected: bool,
+}
+
+/// Prints the summary (and the whole timeline if asked) to standard output.
+pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
+    println!("scenario  {}", scenario.name);
+    println!("seed      {}", trace.seed);
+    println!("ran       {} of virtual time, {} trace entries", fmt_time(scenario.duration.0), trace.entries.len());
+    println!("trace     {}", trace.hash());
+    if timeline {
+        println!();
+        for e in &trace.entries {
+            if matches!(e.event, Event::CacheApply { .. }) {
+                continue; // one line per API server per write drowns the story
+            }
+            println!("{:>10}  {:<24} {}", fmt_time(e.time_ms), e.lane, describe(e));
+        }
+    }
+    let explanations = explain_all(trace);
+    println!();
+    if explanations.is_empty() {
+        println!("No safety property broke.");
+    } else {
+        println!("{} safety violation(s):", explanations.len());
+    }
+    for (i, x) in explanations.iter().enumerate() {
+        println!();
+        println!("{}. [{}] {}", i + 1, x.check, x.headline);
+        println!("   Why:");
+        for step in &x.steps {
+            println!("   - {}", step.text);
+        }
+    }
+    let outages = unavailability(trace);
+    if !outages.is_empty() {
+        println!();
+        println!("Unavailable (reads refused rather than served stale):");
+        for u in &outages {
+            let until = u.until_ms.map_or("the end of the run".to_string(), fmt_time);
+            println!(
+                "- {} from {} until {}: {} failed request(s), last: {}",
+                u.component,
+                fmt_time(u.from_ms),
+                until,
+                u.failures,
+                u.last_error
+            );
+        }
+    }
+    let seen: BTreeSet<Check> = trace.violations().map(|(_, c, _)| c).collect();
+    let expected: BTreeSet<Check> = scenario.expect.violations.iter().copied().collect();
+    let as_expected = seen == expected;
+    println!();
+    if as_expected {
+        println!("Outcome matches the scenario's expectation.");
+    } else {
+        let names = |s: &BTreeSet<Check>| {
+            if s.is_empty() { "none".to_string() } else { s.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ") }
+        };
+        println!("Outcome differs from the scenario's expectation: expected {}, saw {}.", names(&expected), names(&seen));
+    }
+    Outcome { violated: !seen.is_empty(), as_expected }
+}
