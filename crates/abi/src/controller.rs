@@ -174,6 +174,7 @@ pub struct ActionResult {
 }
 
 /// Success with the stored object, or failure with a Kubernetes-style status.
+#[allow(clippy::large_enum_variant, reason = "a plain wire value, moved once per write result")]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub enum Outcome {

@@ -19,9 +19,9 @@ pub struct Millis(pub u64);
 impl fmt::Display for Millis {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ms = self.0;
-        if ms != 0 && ms % 60_000 == 0 {
+        if ms != 0 && ms.is_multiple_of(60_000) {
             write!(f, "{}m", ms / 60_000)
-        } else if ms != 0 && ms % 1000 == 0 {
+        } else if ms != 0 && ms.is_multiple_of(1000) {
             write!(f, "{}s", ms / 1000)
         } else {
             write!(f, "{ms}ms")
@@ -86,12 +86,17 @@ pub struct Network {
 
 impl Default for Network {
     fn default() -> Self {
-        Network { latency: default_latency() }
+        Network {
+            latency: default_latency(),
+        }
     }
 }
 
 fn default_latency() -> LatencyRange {
-    LatencyRange { min: Millis(1), max: Millis(5) }
+    LatencyRange {
+        min: Millis(1),
+        max: Millis(5),
+    }
 }
 
 /// An inclusive latency range.
@@ -146,7 +151,10 @@ pub struct WatchCache {
 
 impl Default for WatchCache {
     fn default() -> Self {
-        WatchCache { enabled: true, lag: Millis(0) }
+        WatchCache {
+            enabled: true,
+            lag: Millis(0),
+        }
     }
 }
 
@@ -350,7 +358,11 @@ pub enum Check {
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 3] = [Check::PodIdentity, Check::StatefulSetOrdinals, Check::TimeTravel];
+    pub const ALL: [Check; 3] = [
+        Check::PodIdentity,
+        Check::StatefulSetOrdinals,
+        Check::TimeTravel,
+    ];
 }
 
 impl fmt::Display for Check {
@@ -374,7 +386,9 @@ pub struct Checks {
 
 impl Default for Checks {
     fn default() -> Self {
-        Checks { enabled: all_checks() }
+        Checks {
+            enabled: all_checks(),
+        }
     }
 }
 
@@ -409,9 +423,11 @@ impl<'de> Deserialize<'de> for Millis {
                 Ok(Millis(v))
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Millis, E> {
-                u64::try_from(v)
-                    .map(Millis)
-                    .map_err(|_| E::custom(format!("duration {v} is negative; durations must be zero or more")))
+                u64::try_from(v).map(Millis).map_err(|_| {
+                    E::custom(format!(
+                        "duration {v} is negative; durations must be zero or more"
+                    ))
+                })
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Millis, E> {
                 parse_millis(v).map_err(E::custom)
@@ -425,28 +441,51 @@ impl<'de> Deserialize<'de> for Millis {
 pub fn parse_millis(text: &str) -> Result<Millis, String> {
     let t = text.trim();
     if t.starts_with('-') {
-        return Err(format!("duration {t:?} is negative; durations must be zero or more"));
+        return Err(format!(
+            "duration {t:?} is negative; durations must be zero or more"
+        ));
     }
     let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1.0)
+        (n, 1)
     } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1_000.0)
+        (n, 1_000)
     } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60_000.0)
+        (n, 60_000)
     } else {
-        (t, 1.0)
+        (t, 1)
     };
     let bad = || format!("invalid duration {t:?}: expected e.g. 250ms, 2s, 1.5s or 1m");
-    let n = number.trim();
-    if n.is_empty() || !n.chars().all(|c| c.is_ascii_digit() || c == '.') {
+    let (whole, fraction) = number.trim().split_once('.').unwrap_or((number.trim(), ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && fraction.is_empty()) || !digits(whole) || !digits(fraction) {
         return Err(bad());
     }
-    let value: f64 = n.parse().map_err(|_| bad())?;
-    let ms = value * scale;
-    if ms.fract() != 0.0 {
-        return Err(format!("duration {t:?} is not a whole number of milliseconds"));
+    // Integer arithmetic, because in floating point 1.1 × 1000 is not 1100.
+    let too_large = || format!("duration {t:?} is too large");
+    let whole_ms = match whole {
+        "" => 0,
+        w => w
+            .parse::<u64>()
+            .map_err(|_| too_large())?
+            .checked_mul(scale)
+            .ok_or_else(too_large)?,
+    };
+    let fraction = fraction.trim_end_matches('0');
+    // A fraction of more than 5 significant digits, times at most 60 000,
+    // is never a whole number of milliseconds.
+    let not_whole = || format!("duration {t:?} is not a whole number of milliseconds");
+    if fraction.len() > 5 {
+        return Err(not_whole());
     }
-    Ok(Millis(ms as u64))
+    let denominator = 10u64.pow(fraction.len() as u32);
+    let scaled = fraction.parse::<u64>().unwrap_or(0) * scale;
+    if scaled % denominator != 0 {
+        return Err(not_whole());
+    }
+    whole_ms
+        .checked_add(scaled / denominator)
+        .map(Millis)
+        .ok_or_else(too_large)
 }
 
 /// The YAML shape of a step: `at` plus exactly one action key.
@@ -515,6 +554,20 @@ struct CompactRepr {
     keep: u64,
 }
 
+/// The action keys of a step, for messages.
+const STEP_ACTIONS: [&str; 10] = [
+    "create",
+    "apply",
+    "delete",
+    "scale",
+    "cordon",
+    "uncordon",
+    "crash",
+    "restart",
+    "disconnect",
+    "compact",
+];
+
 impl TryFrom<StepRepr> for Step {
     type Error = String;
 
@@ -522,46 +575,103 @@ impl TryFrom<StepRepr> for Step {
         let via = r.via;
         let mut actions = Vec::new();
         if let Some(object) = r.create {
-            actions.push(StepAction::Create { object, via: via.clone() });
-        }
-        if let Some(object) = r.apply {
-            actions.push(StepAction::Apply { object, via: via.clone() });
-        }
-        if let Some(target) = r.delete {
-            actions.push(StepAction::Delete { target, via: via.clone() });
-        }
-        if let Some(s) = r.scale {
-            let target = ObjectRef { kind: s.kind, namespace: s.namespace, name: s.name };
-            actions.push(StepAction::Scale { target, replicas: s.replicas, via: via.clone() });
-        }
-        if let Some(n) = r.cordon {
-            actions.push(StepAction::Cordon { node: n.node });
-        }
-        if let Some(n) = r.uncordon {
-            actions.push(StepAction::Uncordon { node: n.node });
-        }
-        if let Some(c) = r.crash {
-            actions.push(StepAction::Crash { component: c.component });
-        }
-        if let Some(c) = r.restart {
-            actions.push(StepAction::Restart { component: c.component, api_server: c.api_server });
-        }
-        if let Some(c) = r.disconnect {
-            actions.push(StepAction::Disconnect { component: c.component });
-        }
-        if let Some(c) = r.compact {
-            actions.push(StepAction::Compact { keep: c.keep });
-        }
-        if actions.len() != 1 {
-            return Err(format!(
-                "a script step needs exactly one action (create, apply, delete, scale, cordon, uncordon, crash, restart, disconnect, compact); found {}",
-                actions.len()
+            actions.push((
+                "create",
+                StepAction::Create {
+                    object,
+                    via: via.clone(),
+                },
             ));
         }
-        let action = actions.remove(0);
+        if let Some(object) = r.apply {
+            actions.push((
+                "apply",
+                StepAction::Apply {
+                    object,
+                    via: via.clone(),
+                },
+            ));
+        }
+        if let Some(target) = r.delete {
+            actions.push((
+                "delete",
+                StepAction::Delete {
+                    target,
+                    via: via.clone(),
+                },
+            ));
+        }
+        if let Some(s) = r.scale {
+            let target = ObjectRef {
+                kind: s.kind,
+                namespace: s.namespace,
+                name: s.name,
+            };
+            actions.push((
+                "scale",
+                StepAction::Scale {
+                    target,
+                    replicas: s.replicas,
+                    via: via.clone(),
+                },
+            ));
+        }
+        if let Some(n) = r.cordon {
+            actions.push(("cordon", StepAction::Cordon { node: n.node }));
+        }
+        if let Some(n) = r.uncordon {
+            actions.push(("uncordon", StepAction::Uncordon { node: n.node }));
+        }
+        if let Some(c) = r.crash {
+            actions.push((
+                "crash",
+                StepAction::Crash {
+                    component: c.component,
+                },
+            ));
+        }
+        if let Some(c) = r.restart {
+            actions.push((
+                "restart",
+                StepAction::Restart {
+                    component: c.component,
+                    api_server: c.api_server,
+                },
+            ));
+        }
+        if let Some(c) = r.disconnect {
+            actions.push((
+                "disconnect",
+                StepAction::Disconnect {
+                    component: c.component,
+                },
+            ));
+        }
+        if let Some(c) = r.compact {
+            actions.push(("compact", StepAction::Compact { keep: c.keep }));
+        }
+        let action = match actions.len() {
+            1 => actions.remove(0).1,
+            0 => {
+                return Err(format!(
+                    "a script step needs one action: {}",
+                    STEP_ACTIONS.join(", ")
+                ));
+            }
+            _ => {
+                let found: Vec<&str> = actions.iter().map(|(name, _)| *name).collect();
+                return Err(format!(
+                    "a script step takes one action, found {}",
+                    found.join(" and ")
+                ));
+            }
+        };
         let takes_via = matches!(
             action,
-            StepAction::Create { .. } | StepAction::Apply { .. } | StepAction::Delete { .. } | StepAction::Scale { .. }
+            StepAction::Create { .. }
+                | StepAction::Apply { .. }
+                | StepAction::Delete { .. }
+                | StepAction::Scale { .. }
         );
         if via.is_some() && !takes_via {
             return Err("`via` only applies to create, apply, delete and scale steps".into());
@@ -572,12 +682,19 @@ impl TryFrom<StepRepr> for Step {
 
 impl From<Step> for StepRepr {
     fn from(step: Step) -> StepRepr {
-        let mut r = StepRepr { at: step.at, ..Default::default() };
+        let mut r = StepRepr {
+            at: step.at,
+            ..Default::default()
+        };
         match step.action {
             StepAction::Create { object, via } => (r.create, r.via) = (Some(object), via),
             StepAction::Apply { object, via } => (r.apply, r.via) = (Some(object), via),
             StepAction::Delete { target, via } => (r.delete, r.via) = (Some(target), via),
-            StepAction::Scale { target, replicas, via } => {
+            StepAction::Scale {
+                target,
+                replicas,
+                via,
+            } => {
                 r.scale = Some(ScaleRepr {
                     kind: target.kind,
                     namespace: target.namespace,
@@ -589,10 +706,18 @@ impl From<Step> for StepRepr {
             StepAction::Cordon { node } => r.cordon = Some(NodeRepr { node }),
             StepAction::Uncordon { node } => r.uncordon = Some(NodeRepr { node }),
             StepAction::Crash { component } => r.crash = Some(ComponentRepr { component }),
-            StepAction::Restart { component, api_server } => {
-                r.restart = Some(RestartRepr { component, api_server })
+            StepAction::Restart {
+                component,
+                api_server,
+            } => {
+                r.restart = Some(RestartRepr {
+                    component,
+                    api_server,
+                })
             }
-            StepAction::Disconnect { component } => r.disconnect = Some(ComponentRepr { component }),
+            StepAction::Disconnect { component } => {
+                r.disconnect = Some(ComponentRepr { component })
+            }
             StepAction::Compact { keep } => r.compact = Some(CompactRepr { keep }),
         }
         r

@@ -304,7 +304,9 @@ impl Sim {
             }
             return;
         }
-        let at = self.now + self.network.sample();
+        // In order on the server's link to the store, so one client's writes
+        // commit (and their results return) in the order it sent them.
+        let at = self.network.arrival(Endpoint::Server(server), Endpoint::Store, self.now, 0);
         self.schedule(at, Scheduled::StoreOp(StoreOp { server, client, kind, cause }));
     }
 

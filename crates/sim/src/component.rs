@@ -38,6 +38,9 @@ pub(crate) struct ComponentState {
     /// Highest revision it has observed in its life, and where.
     pub max_seen: u64,
     max_seen_entry: Option<EntryId>,
+    /// Whether it is behind `max_seen` after going back in time: one
+    /// episode is flagged once, not at every stale event that follows.
+    travelling: bool,
     failures: u32,
     rng: Rng,
 }
@@ -82,6 +85,7 @@ impl ComponentState {
             starts: 0,
             max_seen: 0,
             max_seen_entry: None,
+            travelling: false,
             failures: 0,
             rng,
         }
@@ -422,11 +426,13 @@ impl Sim {
         if revision >= comp.max_seen {
             comp.max_seen = revision;
             comp.max_seen_entry = Some(entry);
+            comp.travelling = false;
             return;
         }
-        if !self.checks.contains(&Check::TimeTravel) {
+        if comp.travelling || !self.checks.contains(&Check::TimeTravel) {
             return;
         }
+        comp.travelling = true;
         let name = comp.spec.name.clone();
         let server = self.servers[comp.server].config.name.clone();
         let message = format!(
@@ -466,8 +472,10 @@ impl Sim {
             return;
         }
         let node = comp.spec.node.clone();
-        let view_revision = comp.max_seen;
         let Some(instance) = comp.instance.as_mut() else { return };
+        // The revision of what this instance has been shown (not the most it
+        // ever saw: after a stale list the view is behind that).
+        let view_revision = instance.reflectors.iter().map(|r| r.last_rv).max().unwrap_or(0);
         instance.wake_pending = false;
         let inbox = std::mem::take(&mut instance.inbox);
         let node_agent = instance.manifest.node_agent;

@@ -87,10 +87,9 @@ pub fn describe(e: &Entry) -> String {
                 ServedFrom::Cache => "its watch cache",
                 ServedFrom::Store => "the store",
             };
-            format!(
-                "{api_server} answered {component}'s {request} from {from}: {} objects at revision {revision} (store at {store_revision})",
-                objects.len()
-            )
+            let n = objects.len();
+            let objects = if n == 1 { "1 object".to_string() } else { format!("{n} objects") };
+            format!("{api_server} answered {component}'s {request} from {from}: {objects} at revision {revision} (store at {store_revision})")
         }
         Event::RequestFailed { component, api_server, request, status } => {
             format!("{api_server} failed {component}'s {request}: {}", status.message)
@@ -134,6 +133,7 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
             let started = v.causes.first().and_then(|id| trace.get(*id));
             let other = v.causes.get(1).and_then(|id| trace.get(*id));
             if let Some(other) = other {
+                steps.extend(pod_creation(trace, other));
                 steps.extend(container_origin(trace, other, false));
             }
             if let Some(started) = started {
@@ -184,6 +184,22 @@ fn container_origin(trace: &Trace, start: &Entry, detailed: bool) -> Vec<Explana
     steps
 }
 
+/// Who created the pod incarnation a container runs, and who bound it to its node.
+fn pod_creation(trace: &Trace, start: &Entry) -> Vec<ExplanationStep> {
+    let Event::ContainerStarted { pod, .. } = &start.event else { return vec![] };
+    trace.entries[..start.id as usize]
+        .iter()
+        .filter(|e| match &e.event {
+            Event::StoreWrite { uid, verb, removed: false, terminating: false, .. } => {
+                *uid == pod.uid && matches!(verb, recon_abi::Verb::Create | recon_abi::Verb::Update)
+            }
+            _ => false,
+        })
+        .take(2)
+        .map(|e| ExplanationStep { entry: e.id, text: format!("{}: {}", fmt_time(e.time_ms), describe(e)) })
+        .collect()
+}
+
 /// The latest entry before `before` that showed `component` the pod `uid`.
 fn source_of_pod<'t>(trace: &'t Trace, component: &str, uid: &str, before: EntryId) -> Option<&'t Entry> {
     trace.entries[..before as usize].iter().rev().find(|e| match &e.event {
@@ -208,15 +224,13 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
     }) {
         if let Event::ComponentStarted { restarts, .. } = &start.event {
             if *restarts > 0 {
-                let why = start
-                    .causes
-                    .first()
-                    .and_then(|c| trace.get(*c))
-                    .map(|c| format!(" ({})", describe(c)))
-                    .unwrap_or_default();
+                let what = match start.causes.first().and_then(|c| trace.get(*c)).map(|c| &c.event) {
+                    Some(Event::Script { description }) => description.clone(),
+                    _ => format!("{component} restarts"),
+                };
                 steps.push(ExplanationStep {
                     entry: start.id,
-                    text: format!("{}: {component} restarts with empty memory{why} and must list again", fmt_time(start.time_ms)),
+                    text: format!("{}: {what}; its memory is empty, so it must list again", fmt_time(start.time_ms)),
                 });
             }
         }

@@ -36,7 +36,7 @@ pub struct Entry {
     pub lane: String,
     /// What happened.
     pub event: Event,
-    /// Entries that led to this one.
+    /// Entries that led to this one, most direct first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub causes: Vec<EntryId>,
 }
@@ -301,9 +301,11 @@ impl Trace {
 
     pub(crate) fn push(&mut self, time_ms: u64, lane: &str, event: Event, causes: Vec<EntryId>) -> EntryId {
         let id = self.entries.len() as EntryId;
+        // Order matters to readers (a violation lists the offending entry
+        // first), so duplicates are dropped without sorting.
         let mut causes = causes;
-        causes.sort_unstable();
-        causes.dedup();
+        let mut seen = std::collections::BTreeSet::new();
+        causes.retain(|c| seen.insert(*c));
         self.entries.push(Entry { id, time_ms, lane: lane.to_string(), event, causes });
         id
     }

@@ -1,1 +1,363 @@
-//! Built-in StatefulSet controller.
+//! The built-in StatefulSet controller: pods with stable names, one at a time.
+//!
+//! [`StatefulSetController`] watches StatefulSets and Pods. The pod for
+//! ordinal `i` of set `web` is `web-i` in the set's namespace, labelled with
+//! the template's labels plus `statefulset.kubernetes.io/pod-name` and
+//! `controller-revision-hash: web-<hash of spec.template>`, with the
+//! template's spec plus `hostname` (and `subdomain` from `serviceName`), and
+//! a controller owner reference carrying the set's uid. Only pods whose
+//! controller owner has the set's uid belong to it.
+//!
+//! Per set, with the OrderedReady policy, at most one pod changes at a time:
+//!
+//! 1. While any of its pods is terminating, or a write for one of them is in
+//!    flight, nothing else happens.
+//! 2. Ordinals `0..replicas` are created in order; `i` only once `0..i` are
+//!    Running and Ready. A name still held by another object (an old
+//!    incarnation on its way out, or a pod owned by someone else) is waited
+//!    for, never reused: that is the StatefulSet identity guarantee, and
+//!    what Kubernetes issue #59848 shows a stale kubelet can still break.
+//!    A pod that has Failed or Succeeded is deleted, to be recreated.
+//! 3. Once all of them are Running and Ready, the highest ordinal at or above
+//!    `replicas` is deleted (scale down), one at a time.
+//! 4. Then, with the RollingUpdate strategy (the default), the highest
+//!    ordinal at or above `partition` whose revision differs from the update
+//!    revision is deleted gracefully (with a uid precondition); step 2
+//!    recreates it from the new template.
+//!
+//! The status (replicas, readyReplicas, currentReplicas, updatedReplicas,
+//! currentRevision, updateRevision, observedGeneration) is written with
+//! `UpdateStatus` only when it changed.
+//!
+//! Differences from the real controller: no ControllerRevision objects, so a
+//! pod is always created from the current template (the real one recreates
+//! pods below the partition from the old revision); the Parallel policy,
+//! `minReadySeconds`, volume claims and orphan adoption are not implemented;
+//! `replicas` in the status counts every existing pod of the set (the real
+//! one counts pods that have a phase).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use recon_abi::{
+    ABI_VERSION, Action, ComponentConfig, Controller, Input, InputEvent, Manifest, Object, ObjectKey, ObjectMeta,
+    Output, Verb, WatchSpec, WritePermission,
+};
+use recon_sdk::hash::template_hash;
+use recon_sdk::meta::{self, controller_uid, is_controlled_by, json_object_mut, owner_reference};
+use recon_sdk::{Cache, Change, InFlight, Index, Timers, parse_timer_key, pod, timer_key};
+use serde_json::{Map, Value, json};
+
+/// The watch index of StatefulSets in the manifest.
+const SETS: usize = 0;
+/// The watch index of Pods in the manifest.
+const PODS: usize = 1;
+
+/// The label naming a set's pod, as in Kubernetes.
+pub const POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
+/// The label carrying the revision a pod was created from, as in Kubernetes.
+pub const REVISION_LABEL: &str = "controller-revision-hash";
+
+/// The StatefulSet controller (see the crate documentation).
+#[derive(Clone, Debug)]
+pub struct StatefulSetController {
+    cache: Cache,
+    /// Pods by the uid of their controlling owner.
+    owned: Index,
+    /// Sets to reconcile once the cache is synced.
+    dirty: BTreeSet<ObjectKey>,
+    in_flight: InFlight,
+    timers: Timers,
+}
+
+impl Default for StatefulSetController {
+    fn default() -> Self {
+        StatefulSetController {
+            cache: Cache::default(),
+            owned: Index::new(|p| controller_uid(p).map(str::to_string)),
+            dirty: BTreeSet::new(),
+            in_flight: InFlight::new(),
+            timers: Timers::new(),
+        }
+    }
+}
+
+impl StatefulSetController {
+    /// A controller with an empty cache.
+    pub fn new() -> StatefulSetController {
+        StatefulSetController::default()
+    }
+}
+
+impl Controller for StatefulSetController {
+    fn init(&mut self, _config: &ComponentConfig) -> Manifest {
+        let watches = vec![
+            WatchSpec { kind: "StatefulSet".into(), ..WatchSpec::default() },
+            WatchSpec { kind: "Pod".into(), ..WatchSpec::default() },
+        ];
+        *self = StatefulSetController { cache: Cache::new(&watches), ..StatefulSetController::default() };
+        Manifest {
+            name: "statefulset".into(),
+            abi_version: ABI_VERSION,
+            watches,
+            writes: vec![
+                WritePermission { kind: "Pod".into(), verbs: vec![Verb::Create, Verb::Delete] },
+                WritePermission { kind: "StatefulSet".into(), verbs: vec![Verb::UpdateStatus] },
+            ],
+            node_agent: false,
+        }
+    }
+
+    fn handle(&mut self, input: &Input) -> Output {
+        let now = input.time_ms;
+        let mut actions = Vec::new();
+        for event in &input.events {
+            match event {
+                InputEvent::Result(result) => {
+                    let current = self.cache.find(&result.key);
+                    let Some(answer) = self.in_flight.on_result(result, current, now) else { continue };
+                    if let Some(after) = answer.retry_after_ms {
+                        actions.extend(self.timers.schedule(timer_key(&answer.wake), now, after));
+                    }
+                    self.dirty.insert(answer.wake);
+                }
+                InputEvent::Timer { key } => {
+                    self.timers.fired(key);
+                    self.dirty.extend(parse_timer_key(key));
+                }
+                InputEvent::Listed { .. } | InputEvent::Watch { .. } => {
+                    for change in self.cache.apply(event) {
+                        self.observe(change, now);
+                    }
+                }
+            }
+        }
+        // Like WaitForCacheSync: acting on pods before they are listed would
+        // create every ordinal again. The dirty set keeps until then.
+        if self.cache.all_synced() {
+            for key in std::mem::take(&mut self.dirty) {
+                self.reconcile(&key, now, &mut actions);
+            }
+        }
+        Output { actions }
+    }
+}
+
+impl StatefulSetController {
+    /// Maps a change to the sets that must be reconciled.
+    fn observe(&mut self, change: Change, now: u64) {
+        let current = self.cache.get(change.watch, &change.key);
+        self.in_flight.settle(&change.key, current, now);
+        if change.watch == SETS {
+            self.dirty.insert(change.key);
+            return;
+        }
+        self.owned.update(&change.key, current);
+        for pod in change.old.iter().chain(current) {
+            if let Some(owner) = meta::controller_key(pod).filter(|k| k.kind == "StatefulSet") {
+                self.dirty.insert(owner);
+            }
+        }
+        // A pod that is not (or no longer) the set's can still hold or free
+        // the name of one of its ordinals.
+        if let Some((set, _)) = split_ordinal(&change.key.name) {
+            self.dirty.insert(ObjectKey::new("StatefulSet", &change.key.namespace, set));
+        }
+    }
+
+    fn reconcile(&mut self, key: &ObjectKey, now: u64, actions: &mut Vec<Action>) {
+        let Self { cache, owned, in_flight, .. } = self;
+        let Some(set) = cache.get(SETS, key) else { return };
+        if set.is_terminating() {
+            // Deleting a set's pods is the garbage collector's job.
+            return;
+        }
+        let name = set.metadata.name.as_str();
+        let replicas = meta::replicas(set);
+        let template = set.spec.get("template").cloned().unwrap_or(Value::Null);
+        let update_revision = format!("{name}-{}", template_hash(&template));
+
+        let mut pods: BTreeMap<u32, &Object> = BTreeMap::new();
+        for pod_key in owned.keys(&set.metadata.uid) {
+            if let Some(pod) = cache.get(PODS, pod_key)
+                && let Some((owner, ordinal)) = split_ordinal(&pod.metadata.name)
+                && owner == name
+            {
+                pods.insert(ordinal, pod);
+            }
+        }
+
+        match next_pod_change(set, &pods, replicas, &update_revision, cache, in_flight, now) {
+            Some(PodChange::Create(ordinal)) => {
+                let pod = new_pod(set, ordinal, &update_revision);
+                in_flight.record(Verb::Create, pod.key(), None, key.clone());
+                actions.push(Action::Create { object: pod });
+            }
+            Some(PodChange::Delete(pod)) => {
+                // Only this incarnation; the pod's kubelet finishes the delete.
+                in_flight.record(Verb::Delete, pod.key(), Some(pod), key.clone());
+                actions.push(Action::Delete {
+                    key: pod.key(),
+                    uid: Some(pod.metadata.uid.clone()),
+                    resource_version: None,
+                    grace_period_seconds: None,
+                });
+            }
+            None => {}
+        }
+
+        let status = compute_status(set, &pods, replicas, &update_revision);
+        if status != set.status && !in_flight.blocks(key, Some(set), now) {
+            let mut object = set.clone();
+            object.status = status;
+            actions.push(Action::UpdateStatus { object });
+            in_flight.record(Verb::UpdateStatus, key.clone(), Some(set), key.clone());
+        }
+    }
+}
+
+/// A change to one of a set's pods.
+enum PodChange<'a> {
+    /// Create the pod for this ordinal.
+    Create(u32),
+    /// Delete this pod gracefully.
+    Delete(&'a Object),
+}
+
+/// The one create or delete the set needs next, if any (see the crate docs).
+fn next_pod_change<'a>(
+    set: &Object,
+    pods: &BTreeMap<u32, &'a Object>,
+    replicas: u32,
+    update_revision: &str,
+    cache: &'a Cache,
+    in_flight: &mut InFlight,
+    now: u64,
+) -> Option<PodChange<'a>> {
+    let namespace = &set.metadata.namespace;
+    let name = &set.metadata.name;
+    let pod_key = |ordinal: u32| ObjectKey::new("Pod", namespace, format!("{name}-{ordinal}"));
+
+    // One change at a time: wait for the last one to be answered and seen.
+    let mut blocked = false;
+    for ordinal in (0..replicas).chain(pods.keys().copied().filter(|&o| o >= replicas)) {
+        let key = pod_key(ordinal);
+        blocked |= in_flight.blocks(&key, cache.get(PODS, &key), now);
+    }
+    if blocked || pods.values().any(|p| p.is_terminating()) {
+        return None;
+    }
+
+    for ordinal in 0..replicas {
+        match cache.get(PODS, &pod_key(ordinal)) {
+            None => return Some(PodChange::Create(ordinal)),
+            // The name is held by an object that is not this set's pod (an
+            // old incarnation, another owner): wait until it is gone.
+            Some(pod) if !is_controlled_by(pod, set) => return None,
+            Some(pod) if pod::phase(pod).is_terminal() => return Some(PodChange::Delete(pod)),
+            Some(pod) if !pod::is_running_and_ready(pod) => return None,
+            Some(_) => {}
+        }
+    }
+
+    if let Some((_, condemned)) = pods.range(replicas..).next_back() {
+        return Some(PodChange::Delete(condemned));
+    }
+
+    let strategy = &set.spec["updateStrategy"];
+    if strategy.get("type").and_then(Value::as_str).unwrap_or("RollingUpdate") != "RollingUpdate" {
+        return None;
+    }
+    let partition = strategy
+        .pointer("/rollingUpdate/partition")
+        .and_then(Value::as_u64)
+        .map_or(0, |p| u32::try_from(p).unwrap_or(u32::MAX));
+    pods.range(partition..replicas)
+        .rev()
+        .find(|(_, pod)| revision(pod) != Some(update_revision))
+        .map(|(_, outdated)| PodChange::Delete(outdated))
+}
+
+fn revision(pod: &Object) -> Option<&str> {
+    pod.metadata.labels.get(REVISION_LABEL).map(String::as_str)
+}
+
+/// Splits `web-3` into (`web`, 3).
+fn split_ordinal(pod_name: &str) -> Option<(&str, u32)> {
+    let (set, ordinal) = pod_name.rsplit_once('-')?;
+    if set.is_empty() || ordinal.is_empty() || !ordinal.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    // `web-01` is not ordinal 1 of `web`: the controller never names it so.
+    if ordinal.len() > 1 && ordinal.starts_with('0') {
+        return None;
+    }
+    Some((set, ordinal.parse().ok()?))
+}
+
+fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
+    value
+        .and_then(Value::as_object)
+        .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
+        .unwrap_or_default()
+}
+
+/// The pod for `ordinal`, from the set's current template.
+fn new_pod(set: &Object, ordinal: u32, update_revision: &str) -> Object {
+    let name = format!("{}-{ordinal}", set.metadata.name);
+    let template = &set.spec["template"];
+    let mut labels = string_map(template.pointer("/metadata/labels"));
+    labels.insert(POD_NAME_LABEL.into(), name.clone());
+    labels.insert(REVISION_LABEL.into(), update_revision.into());
+    let mut spec = template.get("spec").cloned().unwrap_or(Value::Null);
+    let fields = json_object_mut(&mut spec);
+    fields.insert("hostname".into(), json!(name));
+    if let Some(service) = set.spec.get("serviceName").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        fields.insert("subdomain".into(), json!(service));
+    }
+    Object {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        metadata: ObjectMeta {
+            name,
+            namespace: set.metadata.namespace.clone(),
+            labels,
+            annotations: string_map(template.pointer("/metadata/annotations")),
+            owner_references: vec![owner_reference(set)],
+            ..ObjectMeta::default()
+        },
+        spec,
+        status: Value::Null,
+    }
+}
+
+/// The set's status as it should read, keeping fields this controller does
+/// not own (e.g. conditions) as they are.
+fn compute_status(set: &Object, pods: &BTreeMap<u32, &Object>, replicas: u32, update_revision: &str) -> Value {
+    let old_current = set.status.get("currentRevision").and_then(Value::as_str).filter(|r| !r.is_empty());
+    let mut current_revision = old_current.unwrap_or(update_revision).to_string();
+    let existing = pods.len() as u64;
+    let ready = pods.values().filter(|p| pod::is_running_and_ready(p)).count() as u64;
+    let live = || pods.values().filter(|p| !p.is_terminating());
+    let updated = live().filter(|p| revision(p) == Some(update_revision)).count() as u64;
+    let mut current = live().filter(|p| revision(p) == Some(current_revision.as_str())).count() as u64;
+    // The rolling update is complete: the update revision becomes current.
+    let want = u64::from(replicas);
+    if updated == want && ready == want && existing == want {
+        current_revision = update_revision.to_string();
+        current = updated;
+    }
+
+    let mut status = set.status.clone();
+    let fields: &mut Map<String, Value> = json_object_mut(&mut status);
+    fields.insert("observedGeneration".into(), json!(set.metadata.generation));
+    fields.insert("replicas".into(), json!(existing));
+    fields.insert("readyReplicas".into(), json!(ready));
+    fields.insert("currentReplicas".into(), json!(current));
+    fields.insert("updatedReplicas".into(), json!(updated));
+    fields.insert("currentRevision".into(), json!(current_revision));
+    fields.insert("updateRevision".into(), json!(update_revision));
+    status
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,114 @@
+//! The `recon` binary as a user runs it: output, exit status, files written.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn scenario(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(name)
+}
+
+fn recon(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_recon")).args(args).output().expect("recon runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A scratch file unique to this test process.
+fn scratch(name: &str, contents: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("recon-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+#[test]
+fn violation_exits_1_and_explains_the_stale_list() {
+    let out = recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("[pod identity] pod default/web-0 runs on two nodes at once"), "{text}");
+    assert!(text.contains("answers from its watch cache"), "{text}");
+    assert!(text.contains("apiserver-2 loses its connection to the store"), "{text}");
+    assert!(text.contains("Outcome matches the scenario's expectation."), "{text}");
+}
+
+#[test]
+fn fixed_variant_exits_0_and_reports_the_unavailability() {
+    let out = recon(&["run", scenario("pod-safety-59848-quorum.yaml").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("No safety property broke."), "{text}");
+    assert!(text.contains("kubelet-node-1 from t="), "{text}");
+    assert!(text.contains("cannot reach the store"), "{text}");
+}
+
+#[test]
+fn trace_file_is_the_stable_json_whose_hash_is_printed() {
+    let out_path = scratch("trace.json", "");
+    let out = recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--trace", out_path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let json = std::fs::read_to_string(&out_path).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+    assert_eq!(value["scenario"], "pod-safety-59848");
+    assert!(value["entries"].as_array().is_some_and(|e| e.len() > 50));
+    // Same run, same bytes.
+    let again = scratch("trace2.json", "");
+    recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--trace", again.to_str().unwrap()]);
+    assert_eq!(json, std::fs::read_to_string(&again).unwrap());
+}
+
+#[test]
+fn seed_override_changes_the_run_but_not_the_outcome() {
+    let path = scenario("pod-safety-59848.yaml");
+    let a = stdout(&recon(&["run", path.to_str().unwrap(), "--seed", "11"]));
+    let b = stdout(&recon(&["run", path.to_str().unwrap(), "--seed", "12"]));
+    let hash = |s: &str| s.lines().find(|l| l.starts_with("trace")).unwrap().to_string();
+    assert_ne!(hash(&a), hash(&b));
+    assert!(a.contains("seed      11") && b.contains("[pod identity]"));
+}
+
+#[test]
+fn malformed_scenario_exits_2_with_file_line_and_column() {
+    let path = scratch("bad.yaml", "name: x\napiServers:\n  - name: a\n    lag: 5ms\n");
+    let out = recon(&["run", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("{}:4:5:", path.display())), "{err}");
+    assert!(err.contains("lag"), "{err}");
+}
+
+#[test]
+fn unknown_controller_exits_2_pointing_at_the_name() {
+    let yaml = "name: x\napiServers: [ { name: a } ]\ncomponents:\n  - name: c\n    controller: kubelett\n    apiServer: a\n";
+    let path = scratch("unknown.yaml", yaml);
+    let out = recon(&["run", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("{}:5:17:", path.display())), "{err}");
+    assert!(err.contains("\"kubelett\"") && err.contains("kubelet"), "{err}");
+}
+
+#[test]
+fn missing_file_exits_2() {
+    let out = recon(&["run", "does-not-exist.yaml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot read the scenario"));
+}
+
+#[test]
+fn expect_flag_fails_when_the_outcome_differs() {
+    let text = std::fs::read_to_string(scenario("pod-safety-59848-no-partition.yaml")).unwrap();
+    let wrong = text.replace("  violations: []", "  violations: [podIdentity]");
+    let path = scratch("wrong-expect.yaml", &wrong);
+    assert_eq!(recon(&["run", path.to_str().unwrap()]).status.code(), Some(0));
+    let out = recon(&["run", path.to_str().unwrap(), "--expect"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("Outcome differs from the scenario's expectation"));
+}

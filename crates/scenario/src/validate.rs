@@ -1,0 +1,342 @@
+//! The semantic pass over a deserialized scenario: normalisation, then
+//! validation that collects every problem with the path of its YAML node.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use recon_abi::{Object, is_cluster_scoped};
+
+use crate::{Diagnostic, Scenario, SourceMap, StepAction};
+
+/// Fills in what the file may leave out: namespaced objects without a
+/// namespace get `default`, in `objects` and in object steps alike, so the
+/// simulator and the duplicate check below see the key the API server would.
+pub(crate) fn normalize(scenario: &mut Scenario) {
+    fn default_namespace(kind: &str, namespace: &mut String) {
+        if namespace.is_empty() && !kind.is_empty() && !is_cluster_scoped(kind) {
+            *namespace = "default".to_owned();
+        }
+    }
+    for object in &mut scenario.objects {
+        default_namespace(&object.kind, &mut object.metadata.namespace);
+    }
+    for step in &mut scenario.script {
+        match &mut step.action {
+            StepAction::Create { object, .. } | StepAction::Apply { object, .. } => {
+                default_namespace(&object.kind, &mut object.metadata.namespace);
+            }
+            StepAction::Delete { target, .. } | StepAction::Scale { target, .. } => {
+                default_namespace(&target.kind, &mut target.namespace);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Every semantic problem of `scenario`, located through `source`.
+pub(crate) fn validate(scenario: &Scenario, source: &SourceMap) -> Vec<Diagnostic> {
+    let mut v = Validator {
+        source,
+        found: Vec::new(),
+    };
+    let names = Defined {
+        servers: v.names(
+            "API server",
+            "apiServers",
+            scenario.api_servers.iter().map(|a| a.name.as_str()),
+        ),
+        nodes: v.names(
+            "node",
+            "nodes",
+            scenario.nodes.iter().map(|n| n.name.as_str()),
+        ),
+        components: v.names(
+            "component",
+            "components",
+            scenario.components.iter().map(|c| c.name.as_str()),
+        ),
+    };
+    v.cluster(scenario, &names);
+    v.objects(scenario);
+    v.script(scenario, &names);
+    v.checks(scenario);
+    v.found
+}
+
+struct Validator<'a> {
+    source: &'a SourceMap,
+    found: Vec<Diagnostic>,
+}
+
+/// The names a scenario defines, which other fields refer to.
+struct Defined<'s> {
+    servers: Names<'s>,
+    nodes: Names<'s>,
+    components: Names<'s>,
+}
+
+/// The names defined in one list (API servers, nodes or components).
+struct Names<'s> {
+    /// What a name in this list denotes, for messages: `API server`.
+    what: &'static str,
+    names: BTreeSet<&'s str>,
+}
+
+impl<'a> Validator<'a> {
+    fn report(&mut self, path: String, message: String) {
+        self.found.push(Diagnostic::new(self.source, path, message));
+    }
+
+    /// "first at line N" for messages about a second definition.
+    fn line_of(&self, path: &str) -> String {
+        self.source
+            .locate(path)
+            .map_or_else(|| path.to_owned(), |(line, _)| format!("line {line}"))
+    }
+
+    /// Collects the names of one list, reporting empty and repeated ones.
+    fn names<'s>(
+        &mut self,
+        what: &'static str,
+        list: &str,
+        names: impl Iterator<Item = &'s str>,
+    ) -> Names<'s> {
+        let mut first: BTreeMap<&str, usize> = BTreeMap::new();
+        for (i, name) in names.enumerate() {
+            let path = format!("{list}[{i}].name");
+            if name.is_empty() {
+                self.report(path, format!("the {what} has an empty name"));
+            } else if let Some(&j) = first.get(name) {
+                let at = self.line_of(&format!("{list}[{j}].name"));
+                self.report(
+                    path,
+                    format!("{what} `{name}` is defined twice (first at {at})"),
+                );
+            } else {
+                first.insert(name, i);
+            }
+        }
+        Names {
+            what,
+            names: first.into_keys().collect(),
+        }
+    }
+
+    /// Reports `name` at `path` unless it is one of `known`.
+    fn reference(&mut self, path: String, name: &str, known: &Names<'_>) {
+        if known.names.contains(name) {
+            return;
+        }
+        let what = known.what;
+        let defined = if known.names.is_empty() {
+            format!("no {what} is defined")
+        } else {
+            let list: Vec<&str> = known.names.iter().copied().collect();
+            format!("defined: {}", list.join(", "))
+        };
+        self.report(path, format!("unknown {what} `{name}` ({defined})"));
+    }
+
+    fn cluster(&mut self, s: &Scenario, defined: &Defined<'_>) {
+        let latency = s.network.latency;
+        if latency.min > latency.max {
+            self.report(
+                "network.latency.max".into(),
+                format!("latency max {} is below min {}", latency.max, latency.min),
+            );
+        }
+        if s.api_servers.is_empty() {
+            self.report(
+                "apiServers".into(),
+                "a scenario needs at least one API server".into(),
+            );
+        }
+        for (i, server) in s.api_servers.iter().enumerate() {
+            for (j, window) in server.partitions.iter().enumerate() {
+                if let Some(until) = window.until.filter(|&until| until <= window.from) {
+                    self.report(
+                        format!("apiServers[{i}].partitions[{j}].until"),
+                        format!(
+                            "partition ends at {until}, which is not after it starts at {}",
+                            window.from
+                        ),
+                    );
+                }
+            }
+        }
+        for (i, component) in s.components.iter().enumerate() {
+            self.reference(
+                format!("components[{i}].apiServer"),
+                &component.api_server,
+                &defined.servers,
+            );
+            for (j, name) in component.failover.iter().enumerate() {
+                self.reference(
+                    format!("components[{i}].failover[{j}]"),
+                    name,
+                    &defined.servers,
+                );
+            }
+            if let Some(node) = &component.node {
+                self.reference(format!("components[{i}].node"), node, &defined.nodes);
+            }
+        }
+    }
+
+    /// Initial objects are stored at the start, so two with one key cannot
+    /// both be. Every entry of `nodes` stores a Node object too.
+    fn objects(&mut self, s: &Scenario) {
+        let mut first: BTreeMap<(&str, &str, &str), String> = s
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(j, node)| (("Node", "", node.name.as_str()), format!("nodes[{j}].name")))
+            .collect();
+        for (i, object) in s.objects.iter().enumerate() {
+            let path = format!("objects[{i}]");
+            self.object(&path, object, false);
+            let meta = &object.metadata;
+            if meta.name.is_empty() {
+                continue;
+            }
+            let key = (
+                object.kind.as_str(),
+                meta.namespace.as_str(),
+                meta.name.as_str(),
+            );
+            if let Some(earlier) = first.get(&key) {
+                let at = self.line_of(earlier);
+                self.report(
+                    format!("{path}.metadata.name"),
+                    format!("{} is defined twice (first at {at})", object.key()),
+                );
+            } else {
+                first.insert(key, format!("{path}.metadata.name"));
+            }
+        }
+    }
+
+    /// What every manifest needs; `apply` also needs a fixed name, because
+    /// it finds the object to update by name.
+    fn object(&mut self, path: &str, object: &Object, needs_name: bool) {
+        if object.api_version.is_empty() {
+            self.report(
+                format!("{path}.apiVersion"),
+                "the object has an empty apiVersion".into(),
+            );
+        }
+        if object.kind.is_empty() {
+            self.report(
+                format!("{path}.kind"),
+                "the object has an empty kind".into(),
+            );
+        }
+        let meta = &object.metadata;
+        if needs_name && meta.name.is_empty() {
+            self.report(
+                format!("{path}.metadata"),
+                "apply needs metadata.name (generateName only works with create)".into(),
+            );
+        } else if meta.name.is_empty() && meta.generate_name.is_empty() {
+            self.report(
+                format!("{path}.metadata"),
+                "the object needs metadata.name or metadata.generateName".into(),
+            );
+        }
+        if !meta.namespace.is_empty() && is_cluster_scoped(&object.kind) {
+            self.report(
+                format!("{path}.metadata.namespace"),
+                format!(
+                    "{} objects are cluster-scoped and have no namespace",
+                    object.kind
+                ),
+            );
+        }
+    }
+
+    fn script(&mut self, s: &Scenario, defined: &Defined<'_>) {
+        let Defined {
+            servers,
+            nodes,
+            components,
+        } = defined;
+        let mut latest = None;
+        for (i, step) in s.script.iter().enumerate() {
+            let path = format!("script[{i}]");
+            if let Some(before) = latest.filter(|&before| step.at < before) {
+                self.report(
+                    format!("{path}.at"),
+                    format!(
+                        "time goes backwards: step at {} comes after a step at {before}",
+                        step.at
+                    ),
+                );
+            }
+            latest = latest.max(Some(step.at));
+            if step.at > s.duration {
+                self.report(
+                    format!("{path}.at"),
+                    format!(
+                        "step at {} is after the end of the run at {}",
+                        step.at, s.duration
+                    ),
+                );
+            }
+            let via = match &step.action {
+                StepAction::Create { object, via } => {
+                    self.object(&format!("{path}.create"), object, false);
+                    via
+                }
+                StepAction::Apply { object, via } => {
+                    self.object(&format!("{path}.apply"), object, true);
+                    via
+                }
+                StepAction::Delete { via, .. } | StepAction::Scale { via, .. } => via,
+                StepAction::Cordon { node } => {
+                    self.reference(format!("{path}.cordon.node"), node, nodes);
+                    &None
+                }
+                StepAction::Uncordon { node } => {
+                    self.reference(format!("{path}.uncordon.node"), node, nodes);
+                    &None
+                }
+                StepAction::Crash { component } => {
+                    self.reference(format!("{path}.crash.component"), component, components);
+                    &None
+                }
+                StepAction::Restart {
+                    component,
+                    api_server,
+                } => {
+                    self.reference(format!("{path}.restart.component"), component, components);
+                    if let Some(server) = api_server {
+                        self.reference(format!("{path}.restart.apiServer"), server, servers);
+                    }
+                    &None
+                }
+                StepAction::Disconnect { component } => {
+                    self.reference(
+                        format!("{path}.disconnect.component"),
+                        component,
+                        components,
+                    );
+                    &None
+                }
+                StepAction::Compact { .. } => &None,
+            };
+            if let Some(server) = via {
+                self.reference(format!("{path}.via"), server, servers);
+            }
+        }
+    }
+
+    fn checks(&mut self, s: &Scenario) {
+        for (i, check) in s.expect.violations.iter().enumerate() {
+            if !s.checks.enabled.contains(check) {
+                self.report(
+                    format!("expect.violations[{i}]"),
+                    format!("expects a {check} violation, but the {check} check is not in checks.enabled"),
+                );
+            }
+        }
+    }
+}
