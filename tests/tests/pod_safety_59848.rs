@@ -53,7 +53,10 @@ fn explanation_names_the_api_server_the_stale_revision_and_the_object() {
         "{all}"
     );
     assert!(all.contains("resourceVersion=\"0\""), "{all}");
-    assert!(all.contains(&format!("Pod default/web-0 (uid {})", &old_uid[..8])) && all.contains("is deleted at revision"), "{all}");
+    assert!(
+        all.contains(&format!("Pod default/web-0 (uid {})", &old_uid[..8])) && all.contains("is deleted at revision"),
+        "{all}"
+    );
     assert!(all.contains("on node-1") && all.contains("on node-2"), "{all}");
     // Every step points at a real entry, in causal (trace) order.
     assert!(x.steps.windows(2).all(|w| w[0].entry < w[1].entry));
@@ -87,7 +90,12 @@ fn consistent_first_list_is_safe_but_unavailable_until_failover() {
     let trace = run(&load("pod-safety-59848-consistent"));
     assert!(checks(&trace).is_empty());
     assert!(unavailability(&trace).iter().any(|u| u.component == "kubelet-node-1"));
-    assert!(trace.entries.iter().any(|e| matches!(&e.event, Event::Failover { component, .. } if component == "kubelet-node-1")));
+    assert!(
+        trace
+            .entries
+            .iter()
+            .any(|e| matches!(&e.event, Event::Failover { component, .. } if component == "kubelet-node-1"))
+    );
 }
 
 #[test]
@@ -111,8 +119,10 @@ fn the_stale_pod_is_stopped_once_the_partition_heals() {
     let trace = run(&load("pod-safety-59848"));
     let (identity, _, _) = trace.violations().find(|(_, c, _)| *c == Check::PodIdentity).unwrap();
     let Event::ContainerStarted { pod, .. } = &trace.get(identity.causes[0]).unwrap().event else { panic!() };
-    let stopped = trace.entries[identity.id as usize..].iter().find(|e| matches!(&e.event,
-        Event::ContainerStopped { node, pod: p } if node == "node-1" && p == pod));
+    let stopped = trace.entries[identity.id as usize..].iter().find(|e| {
+        matches!(&e.event,
+        Event::ContainerStopped { node, pod: p } if node == "node-1" && p == pod)
+    });
     let stopped = stopped.expect("node-1 stops the stale container after the heal");
     assert!(stopped.time_ms >= 20_000, "not before the partition heals at 20s");
 }

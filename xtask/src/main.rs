@@ -12,14 +12,7 @@
 use std::process::{Command, ExitCode};
 
 /// The crates that must build for the browser (wasm32-unknown-unknown).
-const WASM_CRATES: &[&str] = &[
-    "recon-abi",
-    "recon-store",
-    "recon-scenario",
-    "recon-sim",
-    "recon-sdk",
-    "recon-catalog",
-];
+const WASM_CRATES: &[&str] = &["recon-abi", "recon-store", "recon-scenario", "recon-sim", "recon-sdk", "recon-catalog"];
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 const DEFAULT_SCENARIO: &str = "scenarios/pod-safety-59848.yaml";
 
@@ -92,15 +85,12 @@ fn bench(args: &[String]) -> Result<(), String> {
 
 /// Installs the wasm32 target with rustup if it is missing.
 fn ensure_wasm_target() -> Result<(), String> {
-    let installed = Command::new("rustup")
-        .args(["target", "list", "--installed"])
-        .output()
-        .map_err(|_| {
-            format!(
-                "rustup was not found. Install the {WASM_TARGET} target for your toolchain by hand \
+    let installed = Command::new("rustup").args(["target", "list", "--installed"]).output().map_err(|_| {
+        format!(
+            "rustup was not found. Install the {WASM_TARGET} target for your toolchain by hand \
                  (e.g. `rustup target add {WASM_TARGET}`), or install rustup from https://rustup.rs"
-            )
-        })?;
+        )
+    })?;
     let list = String::from_utf8_lossy(&installed.stdout);
     if list.lines().any(|l| l.trim() == WASM_TARGET) {
         return Ok(());

@@ -19,10 +19,10 @@ pub mod selector;
 mod time;
 
 pub use controller::{
-    Action, ActionResult, ComponentConfig, Container, Controller, Input, InputEvent, Manifest,
-    Outcome, Output, Status, StatusReason, Verb, WatchSpec, WritePermission,
+    Action, ActionResult, ComponentConfig, Container, Controller, Input, InputEvent, Manifest, Outcome, Output, Status,
+    StatusReason, Verb, WatchSpec, WritePermission,
 };
-pub use object::{is_cluster_scoped, EventType, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent};
+pub use object::{EventType, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent, is_cluster_scoped};
 pub use time::format_timestamp;
 
 /// Version of the wire encoding. A host refuses a controller built for another version.

@@ -140,10 +140,7 @@ impl fmt::Display for PodRef {
 
 /// Whether objects of `kind` live outside namespaces (Node, Namespace, …).
 pub fn is_cluster_scoped(kind: &str) -> bool {
-    matches!(
-        kind,
-        "Node" | "Namespace" | "PersistentVolume" | "ClusterRole" | "ClusterRoleBinding" | "StorageClass"
-    )
+    matches!(kind, "Node" | "Namespace" | "PersistentVolume" | "ClusterRole" | "ClusterRoleBinding" | "StorageClass")
 }
 
 impl Object {

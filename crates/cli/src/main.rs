@@ -96,9 +96,5 @@ fn run(path: &PathBuf, seed: Option<u64>, trace_out: Option<PathBuf>, timeline: 
         }
     }
     let outcome = report::print(&scenario, &trace, timeline);
-    if outcome.violated || (expect && !outcome.as_expected) {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    if outcome.violated || (expect && !outcome.as_expected) { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }

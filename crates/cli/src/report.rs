@@ -68,9 +68,17 @@ pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
         println!("Outcome matches the scenario's expectation.");
     } else {
         let names = |s: &BTreeSet<Check>| {
-            if s.is_empty() { "none".to_string() } else { s.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ") }
+            if s.is_empty() {
+                "none".to_string()
+            } else {
+                s.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+            }
         };
-        println!("Outcome differs from the scenario's expectation: expected {}, saw {}.", names(&expected), names(&seen));
+        println!(
+            "Outcome differs from the scenario's expectation: expected {}, saw {}.",
+            names(&expected),
+            names(&seen)
+        );
     }
     Outcome { violated: !seen.is_empty(), as_expected }
 }

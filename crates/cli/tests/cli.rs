@@ -52,7 +52,8 @@ fn fixed_variant_exits_0_and_reports_the_unavailability() {
 #[test]
 fn trace_file_is_the_stable_json_whose_hash_is_printed() {
     let out_path = scratch("trace.json", "");
-    let out = recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--trace", out_path.to_str().unwrap()]);
+    let out =
+        recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--trace", out_path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let json = std::fs::read_to_string(&out_path).unwrap();
     let value: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
@@ -86,7 +87,8 @@ fn malformed_scenario_exits_2_with_file_line_and_column() {
 
 #[test]
 fn unknown_controller_exits_2_pointing_at_the_name() {
-    let yaml = "name: x\napiServers: [ { name: a } ]\ncomponents:\n  - name: c\n    controller: kubelett\n    apiServer: a\n";
+    let yaml =
+        "name: x\napiServers: [ { name: a } ]\ncomponents:\n  - name: c\n    controller: kubelett\n    apiServer: a\n";
     let path = scratch("unknown.yaml", yaml);
     let out = recon(&["run", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));

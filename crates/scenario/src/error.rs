@@ -21,19 +21,10 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// A problem with the node at `path`, located through `source` (at the
     /// nearest ancestor present in the file, or at 1:1 if there is none).
-    pub fn new(
-        source: &SourceMap,
-        path: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Diagnostic {
+    pub fn new(source: &SourceMap, path: impl Into<String>, message: impl Into<String>) -> Diagnostic {
         let path = path.into();
         let (line, column) = source.locate(&path).unwrap_or((1, 1));
-        Diagnostic {
-            line,
-            column,
-            path,
-            message: message.into(),
-        }
+        Diagnostic { line, column, path, message: message.into() }
     }
 }
 
@@ -60,16 +51,8 @@ pub struct ScenarioError {
 impl ScenarioError {
     /// One problem at `path` of a parsed file, for layers above this crate
     /// (the simulator rejects an unknown controller at `components[i].controller`).
-    pub fn at(
-        file: &str,
-        source: &SourceMap,
-        path: &str,
-        message: impl Into<String>,
-    ) -> ScenarioError {
-        ScenarioError {
-            file: file.to_owned(),
-            diagnostics: vec![Diagnostic::new(source, path, message)],
-        }
+    pub fn at(file: &str, source: &SourceMap, path: &str, message: impl Into<String>) -> ScenarioError {
+        ScenarioError { file: file.to_owned(), diagnostics: vec![Diagnostic::new(source, path, message)] }
     }
 }
 

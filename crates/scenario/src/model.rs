@@ -86,17 +86,12 @@ pub struct Network {
 
 impl Default for Network {
     fn default() -> Self {
-        Network {
-            latency: default_latency(),
-        }
+        Network { latency: default_latency() }
     }
 }
 
 fn default_latency() -> LatencyRange {
-    LatencyRange {
-        min: Millis(1),
-        max: Millis(5),
-    }
+    LatencyRange { min: Millis(1), max: Millis(5) }
 }
 
 /// An inclusive latency range.
@@ -151,10 +146,7 @@ pub struct WatchCache {
 
 impl Default for WatchCache {
     fn default() -> Self {
-        WatchCache {
-            enabled: true,
-            lag: Millis(0),
-        }
+        WatchCache { enabled: true, lag: Millis(0) }
     }
 }
 
@@ -358,11 +350,7 @@ pub enum Check {
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 3] = [
-        Check::PodIdentity,
-        Check::StatefulSetOrdinals,
-        Check::TimeTravel,
-    ];
+    pub const ALL: [Check; 3] = [Check::PodIdentity, Check::StatefulSetOrdinals, Check::TimeTravel];
 }
 
 impl fmt::Display for Check {
@@ -386,9 +374,7 @@ pub struct Checks {
 
 impl Default for Checks {
     fn default() -> Self {
-        Checks {
-            enabled: all_checks(),
-        }
+        Checks { enabled: all_checks() }
     }
 }
 
@@ -423,11 +409,9 @@ impl<'de> Deserialize<'de> for Millis {
                 Ok(Millis(v))
             }
             fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Millis, E> {
-                u64::try_from(v).map(Millis).map_err(|_| {
-                    E::custom(format!(
-                        "duration {v} is negative; durations must be zero or more"
-                    ))
-                })
+                u64::try_from(v)
+                    .map(Millis)
+                    .map_err(|_| E::custom(format!("duration {v} is negative; durations must be zero or more")))
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Millis, E> {
                 parse_millis(v).map_err(E::custom)
@@ -441,9 +425,7 @@ impl<'de> Deserialize<'de> for Millis {
 pub fn parse_millis(text: &str) -> Result<Millis, String> {
     let t = text.trim();
     if t.starts_with('-') {
-        return Err(format!(
-            "duration {t:?} is negative; durations must be zero or more"
-        ));
+        return Err(format!("duration {t:?} is negative; durations must be zero or more"));
     }
     let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
         (n, 1)
@@ -464,11 +446,7 @@ pub fn parse_millis(text: &str) -> Result<Millis, String> {
     let too_large = || format!("duration {t:?} is too large");
     let whole_ms = match whole {
         "" => 0,
-        w => w
-            .parse::<u64>()
-            .map_err(|_| too_large())?
-            .checked_mul(scale)
-            .ok_or_else(too_large)?,
+        w => w.parse::<u64>().map_err(|_| too_large())?.checked_mul(scale).ok_or_else(too_large)?,
     };
     let fraction = fraction.trim_end_matches('0');
     // A fraction of more than 5 significant digits, times at most 60 000,
@@ -482,10 +460,7 @@ pub fn parse_millis(text: &str) -> Result<Millis, String> {
     if scaled % denominator != 0 {
         return Err(not_whole());
     }
-    whole_ms
-        .checked_add(scaled / denominator)
-        .map(Millis)
-        .ok_or_else(too_large)
+    whole_ms.checked_add(scaled / denominator).map(Millis).ok_or_else(too_large)
 }
 
 /// The YAML shape of a step: `at` plus exactly one action key.
@@ -555,18 +530,8 @@ struct CompactRepr {
 }
 
 /// The action keys of a step, for messages.
-const STEP_ACTIONS: [&str; 10] = [
-    "create",
-    "apply",
-    "delete",
-    "scale",
-    "cordon",
-    "uncordon",
-    "crash",
-    "restart",
-    "disconnect",
-    "compact",
-];
+const STEP_ACTIONS: [&str; 10] =
+    ["create", "apply", "delete", "scale", "cordon", "uncordon", "crash", "restart", "disconnect", "compact"];
 
 impl TryFrom<StepRepr> for Step {
     type Error = String;
@@ -575,46 +540,17 @@ impl TryFrom<StepRepr> for Step {
         let via = r.via;
         let mut actions = Vec::new();
         if let Some(object) = r.create {
-            actions.push((
-                "create",
-                StepAction::Create {
-                    object,
-                    via: via.clone(),
-                },
-            ));
+            actions.push(("create", StepAction::Create { object, via: via.clone() }));
         }
         if let Some(object) = r.apply {
-            actions.push((
-                "apply",
-                StepAction::Apply {
-                    object,
-                    via: via.clone(),
-                },
-            ));
+            actions.push(("apply", StepAction::Apply { object, via: via.clone() }));
         }
         if let Some(target) = r.delete {
-            actions.push((
-                "delete",
-                StepAction::Delete {
-                    target,
-                    via: via.clone(),
-                },
-            ));
+            actions.push(("delete", StepAction::Delete { target, via: via.clone() }));
         }
         if let Some(s) = r.scale {
-            let target = ObjectRef {
-                kind: s.kind,
-                namespace: s.namespace,
-                name: s.name,
-            };
-            actions.push((
-                "scale",
-                StepAction::Scale {
-                    target,
-                    replicas: s.replicas,
-                    via: via.clone(),
-                },
-            ));
+            let target = ObjectRef { kind: s.kind, namespace: s.namespace, name: s.name };
+            actions.push(("scale", StepAction::Scale { target, replicas: s.replicas, via: via.clone() }));
         }
         if let Some(n) = r.cordon {
             actions.push(("cordon", StepAction::Cordon { node: n.node }));
@@ -623,29 +559,13 @@ impl TryFrom<StepRepr> for Step {
             actions.push(("uncordon", StepAction::Uncordon { node: n.node }));
         }
         if let Some(c) = r.crash {
-            actions.push((
-                "crash",
-                StepAction::Crash {
-                    component: c.component,
-                },
-            ));
+            actions.push(("crash", StepAction::Crash { component: c.component }));
         }
         if let Some(c) = r.restart {
-            actions.push((
-                "restart",
-                StepAction::Restart {
-                    component: c.component,
-                    api_server: c.api_server,
-                },
-            ));
+            actions.push(("restart", StepAction::Restart { component: c.component, api_server: c.api_server }));
         }
         if let Some(c) = r.disconnect {
-            actions.push((
-                "disconnect",
-                StepAction::Disconnect {
-                    component: c.component,
-                },
-            ));
+            actions.push(("disconnect", StepAction::Disconnect { component: c.component }));
         }
         if let Some(c) = r.compact {
             actions.push(("compact", StepAction::Compact { keep: c.keep }));
@@ -653,25 +573,16 @@ impl TryFrom<StepRepr> for Step {
         let action = match actions.len() {
             1 => actions.remove(0).1,
             0 => {
-                return Err(format!(
-                    "a script step needs one action: {}",
-                    STEP_ACTIONS.join(", ")
-                ));
+                return Err(format!("a script step needs one action: {}", STEP_ACTIONS.join(", ")));
             }
             _ => {
                 let found: Vec<&str> = actions.iter().map(|(name, _)| *name).collect();
-                return Err(format!(
-                    "a script step takes one action, found {}",
-                    found.join(" and ")
-                ));
+                return Err(format!("a script step takes one action, found {}", found.join(" and ")));
             }
         };
         let takes_via = matches!(
             action,
-            StepAction::Create { .. }
-                | StepAction::Apply { .. }
-                | StepAction::Delete { .. }
-                | StepAction::Scale { .. }
+            StepAction::Create { .. } | StepAction::Apply { .. } | StepAction::Delete { .. } | StepAction::Scale { .. }
         );
         if via.is_some() && !takes_via {
             return Err("`via` only applies to create, apply, delete and scale steps".into());
@@ -682,42 +593,21 @@ impl TryFrom<StepRepr> for Step {
 
 impl From<Step> for StepRepr {
     fn from(step: Step) -> StepRepr {
-        let mut r = StepRepr {
-            at: step.at,
-            ..Default::default()
-        };
+        let mut r = StepRepr { at: step.at, ..Default::default() };
         match step.action {
             StepAction::Create { object, via } => (r.create, r.via) = (Some(object), via),
             StepAction::Apply { object, via } => (r.apply, r.via) = (Some(object), via),
             StepAction::Delete { target, via } => (r.delete, r.via) = (Some(target), via),
-            StepAction::Scale {
-                target,
-                replicas,
-                via,
-            } => {
-                r.scale = Some(ScaleRepr {
-                    kind: target.kind,
-                    namespace: target.namespace,
-                    name: target.name,
-                    replicas,
-                });
+            StepAction::Scale { target, replicas, via } => {
+                r.scale =
+                    Some(ScaleRepr { kind: target.kind, namespace: target.namespace, name: target.name, replicas });
                 r.via = via;
             }
             StepAction::Cordon { node } => r.cordon = Some(NodeRepr { node }),
             StepAction::Uncordon { node } => r.uncordon = Some(NodeRepr { node }),
             StepAction::Crash { component } => r.crash = Some(ComponentRepr { component }),
-            StepAction::Restart {
-                component,
-                api_server,
-            } => {
-                r.restart = Some(RestartRepr {
-                    component,
-                    api_server,
-                })
-            }
-            StepAction::Disconnect { component } => {
-                r.disconnect = Some(ComponentRepr { component })
-            }
+            StepAction::Restart { component, api_server } => r.restart = Some(RestartRepr { component, api_server }),
+            StepAction::Disconnect { component } => r.disconnect = Some(ComponentRepr { component }),
             StepAction::Compact { keep } => r.compact = Some(CompactRepr { keep }),
         }
         r

@@ -81,13 +81,7 @@ impl SourceMap {
     /// Records a node starting at `span` and returns its path (`None` for
     /// mapping keys and inside them). `scalar` is the node's text, if any,
     /// for keys.
-    fn node(
-        &mut self,
-        open: &mut [Open],
-        started: &mut bool,
-        span: Span,
-        scalar: Option<&str>,
-    ) -> Option<String> {
+    fn node(&mut self, open: &mut [Open], started: &mut bool, span: Span, scalar: Option<&str>) -> Option<String> {
         let at = (span.start.line(), span.start.col() + 1);
         let path = match open.last_mut() {
             None if *started => return None,
@@ -106,10 +100,7 @@ impl SourceMap {
                 }
                 return None;
             }
-            Some(Open::Map {
-                path,
-                key: Some(key),
-            }) => path.as_ref().map(|p| child(p, key)),
+            Some(Open::Map { path, key: Some(key) }) => path.as_ref().map(|p| child(p, key)),
         };
         if let Some(path) = &path {
             self.values.entry(path.clone()).or_insert(at);
@@ -157,11 +148,7 @@ fn finish(open: &mut [Open], text: String) {
 }
 
 fn child(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_owned()
-    } else {
-        format!("{path}.{key}")
-    }
+    if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") }
 }
 
 /// `a.b[2]` → `a.b`, `a.b` → `a`, `a` → ``; `None` for the empty path.

@@ -34,26 +34,11 @@ pub(crate) fn normalize(scenario: &mut Scenario) {
 
 /// Every semantic problem of `scenario`, located through `source`.
 pub(crate) fn validate(scenario: &Scenario, source: &SourceMap) -> Vec<Diagnostic> {
-    let mut v = Validator {
-        source,
-        found: Vec::new(),
-    };
+    let mut v = Validator { source, found: Vec::new() };
     let names = Defined {
-        servers: v.names(
-            "API server",
-            "apiServers",
-            scenario.api_servers.iter().map(|a| a.name.as_str()),
-        ),
-        nodes: v.names(
-            "node",
-            "nodes",
-            scenario.nodes.iter().map(|n| n.name.as_str()),
-        ),
-        components: v.names(
-            "component",
-            "components",
-            scenario.components.iter().map(|c| c.name.as_str()),
-        ),
+        servers: v.names("API server", "apiServers", scenario.api_servers.iter().map(|a| a.name.as_str())),
+        nodes: v.names("node", "nodes", scenario.nodes.iter().map(|n| n.name.as_str())),
+        components: v.names("component", "components", scenario.components.iter().map(|c| c.name.as_str())),
     };
     v.cluster(scenario, &names);
     v.objects(scenario);
@@ -88,18 +73,11 @@ impl<'a> Validator<'a> {
 
     /// "first at line N" for messages about a second definition.
     fn line_of(&self, path: &str) -> String {
-        self.source
-            .locate(path)
-            .map_or_else(|| path.to_owned(), |(line, _)| format!("line {line}"))
+        self.source.locate(path).map_or_else(|| path.to_owned(), |(line, _)| format!("line {line}"))
     }
 
     /// Collects the names of one list, reporting empty and repeated ones.
-    fn names<'s>(
-        &mut self,
-        what: &'static str,
-        list: &str,
-        names: impl Iterator<Item = &'s str>,
-    ) -> Names<'s> {
+    fn names<'s>(&mut self, what: &'static str, list: &str, names: impl Iterator<Item = &'s str>) -> Names<'s> {
         let mut first: BTreeMap<&str, usize> = BTreeMap::new();
         for (i, name) in names.enumerate() {
             let path = format!("{list}[{i}].name");
@@ -107,18 +85,12 @@ impl<'a> Validator<'a> {
                 self.report(path, format!("the {what} has an empty name"));
             } else if let Some(&j) = first.get(name) {
                 let at = self.line_of(&format!("{list}[{j}].name"));
-                self.report(
-                    path,
-                    format!("{what} `{name}` is defined twice (first at {at})"),
-                );
+                self.report(path, format!("{what} `{name}` is defined twice (first at {at})"));
             } else {
                 first.insert(name, i);
             }
         }
-        Names {
-            what,
-            names: first.into_keys().collect(),
-        }
+        Names { what, names: first.into_keys().collect() }
     }
 
     /// Reports `name` at `path` unless it is one of `known`.
@@ -145,36 +117,22 @@ impl<'a> Validator<'a> {
             );
         }
         if s.api_servers.is_empty() {
-            self.report(
-                "apiServers".into(),
-                "a scenario needs at least one API server".into(),
-            );
+            self.report("apiServers".into(), "a scenario needs at least one API server".into());
         }
         for (i, server) in s.api_servers.iter().enumerate() {
             for (j, window) in server.partitions.iter().enumerate() {
                 if let Some(until) = window.until.filter(|&until| until <= window.from) {
                     self.report(
                         format!("apiServers[{i}].partitions[{j}].until"),
-                        format!(
-                            "partition ends at {until}, which is not after it starts at {}",
-                            window.from
-                        ),
+                        format!("partition ends at {until}, which is not after it starts at {}", window.from),
                     );
                 }
             }
         }
         for (i, component) in s.components.iter().enumerate() {
-            self.reference(
-                format!("components[{i}].apiServer"),
-                &component.api_server,
-                &defined.servers,
-            );
+            self.reference(format!("components[{i}].apiServer"), &component.api_server, &defined.servers);
             for (j, name) in component.failover.iter().enumerate() {
-                self.reference(
-                    format!("components[{i}].failover[{j}]"),
-                    name,
-                    &defined.servers,
-                );
+                self.reference(format!("components[{i}].failover[{j}]"), name, &defined.servers);
             }
             if let Some(node) = &component.node {
                 self.reference(format!("components[{i}].node"), node, &defined.nodes);
@@ -198,11 +156,7 @@ impl<'a> Validator<'a> {
             if meta.name.is_empty() {
                 continue;
             }
-            let key = (
-                object.kind.as_str(),
-                meta.namespace.as_str(),
-                meta.name.as_str(),
-            );
+            let key = (object.kind.as_str(), meta.namespace.as_str(), meta.name.as_str());
             if let Some(earlier) = first.get(&key) {
                 let at = self.line_of(earlier);
                 self.report(
@@ -219,16 +173,10 @@ impl<'a> Validator<'a> {
     /// it finds the object to update by name.
     fn object(&mut self, path: &str, object: &Object, needs_name: bool) {
         if object.api_version.is_empty() {
-            self.report(
-                format!("{path}.apiVersion"),
-                "the object has an empty apiVersion".into(),
-            );
+            self.report(format!("{path}.apiVersion"), "the object has an empty apiVersion".into());
         }
         if object.kind.is_empty() {
-            self.report(
-                format!("{path}.kind"),
-                "the object has an empty kind".into(),
-            );
+            self.report(format!("{path}.kind"), "the object has an empty kind".into());
         }
         let meta = &object.metadata;
         if needs_name && meta.name.is_empty() {
@@ -237,48 +185,32 @@ impl<'a> Validator<'a> {
                 "apply needs metadata.name (generateName only works with create)".into(),
             );
         } else if meta.name.is_empty() && meta.generate_name.is_empty() {
-            self.report(
-                format!("{path}.metadata"),
-                "the object needs metadata.name or metadata.generateName".into(),
-            );
+            self.report(format!("{path}.metadata"), "the object needs metadata.name or metadata.generateName".into());
         }
         if !meta.namespace.is_empty() && is_cluster_scoped(&object.kind) {
             self.report(
                 format!("{path}.metadata.namespace"),
-                format!(
-                    "{} objects are cluster-scoped and have no namespace",
-                    object.kind
-                ),
+                format!("{} objects are cluster-scoped and have no namespace", object.kind),
             );
         }
     }
 
     fn script(&mut self, s: &Scenario, defined: &Defined<'_>) {
-        let Defined {
-            servers,
-            nodes,
-            components,
-        } = defined;
+        let Defined { servers, nodes, components } = defined;
         let mut latest = None;
         for (i, step) in s.script.iter().enumerate() {
             let path = format!("script[{i}]");
             if let Some(before) = latest.filter(|&before| step.at < before) {
                 self.report(
                     format!("{path}.at"),
-                    format!(
-                        "time goes backwards: step at {} comes after a step at {before}",
-                        step.at
-                    ),
+                    format!("time goes backwards: step at {} comes after a step at {before}", step.at),
                 );
             }
             latest = latest.max(Some(step.at));
             if step.at > s.duration {
                 self.report(
                     format!("{path}.at"),
-                    format!(
-                        "step at {} is after the end of the run at {}",
-                        step.at, s.duration
-                    ),
+                    format!("step at {} is after the end of the run at {}", step.at, s.duration),
                 );
             }
             let via = match &step.action {
@@ -303,10 +235,7 @@ impl<'a> Validator<'a> {
                     self.reference(format!("{path}.crash.component"), component, components);
                     &None
                 }
-                StepAction::Restart {
-                    component,
-                    api_server,
-                } => {
+                StepAction::Restart { component, api_server } => {
                     self.reference(format!("{path}.restart.component"), component, components);
                     if let Some(server) = api_server {
                         self.reference(format!("{path}.restart.apiServer"), server, servers);
@@ -314,11 +243,7 @@ impl<'a> Validator<'a> {
                     &None
                 }
                 StepAction::Disconnect { component } => {
-                    self.reference(
-                        format!("{path}.disconnect.component"),
-                        component,
-                        components,
-                    );
+                    self.reference(format!("{path}.disconnect.component"), component, components);
                     &None
                 }
                 StepAction::Compact { .. } => &None,

@@ -28,20 +28,15 @@ pub fn parse_with_source(file: &str, text: &str) -> Result<(Scenario, SourceMap)
     let typed = serde_saphyr::from_str_with_options::<Scenario>(text, options);
     // For malformed YAML this maps what comes before the error.
     let source = SourceMap::build(text);
-    let mut scenario = typed.map_err(|e| ScenarioError {
-        file: file.to_owned(),
-        diagnostics: vec![from_yaml_error(&source, &e)],
-    })?;
+    let mut scenario =
+        typed.map_err(|e| ScenarioError { file: file.to_owned(), diagnostics: vec![from_yaml_error(&source, &e)] })?;
     normalize(&mut scenario);
     let mut diagnostics = validate(&scenario, &source);
     if diagnostics.is_empty() {
         return Ok((scenario, source));
     }
     diagnostics.sort_by_key(|d| (d.line, d.column));
-    Err(ScenarioError {
-        file: file.to_owned(),
-        diagnostics,
-    })
+    Err(ScenarioError { file: file.to_owned(), diagnostics })
 }
 
 /// Writes a scenario back in the shape [`parse`] reads:
@@ -57,12 +52,7 @@ fn from_yaml_error(source: &SourceMap, error: &serde_saphyr::Error) -> Diagnosti
     // The position is the outer error's: for an alias, where it is used.
     let (line, column) = error
         .location()
-        .and_then(|at| {
-            Some((
-                usize::try_from(at.line()).ok()?,
-                usize::try_from(at.column()).ok()?,
-            ))
-        })
+        .and_then(|at| Some((usize::try_from(at.line()).ok()?, usize::try_from(at.column()).ok()?)))
         .filter(|&(line, column)| line > 0 && column > 0)
         .unwrap_or((1, 1));
     let mut inner = error;
@@ -72,9 +62,7 @@ fn from_yaml_error(source: &SourceMap, error: &serde_saphyr::Error) -> Diagnosti
     let message = match inner {
         // The library names the Rust type ("invalid u32"); say what to write instead.
         E::InvalidScalar { ty, .. } => match *ty {
-            "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => {
-                "expected a whole number, zero or more".to_owned()
-            }
+            "u8" | "u16" | "u32" | "u64" | "u128" | "usize" => "expected a whole number, zero or more".to_owned(),
             "i8" | "i16" | "i32" | "i64" | "i128" | "isize" => "expected a whole number".to_owned(),
             "f32" | "f64" => "expected a number".to_owned(),
             "bool" | "boolean" => "expected true or false".to_owned(),
@@ -84,19 +72,10 @@ fn from_yaml_error(source: &SourceMap, error: &serde_saphyr::Error) -> Diagnosti
     };
     // The formatter leaves control characters to its own renderer; a
     // diagnostic is one line.
-    let message = message
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
+    let message = message.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     let (line, column, path) = match inner {
         // Reported at the key it is about.
-        E::SerdeUnknownField { .. } => (
-            line,
-            column,
-            source
-                .key_at(line, column)
-                .or(source.value_at(line, column)),
-        ),
+        E::SerdeUnknownField { .. } => (line, column, source.key_at(line, column).or(source.value_at(line, column))),
         // Reported at the last key read; the mapping that lacks the field is its parent.
         E::SerdeMissingField { .. } => match source.key_at(line, column).and_then(parent) {
             Some(map) => {
@@ -105,18 +84,7 @@ fn from_yaml_error(source: &SourceMap, error: &serde_saphyr::Error) -> Diagnosti
             }
             None => (line, column, source.value_at(line, column)),
         },
-        _ => (
-            line,
-            column,
-            source
-                .value_at(line, column)
-                .or(source.key_at(line, column)),
-        ),
+        _ => (line, column, source.value_at(line, column).or(source.key_at(line, column))),
     };
-    Diagnostic {
-        line,
-        column,
-        path: path.unwrap_or_default().to_owned(),
-        message,
-    }
+    Diagnostic { line, column, path: path.unwrap_or_default().to_owned(), message }
 }

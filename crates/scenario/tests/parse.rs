@@ -2,49 +2,31 @@
 //! normalisation and writing back.
 
 use recon_scenario::{
-    Check, Diagnostic, ListMode, Millis, Scenario, ScenarioError, StepAction, Window, parse,
-    parse_millis, parse_with_source, to_yaml,
+    Check, Diagnostic, ListMode, Millis, Scenario, ScenarioError, StepAction, Window, parse, parse_millis,
+    parse_with_source, to_yaml,
 };
 
 /// The problems `text` has, as `(line, column, message)`; panics if it parses.
 fn problems(text: &str) -> Vec<(usize, usize, String)> {
     let error = parse("test.yaml", text).expect_err("the scenario should be rejected");
-    assert!(
-        !error.diagnostics.is_empty(),
-        "an error always carries a diagnostic"
-    );
-    error
-        .diagnostics
-        .into_iter()
-        .map(|d| (d.line, d.column, d.message))
-        .collect()
+    assert!(!error.diagnostics.is_empty(), "an error always carries a diagnostic");
+    error.diagnostics.into_iter().map(|d| (d.line, d.column, d.message)).collect()
 }
 
 /// The one problem `text` has.
 fn problem(text: &str) -> Diagnostic {
     let error = parse("test.yaml", text).expect_err("the scenario should be rejected");
-    assert_eq!(
-        error.diagnostics.len(),
-        1,
-        "expected exactly one problem, got: {error}"
-    );
+    assert_eq!(error.diagnostics.len(), 1, "expected exactly one problem, got: {error}");
     error.diagnostics.into_iter().next().unwrap()
 }
 
 fn assert_problem(text: &str, line: usize, column: usize, path: &str, message: &str) {
     let d = problem(text);
-    assert_eq!(
-        (d.line, d.column, d.path.as_str(), d.message.as_str()),
-        (line, column, path, message)
-    );
+    assert_eq!((d.line, d.column, d.path.as_str(), d.message.as_str()), (line, column, path, message));
 }
 
 fn rich() -> String {
-    std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/rich.yaml"
-    ))
-    .unwrap()
+    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/rich.yaml")).unwrap()
 }
 
 // --- defaults and durations ---
@@ -52,14 +34,8 @@ fn rich() -> String {
 #[test]
 fn a_minimal_scenario_gets_the_documented_defaults() {
     let s = parse("min.yaml", "name: min\napiServers: [{name: a}]\nnodes: [{name: n}]\ncomponents: [{name: c, controller: k, apiServer: a}]\n").unwrap();
-    assert_eq!(
-        (s.description.as_str(), s.seed, s.duration),
-        ("", 0, Millis(30_000))
-    );
-    assert_eq!(
-        (s.network.latency.min, s.network.latency.max),
-        (Millis(1), Millis(5))
-    );
+    assert_eq!((s.description.as_str(), s.seed, s.duration), ("", 0, Millis(30_000)));
+    assert_eq!((s.network.latency.min, s.network.latency.max), (Millis(1), Millis(5)));
     let a = &s.api_servers[0];
     assert!(a.watch_cache.enabled);
     assert_eq!(a.watch_cache.lag, Millis(0));
@@ -68,15 +44,7 @@ fn a_minimal_scenario_gets_the_documented_defaults() {
     assert_eq!(a.request_timeout, Millis(1_000));
     assert_eq!(s.nodes[0].pods, 110);
     let c = &s.components[0];
-    assert_eq!(
-        (
-            c.node.as_deref(),
-            c.failover.len(),
-            c.list_mode,
-            c.params.len()
-        ),
-        (None, 0, ListMode::Any, 0)
-    );
+    assert_eq!((c.node.as_deref(), c.failover.len(), c.list_mode, c.params.len()), (None, 0, ListMode::Any, 0));
     assert_eq!(s.checks.enabled, Check::ALL.to_vec());
     assert!(s.expect.violations.is_empty() && s.objects.is_empty() && s.script.is_empty());
 }
@@ -96,18 +64,7 @@ fn durations_accept_units_fractions_and_plain_milliseconds() {
     ] {
         assert_eq!(parse_millis(text), Ok(Millis(ms)), "{text}");
     }
-    for text in [
-        "-5ms",
-        "-1",
-        "1.5ms",
-        "0.0001s",
-        "5h",
-        "",
-        "s",
-        "1e3s",
-        "1..5s",
-        "99999999999999999999s",
-    ] {
+    for text in ["-5ms", "-1", "1.5ms", "0.0001s", "5h", "", "s", "1e3s", "1..5s", "99999999999999999999s"] {
         assert!(parse_millis(text).is_err(), "{text} should be rejected");
     }
 }
@@ -122,18 +79,9 @@ fn durations_are_written_in_a_form_they_are_read_back_from() {
 
 #[test]
 fn a_window_is_half_open_and_open_ended_without_until() {
-    let w = Window {
-        from: Millis(5),
-        until: Some(Millis(10)),
-    };
+    let w = Window { from: Millis(5), until: Some(Millis(10)) };
     assert!(!w.contains(4) && w.contains(5) && w.contains(9) && !w.contains(10));
-    assert!(
-        Window {
-            from: Millis(5),
-            until: None
-        }
-        .contains(u64::MAX)
-    );
+    assert!(Window { from: Millis(5), until: None }.contains(u64::MAX));
 }
 
 // --- errors from reading the YAML ---
@@ -146,13 +94,7 @@ apiServers:
   - name: a
    bad: 1
 ";
-    assert_problem(
-        text,
-        4,
-        4,
-        "",
-        "while parsing a block collection, did not find expected '-' indicator",
-    );
+    assert_problem(text, 4, 4, "", "while parsing a block collection, did not find expected '-' indicator");
     let d = problem("name: x\napiServers: [{name: a}\nnodes: []\n");
     assert_eq!((d.line, d.column), (3, 6), "{}", d.message);
 }
@@ -185,16 +127,8 @@ script:
     reboot: {component: c}
 ";
     let d = problem(text);
-    assert_eq!(
-        (d.line, d.column, d.path.as_str()),
-        (5, 5, "script[0].reboot")
-    );
-    assert!(
-        d.message
-            .starts_with("unknown field `reboot`, expected one of at, via, create,"),
-        "{}",
-        d.message
-    );
+    assert_eq!((d.line, d.column, d.path.as_str()), (5, 5, "script[0].reboot"));
+    assert!(d.message.starts_with("unknown field `reboot`, expected one of at, via, create,"), "{}", d.message);
 }
 
 #[test]
@@ -202,10 +136,7 @@ fn a_negative_lag_is_rejected_at_its_value_with_or_without_a_unit() {
     for lag in ["-5ms", "-5"] {
         let text = format!("name: x\napiServers:\n  - name: a\n    watchCache: {{lag: {lag}}}\n");
         let d = problem(&text);
-        assert_eq!(
-            (d.line, d.column, d.path.as_str()),
-            (4, 23, "apiServers[0].watchCache.lag")
-        );
+        assert_eq!((d.line, d.column, d.path.as_str()), (4, 23, "apiServers[0].watchCache.lag"));
         assert!(d.message.contains("is negative"), "{}", d.message);
     }
 }
@@ -219,18 +150,9 @@ nodes:
   - name: n
     pods: -3
 ";
-    assert_problem(
-        text,
-        5,
-        11,
-        "nodes[0].pods",
-        "expected a whole number, zero or more",
-    );
+    assert_problem(text, 5, 11, "nodes[0].pods", "expected a whole number, zero or more");
     let d = problem("name: x\napiServers: [{name: a, consistentReadsFromCache: maybe}]\n");
-    assert_eq!(
-        (d.line, d.column, d.message.as_str()),
-        (2, 50, "expected true or false")
-    );
+    assert_eq!((d.line, d.column, d.message.as_str()), (2, 50, "expected true or false"));
 }
 
 #[test]
@@ -253,68 +175,33 @@ checks:
     );
     let d = problem("name: x\napiServers: [{name: a}]\nchecks:\n  enabled: [podIdentity, split]\n");
     assert_eq!((d.line, d.column), (4, 26));
-    assert_eq!(
-        d.message,
-        "unknown variant `split`, expected one of podIdentity, statefulSetOrdinals, timeTravel"
-    );
+    assert_eq!(d.message, "unknown variant `split`, expected one of podIdentity, statefulSetOrdinals, timeTravel");
 }
 
 #[test]
 fn a_missing_required_field_is_reported_at_its_mapping() {
-    assert_problem(
-        "name: x\napiServers:\n  - watchCache: {}\n",
-        3,
-        5,
-        "apiServers[0]",
-        "missing field `name`",
-    );
-    assert_problem(
-        "apiServers: [{name: a}]\n",
-        1,
-        1,
-        "",
-        "missing field `name`",
-    );
-    let object =
-        "name: x\napiServers: [{name: a}]\nobjects:\n  - kind: Pod\n    metadata: {name: p}\n";
+    assert_problem("name: x\napiServers:\n  - watchCache: {}\n", 3, 5, "apiServers[0]", "missing field `name`");
+    assert_problem("apiServers: [{name: a}]\n", 1, 1, "", "missing field `name`");
+    let object = "name: x\napiServers: [{name: a}]\nobjects:\n  - kind: Pod\n    metadata: {name: p}\n";
     assert_problem(object, 4, 5, "objects[0]", "missing field `apiVersion`");
 }
 
 #[test]
 fn a_step_needs_exactly_one_action_and_via_only_on_requests() {
-    let two = "name: x\napiServers: [{name: a}]\nscript:\n  - at: 1s\n    crash: {component: c}\n    cordon: {node: n}\n";
-    assert_problem(
-        two,
-        4,
-        5,
-        "script[0]",
-        "a script step takes one action, found cordon and crash",
-    );
+    let two =
+        "name: x\napiServers: [{name: a}]\nscript:\n  - at: 1s\n    crash: {component: c}\n    cordon: {node: n}\n";
+    assert_problem(two, 4, 5, "script[0]", "a script step takes one action, found cordon and crash");
     let none = "name: x\napiServers: [{name: a}]\nscript:\n  - at: 1s\n";
-    assert!(
-        problem(none)
-            .message
-            .starts_with("a script step needs one action: create, apply,")
-    );
+    assert!(problem(none).message.starts_with("a script step needs one action: create, apply,"));
     let via = "name: x\napiServers: [{name: a}]\nscript:\n  - {at: 1s, via: a, compact: {}}\n";
-    assert_problem(
-        via,
-        4,
-        5,
-        "script[0]",
-        "`via` only applies to create, apply, delete and scale steps",
-    );
+    assert_problem(via, 4, 5, "script[0]", "`via` only applies to create, apply, delete and scale steps");
 }
 
 #[test]
 fn a_duplicate_key_is_reported_at_the_second_one() {
     let d = problem("name: x\napiServers: [{name: a}]\nname: y\n");
     assert_eq!((d.line, d.column), (3, 1));
-    assert!(
-        d.message.contains("duplicate mapping key `name`"),
-        "{}",
-        d.message
-    );
+    assert!(d.message.contains("duplicate mapping key `name`"), "{}", d.message);
 }
 
 #[test]
@@ -328,13 +215,7 @@ fn an_empty_file_is_reported_at_its_start() {
 
 #[test]
 fn a_scenario_without_api_servers_is_reported_at_the_list() {
-    assert_problem(
-        "name: x\napiServers: []\n",
-        2,
-        13,
-        "apiServers",
-        "a scenario needs at least one API server",
-    );
+    assert_problem("name: x\napiServers: []\n", 2, 13, "apiServers", "a scenario needs at least one API server");
 }
 
 #[test]
@@ -352,21 +233,9 @@ components:
     assert_eq!(
         problems(text),
         [
-            (
-                4,
-                11,
-                "API server `a` is defined twice (first at line 3)".to_owned()
-            ),
-            (
-                5,
-                27,
-                "node `n` is defined twice (first at line 5)".to_owned()
-            ),
-            (
-                8,
-                12,
-                "component `c` is defined twice (first at line 7)".to_owned()
-            ),
+            (4, 11, "API server `a` is defined twice (first at line 3)".to_owned()),
+            (5, 27, "node `n` is defined twice (first at line 5)".to_owned()),
+            (8, 12, "component `c` is defined twice (first at line 7)".to_owned()),
         ]
     );
 }
@@ -387,13 +256,7 @@ components:
     controller: k
     apiServer: z
 ";
-    assert_problem(
-        text,
-        6,
-        16,
-        "components[0].apiServer",
-        "unknown API server `z` (defined: a, b)",
-    );
+    assert_problem(text, 6, 16, "components[0].apiServer", "unknown API server `z` (defined: a, b)");
 }
 
 #[test]
@@ -411,11 +274,7 @@ components:
     assert_eq!(
         problems(text),
         [
-            (
-                6,
-                11,
-                "unknown node `node-9` (no node is defined)".to_owned()
-            ),
+            (6, 11, "unknown node `node-9` (no node is defined)".to_owned()),
             (8, 19, "unknown API server `b` (defined: a)".to_owned()),
         ]
     );
@@ -424,13 +283,7 @@ components:
 #[test]
 fn a_latency_range_with_min_above_max_is_reported_at_max() {
     let text = "name: x\nnetwork:\n  latency: {min: 5ms, max: 1ms}\napiServers: [{name: a}]\n";
-    assert_problem(
-        text,
-        3,
-        28,
-        "network.latency.max",
-        "latency max 1ms is below min 5ms",
-    );
+    assert_problem(text, 3, 28, "network.latency.max", "latency max 1ms is below min 5ms");
 }
 
 #[test]
@@ -464,13 +317,7 @@ script:
   - {at: 2s, compact: {}}
   - {at: 6s, compact: {}}
 ";
-    assert_problem(
-        text,
-        6,
-        10,
-        "script[2].at",
-        "time goes backwards: step at 2s comes after a step at 5s",
-    );
+    assert_problem(text, 6, 10, "script[2].at", "time goes backwards: step at 2s comes after a step at 5s");
 }
 
 #[test]
@@ -483,13 +330,7 @@ script:
   - {at: 30s, compact: {}}
   - {at: 31s, compact: {}}
 ";
-    assert_problem(
-        text,
-        6,
-        10,
-        "script[1].at",
-        "step at 31s is after the end of the run at 30s",
-    );
+    assert_problem(text, 6, 10, "script[1].at", "step at 31s is after the end of the run at 30s");
 }
 
 #[test]
@@ -543,16 +384,8 @@ objects:
         [
             (4, 17, "the object has an empty apiVersion".to_owned()),
             (5, 11, "the object has an empty kind".to_owned()),
-            (
-                6,
-                15,
-                "the object needs metadata.name or metadata.generateName".to_owned()
-            ),
-            (
-                10,
-                5,
-                "the object needs metadata.name or metadata.generateName".to_owned()
-            ),
+            (6, 15, "the object needs metadata.name or metadata.generateName".to_owned()),
+            (10, 5, "the object needs metadata.name or metadata.generateName".to_owned()),
         ]
     );
 }
@@ -568,13 +401,7 @@ objects:
   - {apiVersion: v1, kind: ConfigMap, metadata: {name: p}}
   - {apiVersion: v1, kind: Pod, metadata: {name: p, namespace: default}}
 ";
-    assert_problem(
-        text,
-        7,
-        50,
-        "objects[3].metadata.name",
-        "Pod default/p is defined twice (first at line 4)",
-    );
+    assert_problem(text, 7, 50, "objects[3].metadata.name", "Pod default/p is defined twice (first at line 4)");
 }
 
 #[test]
@@ -587,13 +414,7 @@ nodes:
 objects:
   - {apiVersion: v1, kind: Node, metadata: {name: node-1}}
 ";
-    assert_problem(
-        text,
-        6,
-        51,
-        "objects[0].metadata.name",
-        "Node node-1 is defined twice (first at line 4)",
-    );
+    assert_problem(text, 6, 51, "objects[0].metadata.name", "Node node-1 is defined twice (first at line 4)");
 }
 
 #[test]
@@ -624,11 +445,7 @@ script:
     assert_eq!(
         problems(text),
         [
-            (
-                7,
-                50,
-                "apply needs metadata.name (generateName only works with create)".to_owned()
-            ),
+            (7, 50, "apply needs metadata.name (generateName only works with create)".to_owned()),
             (9, 36, "the object has an empty kind".to_owned()),
         ]
     );
@@ -691,22 +508,14 @@ script:
   - {at: 1s, delete: {kind: Node, name: n}}
 ";
     let s = parse("ns.yaml", text).unwrap();
-    let namespaces: Vec<&str> = s
-        .objects
-        .iter()
-        .map(|o| o.metadata.namespace.as_str())
-        .collect();
+    let namespaces: Vec<&str> = s.objects.iter().map(|o| o.metadata.namespace.as_str()).collect();
     assert_eq!(namespaces, ["default", "prod", ""]);
     let steps: Vec<&str> = s
         .script
         .iter()
         .map(|step| match &step.action {
-            StepAction::Create { object, .. } | StepAction::Apply { object, .. } => {
-                object.metadata.namespace.as_str()
-            }
-            StepAction::Delete { target, .. } | StepAction::Scale { target, .. } => {
-                target.namespace.as_str()
-            }
+            StepAction::Create { object, .. } | StepAction::Apply { object, .. } => object.metadata.namespace.as_str(),
+            StepAction::Delete { target, .. } | StepAction::Scale { target, .. } => target.namespace.as_str(),
             other => panic!("unexpected step {other:?}"),
         })
         .collect();
@@ -723,34 +532,18 @@ fn a_rich_scenario_survives_a_round_trip_through_yaml() {
     assert_eq!(s.network.latency.max, Millis(1_500));
     assert_eq!(s.nodes[0].labels["ssd"], "true");
     assert_eq!(s.components[0].params["mode"], serde_json::json!("yes"));
-    assert_eq!(
-        s.components[0].params["nested"],
-        serde_json::json!({"list": [1, "2", null, true]})
-    );
+    assert_eq!(s.components[0].params["nested"], serde_json::json!({"list": [1, "2", null, true]}));
     let args = &s.objects[0].spec["template"]["spec"]["containers"][0]["args"];
-    assert_eq!(
-        *args,
-        serde_json::json!(["--port", "80", "~", "null", "0755", "1e3", "off", ""])
-    );
+    assert_eq!(*args, serde_json::json!(["--port", "80", "~", "null", "0755", "1e3", "off", ""]));
     assert_eq!(s.objects[0].status["big"], serde_json::json!(u64::MAX));
     assert_eq!(s.objects[0].status["ratio"], serde_json::json!(1.0));
     assert_eq!(s.objects[0].metadata.annotations["note"], "multi\nline");
     assert_eq!(s.script.len(), 12);
-    assert!(matches!(
-        &s.script[7].action,
-        StepAction::Restart {
-            api_server: None,
-            ..
-        }
-    ));
+    assert!(matches!(&s.script[7].action, StepAction::Restart { api_server: None, .. }));
     assert_eq!(s.expect.violations, [Check::PodIdentity]);
 
     let written = to_yaml(&s);
-    assert_eq!(
-        parse("written.yaml", &written),
-        Ok(s),
-        "written:\n{written}"
-    );
+    assert_eq!(parse("written.yaml", &written), Ok(s), "written:\n{written}");
 }
 
 #[test]
@@ -762,15 +555,8 @@ fn writing_is_stable_after_one_round_trip() {
 
 #[test]
 fn the_readme_script_example_parses_with_one_step_per_action() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let script = readme
-        .split("```yaml\n")
-        .nth(1)
-        .unwrap()
-        .split("```")
-        .next()
-        .unwrap();
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let script = readme.split("```yaml\n").nth(1).unwrap().split("```").next().unwrap();
     let header = "\
 name: readme
 apiServers: [{name: apiserver-1}, {name: apiserver-2}]
@@ -796,18 +582,8 @@ components:
             StepAction::Compact { .. } => "compact",
         })
         .collect();
-    let every = [
-        "create",
-        "apply",
-        "delete",
-        "scale",
-        "cordon",
-        "uncordon",
-        "crash",
-        "restart",
-        "disconnect",
-        "compact",
-    ];
+    let every =
+        ["create", "apply", "delete", "scale", "cordon", "uncordon", "crash", "restart", "disconnect", "compact"];
     assert_eq!(actions, every);
 }
 
@@ -829,12 +605,7 @@ components:
     assert_eq!(source.locate("components[0].params.x"), Some((4, 5)));
     assert_eq!(source.locate("components[7]"), Some((4, 3)));
     assert_eq!(source.locate(""), Some((1, 1)));
-    let error = ScenarioError::at(
-        "s.yaml",
-        &source,
-        "components[0].controller",
-        "unknown controller `nope`",
-    );
+    let error = ScenarioError::at("s.yaml", &source, "components[0].controller", "unknown controller `nope`");
     assert_eq!(error.to_string(), "s.yaml:5:17: unknown controller `nope`");
     assert_eq!(error.diagnostics[0].path, "components[0].controller");
 }
@@ -888,36 +659,20 @@ fn garbage_and_truncated_input_never_panic() {
     .map(String::from)
     .to_vec();
     inputs.push("[".repeat(100_000));
-    inputs.push(
-        (0..2_000)
-            .map(|i| format!("{}a:\n", " ".repeat(i)))
-            .collect(),
-    );
+    inputs.push((0..2_000).map(|i| format!("{}a:\n", " ".repeat(i))).collect());
     inputs.push(format!(
         "a: &a [x, x]\n{}",
         (1..30)
             .map(|i| format!(
                 "b{i}: &b{i} [*{}, *{}]\n",
-                if i == 1 {
-                    "a".into()
-                } else {
-                    format!("b{}", i - 1)
-                },
-                if i == 1 {
-                    "a".into()
-                } else {
-                    format!("b{}", i - 1)
-                }
+                if i == 1 { "a".into() } else { format!("b{}", i - 1) },
+                if i == 1 { "a".into() } else { format!("b{}", i - 1) }
             ))
             .collect::<String>()
     ));
     let rich = rich();
     // Every fifth prefix: cut inside keys, values, quotes and flow collections.
-    inputs.extend(
-        rich.char_indices()
-            .step_by(5)
-            .map(|(i, _)| rich[..i].to_owned()),
-    );
+    inputs.extend(rich.char_indices().step_by(5).map(|(i, _)| rich[..i].to_owned()));
     // Deterministic pseudo-random bytes, biased towards YAML punctuation.
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
     for _ in 0..500 {
@@ -934,12 +689,7 @@ fn garbage_and_truncated_input_never_panic() {
     for text in &inputs {
         if let Err(error) = parse("garbage.yaml", text) {
             assert!(!error.diagnostics.is_empty());
-            assert!(
-                error
-                    .diagnostics
-                    .iter()
-                    .all(|d| d.line >= 1 && d.column >= 1 && !d.message.is_empty())
-            );
+            assert!(error.diagnostics.iter().all(|d| d.line >= 1 && d.column >= 1 && !d.message.is_empty()));
         }
     }
 }

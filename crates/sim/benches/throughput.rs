@@ -31,7 +31,8 @@ fn scaled(nodes: usize, pods: usize) -> Scenario {
             "  - {{ name: kubelet-node-{n}, controller: kubelet, node: node-{n}, apiServer: {server}, failover: [apiserver-1, apiserver-2] }}\n"
         );
     }
-    let template = "template: { metadata: { labels: { app: APP } }, spec: { containers: [ { name: c, image: IMAGE } ] } }";
+    let template =
+        "template: { metadata: { labels: { app: APP } }, spec: { containers: [ { name: c, image: IMAGE } ] } }";
     let rs = template.replace("APP", "batch").replace("IMAGE", "busybox");
     let sts = |image: &str| template.replace("APP", "web").replace("IMAGE", image);
     yaml += &format!(

@@ -123,9 +123,7 @@ pub fn continue_token(revision: u64, after_key: &str) -> String {
 }
 
 fn parse_continue(token: &str) -> Result<ReadPlan, Status> {
-    let (rev, key) = token
-        .split_once('/')
-        .ok_or_else(|| bad_request(format!("invalid continue token {token:?}")))?;
+    let (rev, key) = token.split_once('/').ok_or_else(|| bad_request(format!("invalid continue token {token:?}")))?;
     let revision = rev.parse().map_err(|_| bad_request(format!("invalid continue token {token:?}")))?;
     Ok(ReadPlan::Continue { revision, after_key: format!("/{key}") })
 }
@@ -155,9 +153,9 @@ pub fn plan_list(req: &ListRequest) -> Result<ReadPlan, Status> {
         (None, Some(0)) => Ok(ReadPlan::Any),
         (None, Some(n)) if req.limit.is_some() => Ok(ReadPlan::Exact(n)),
         (None, Some(n)) => Ok(ReadPlan::NotOlderThan(n)),
-        (Some(VersionMatch::Exact), None | Some(0)) => Err(bad_request(
-            "resourceVersionMatch=Exact requires a resourceVersion other than \"0\"",
-        )),
+        (Some(VersionMatch::Exact), None | Some(0)) => {
+            Err(bad_request("resourceVersionMatch=Exact requires a resourceVersion other than \"0\""))
+        }
         (Some(VersionMatch::Exact), Some(n)) => Ok(ReadPlan::Exact(n)),
         (Some(VersionMatch::NotOlderThan), None) => {
             Err(bad_request("resourceVersionMatch=NotOlderThan requires a resourceVersion"))
@@ -201,9 +199,9 @@ pub fn plan_watch(req: &WatchRequest) -> Result<WatchStart, Status> {
     match rv {
         None => Ok(WatchStart::InitialState { plan: ReadPlan::MostRecent, bookmark }),
         Some(0) => Ok(WatchStart::InitialState { plan: ReadPlan::Any, bookmark }),
-        Some(_) if bookmark => Err(bad_request(
-            "sendInitialEvents=true is only supported with resourceVersion unset or \"0\" here",
-        )),
+        Some(_) if bookmark => {
+            Err(bad_request("sendInitialEvents=true is only supported with resourceVersion unset or \"0\" here"))
+        }
         Some(n) => Ok(WatchStart::After(n)),
     }
 }
@@ -264,7 +262,12 @@ impl fmt::Display for Request {
 mod tests {
     use super::*;
 
-    fn list(rv: Option<&str>, m: Option<VersionMatch>, limit: Option<usize>, token: Option<&str>) -> Result<ReadPlan, Status> {
+    fn list(
+        rv: Option<&str>,
+        m: Option<VersionMatch>,
+        limit: Option<usize>,
+        token: Option<&str>,
+    ) -> Result<ReadPlan, Status> {
         plan_list(&ListRequest {
             selection: Selection::default(),
             resource_version: rv.map(str::to_string),
@@ -322,7 +325,9 @@ mod tests {
 
     #[test]
     fn get_row() {
-        let get = |rv: Option<&str>| plan_get(&GetRequest { key: ObjectKey::default(), resource_version: rv.map(Into::into) });
+        let get = |rv: Option<&str>| {
+            plan_get(&GetRequest { key: ObjectKey::default(), resource_version: rv.map(Into::into) })
+        };
         assert_eq!(get(None), Ok(ReadPlan::MostRecent));
         assert_eq!(get(Some("0")), Ok(ReadPlan::Any));
         assert_eq!(get(Some("5")), Ok(ReadPlan::NotOlderThan(5)));
@@ -331,7 +336,11 @@ mod tests {
     #[test]
     fn watch_row() {
         let watch = |rv: Option<&str>, initial: bool| {
-            plan_watch(&WatchRequest { selection: Selection::default(), resource_version: rv.map(Into::into), send_initial_events: initial })
+            plan_watch(&WatchRequest {
+                selection: Selection::default(),
+                resource_version: rv.map(Into::into),
+                send_initial_events: initial,
+            })
         };
         assert_eq!(watch(None, false), Ok(WatchStart::InitialState { plan: ReadPlan::MostRecent, bookmark: false }));
         assert_eq!(watch(Some("0"), false), Ok(WatchStart::InitialState { plan: ReadPlan::Any, bookmark: false }));

@@ -6,9 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use recon_abi::{
-    Action, EventType, Object, ObjectKey, ObjectMeta, Outcome, Status, StatusReason, Verb, WatchEvent,
-};
+use recon_abi::{Action, EventType, Object, ObjectKey, ObjectMeta, Outcome, Status, StatusReason, Verb, WatchEvent};
 use recon_store::StoreError;
 use serde_json::Value;
 
@@ -124,7 +122,9 @@ pub(crate) enum ReadTarget {
 impl ReadTarget {
     fn request(&self) -> &str {
         match self {
-            ReadTarget::List { request, .. } | ReadTarget::Get { request, .. } | ReadTarget::Watch { request, .. } => request,
+            ReadTarget::List { request, .. } | ReadTarget::Get { request, .. } | ReadTarget::Watch { request, .. } => {
+                request
+            }
         }
     }
 }
@@ -151,9 +151,16 @@ pub(crate) struct StoreOp {
 #[derive(Clone, Debug)]
 enum StoreOpKind {
     /// A read at the current revision (`None`) or a past one.
-    Read { target: ReadTarget, at: Option<u64>, after_key: Option<String>, min_revision: Option<u64> },
+    Read {
+        target: ReadTarget,
+        at: Option<u64>,
+        after_key: Option<String>,
+        min_revision: Option<u64>,
+    },
     /// KEP-2340: learn the store's revision, then wait for the cache to reach it.
-    CurrentRevision { target: ReadTarget },
+    CurrentRevision {
+        target: ReadTarget,
+    },
     Write(Action),
 }
 
@@ -170,7 +177,14 @@ pub(crate) struct ServerState {
 
 impl ServerState {
     pub fn new(config: recon_scenario::ApiServer, rng: Rng) -> ServerState {
-        ServerState { config, cache: WatchCache::default(), watchers: BTreeMap::new(), waits: BTreeMap::new(), next_id: 0, rng }
+        ServerState {
+            config,
+            cache: WatchCache::default(),
+            watchers: BTreeMap::new(),
+            waits: BTreeMap::new(),
+            next_id: 0,
+            rng,
+        }
     }
 
     fn id(&mut self) -> u64 {
@@ -233,7 +247,9 @@ fn status_of(e: StoreError) -> Status {
     match e {
         StoreError::Conflict { key, expected, actual } => Status::new(
             StatusReason::Conflict,
-            format!("the object {key} has been modified (revision {actual}, expected {expected}); please apply your changes to the latest version and try again"),
+            format!(
+                "the object {key} has been modified (revision {actual}, expected {expected}); please apply your changes to the latest version and try again"
+            ),
         ),
         StoreError::NotFound { key } => Status::new(StatusReason::NotFound, format!("{key} not found")),
         StoreError::AlreadyExists { key } => Status::new(StatusReason::AlreadyExists, format!("{key} already exists")),
@@ -241,10 +257,9 @@ fn status_of(e: StoreError) -> Status {
             StatusReason::Gone,
             format!("too old resource version: {requested} (compacted up to {compacted})"),
         ),
-        StoreError::FutureRevision { requested, current } => Status::new(
-            StatusReason::Timeout,
-            format!("Too large resource version: {requested}, current: {current}"),
-        ),
+        StoreError::FutureRevision { requested, current } => {
+            Status::new(StatusReason::Timeout, format!("Too large resource version: {requested}, current: {current}"))
+        }
     }
 }
 
@@ -336,7 +351,9 @@ impl Sim {
                     Err(e) => return self.fail(server, client, Status::new(StatusReason::BadRequest, e), &text, 0),
                 };
                 match plan_watch(&r) {
-                    Ok(WatchStart::After(rv)) => return self.open_watch(server, client, filter, rv, None, false, &text, 0),
+                    Ok(WatchStart::After(rv)) => {
+                        return self.open_watch(server, client, filter, rv, None, false, &text, 0);
+                    }
                     Ok(WatchStart::InitialState { plan, bookmark }) => {
                         (ReadTarget::Watch { filter, bookmark, request: text.clone() }, plan)
                     }
@@ -344,7 +361,8 @@ impl Sim {
                 }
             }
         };
-        let store_read = |at, after_key, min_revision| StoreOpKind::Read { target: target.clone(), at, after_key, min_revision };
+        let store_read =
+            |at, after_key, min_revision| StoreOpKind::Read { target: target.clone(), at, after_key, min_revision };
         match plan {
             ReadPlan::MostRecent if cache_enabled && consistent => {
                 self.to_store(server, client, StoreOpKind::CurrentRevision { target: target.clone() }, cause, &text)
@@ -367,7 +385,14 @@ impl Sim {
         }
     }
 
-    fn wait_for_cache(&mut self, server: usize, client: Client, target: ReadTarget, min_revision: u64, fallback_to_store: bool) {
+    fn wait_for_cache(
+        &mut self,
+        server: usize,
+        client: Client,
+        target: ReadTarget,
+        min_revision: u64,
+        fallback_to_store: bool,
+    ) {
         let s = &mut self.servers[server];
         let id = s.id();
         let deadline = self.now + s.config.request_timeout.0;
@@ -403,7 +428,15 @@ impl Sim {
     }
 
     /// Records a served read in the trace.
-    fn record_read(&mut self, server: usize, client: &Client, target: &ReadTarget, objects: &[Object], revision: u64, from: ServedFrom) -> EntryId {
+    fn record_read(
+        &mut self,
+        server: usize,
+        client: &Client,
+        target: &ReadTarget,
+        objects: &[Object],
+        revision: u64,
+        from: ServedFrom,
+    ) -> EntryId {
         let api_server = self.servers[server].config.name.clone();
         let store_revision = self.store.revision();
         // How long the state served had been out of date: since the first
@@ -453,10 +486,26 @@ impl Sim {
     /// Replies to a served read (after `delay`, the way back from the store),
     /// or opens the watch it was the initial state of.
     #[allow(clippy::too_many_arguments)] // reason: a read result carries everything its trace entry shows
-    fn finish_read(&mut self, server: usize, client: Client, target: &ReadTarget, objects: Vec<Object>, revision: u64, from: ServedFrom, continue_token: Option<String>, delay: u64) {
+    fn finish_read(
+        &mut self,
+        server: usize,
+        client: Client,
+        target: &ReadTarget,
+        objects: Vec<Object>,
+        revision: u64,
+        from: ServedFrom,
+        continue_token: Option<String>,
+        delay: u64,
+    ) {
         if let ReadTarget::Get { request, .. } = target {
             if objects.is_empty() {
-                return self.fail(server, client, Status::new(StatusReason::NotFound, format!("not found ({request})")), request, delay);
+                return self.fail(
+                    server,
+                    client,
+                    Status::new(StatusReason::NotFound, format!("not found ({request})")),
+                    request,
+                    delay,
+                );
             }
         }
         let entry = self.record_read(server, &client, target, &objects, revision, from);
@@ -474,10 +523,21 @@ impl Sim {
     /// Registers a watcher that has been sent everything up to `after`, and
     /// sends it the events after that which the cache (or store) still has.
     #[allow(clippy::too_many_arguments)] // reason: one call site per way a watch can open
-    fn open_watch(&mut self, server: usize, client: Client, filter: Filter, after: u64, initial: Option<Served>, bookmark: bool, request: &str, delay: u64) {
+    fn open_watch(
+        &mut self,
+        server: usize,
+        client: Client,
+        filter: Filter,
+        after: u64,
+        initial: Option<Served>,
+        bookmark: bool,
+        request: &str,
+        delay: u64,
+    ) {
         let cache = &self.servers[server].cache;
-        let backlog: Option<Vec<(WatchEvent, EntryId)>> =
-            cache.events_after(after).map(|events| events.filter_map(|e| filter.view(e).map(|w| (w, e.entry))).collect());
+        let backlog: Option<Vec<(WatchEvent, EntryId)>> = cache
+            .events_after(after)
+            .map(|events| events.filter_map(|e| filter.view(e).map(|w| (w, e.entry))).collect());
         let Some(backlog) = backlog else {
             let status = Status::new(
                 StatusReason::Gone,
@@ -592,7 +652,16 @@ impl Sim {
     }
 
     #[allow(clippy::too_many_arguments)] // reason: a failure carries everything its trace entry shows
-    pub(crate) fn write_failed(&mut self, server: usize, client: Client, verb: Verb, key: ObjectKey, status: Status, cause: Option<EntryId>, delay: u64) {
+    pub(crate) fn write_failed(
+        &mut self,
+        server: usize,
+        client: Client,
+        verb: Verb,
+        key: ObjectKey,
+        status: Status,
+        cause: Option<EntryId>,
+        delay: u64,
+    ) {
         let by = self.client_name(&client);
         let via = self.servers[server].config.name.clone();
         let lane = if by == "kubectl" { "script".to_string() } else { by.clone() };
@@ -620,11 +689,16 @@ impl Sim {
             Action::Create { object } => {
                 let object = prepare_create(object, &mut self.servers[server].rng, now);
                 if object.metadata.name.is_empty() {
-                    return Err(Status::new(StatusReason::BadRequest, "metadata.name or metadata.generateName is required"));
+                    return Err(Status::new(
+                        StatusReason::BadRequest,
+                        "metadata.name or metadata.generateName is required",
+                    ));
                 }
                 self.store.create(object, now).map_err(status_of)
             }
-            Action::Update { object } | Action::UpdateStatus { object } if object.metadata.annotations.contains_key(PATCH_MARK) => {
+            Action::Update { object } | Action::UpdateStatus { object }
+                if object.metadata.annotations.contains_key(PATCH_MARK) =>
+            {
                 let field = object.metadata.annotations[PATCH_MARK].clone();
                 let current = self.current(&object.key())?;
                 let mut next = current.clone();
@@ -667,8 +741,7 @@ impl Sim {
                 next.metadata.uid = current.metadata.uid.clone();
                 next.metadata.deletion_timestamp = current.metadata.deletion_timestamp.clone();
                 next.metadata.deletion_grace_period_seconds = current.metadata.deletion_grace_period_seconds;
-                next.metadata.generation =
-                    current.metadata.generation + i64::from(next.spec != current.spec);
+                next.metadata.generation = current.metadata.generation + i64::from(next.spec != current.spec);
                 self.store.update(next, precondition, now).map_err(status_of)
             }
             Action::UpdateStatus { object } => {
@@ -684,7 +757,10 @@ impl Sim {
                 if let Some(uid) = uid.filter(|u| *u != current.metadata.uid) {
                     return Err(Status::new(
                         StatusReason::Conflict,
-                        format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", current.metadata.uid),
+                        format!(
+                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                            current.metadata.uid
+                        ),
                     ));
                 }
                 let precondition = match resource_version {
@@ -698,7 +774,10 @@ impl Sim {
                 if grace > 0 && bound {
                     // Graceful: the kubelet finishes the deletion.
                     if current.is_terminating() {
-                        return self.store.update(current.clone(), precondition.or(current.revision()), now).map_err(status_of);
+                        return self
+                            .store
+                            .update(current.clone(), precondition.or(current.revision()), now)
+                            .map_err(status_of);
                     }
                     let mut next = current.clone();
                     next.metadata.deletion_timestamp = Some(recon_abi::format_timestamp(now + grace as u64 * 1000));
@@ -820,7 +899,10 @@ fn check_uid(meta: &ObjectMeta, current: &Object) -> Result<(), Status> {
     if !meta.uid.is_empty() && meta.uid != current.metadata.uid {
         return Err(Status::new(
             StatusReason::Conflict,
-            format!("Precondition failed: UID in precondition: {}, UID in object meta: {}", meta.uid, current.metadata.uid),
+            format!(
+                "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                meta.uid, current.metadata.uid
+            ),
         ));
     }
     Ok(())

@@ -4,8 +4,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use recon_abi::{EventType, Object, WatchEvent};
 use recon_abi::selector::Selector;
+use recon_abi::{EventType, Object, WatchEvent};
 use recon_store::StoreEvent;
 
 use crate::trace::EntryId;

@@ -59,7 +59,12 @@ impl Sim {
         if self.nodes[n].running.contains_key(&pod) {
             return; // already running: starting again is a no-op, as in a real runtime
         }
-        let entry = self.trace.push(self.now, node, Event::ContainerStarted { node: node.to_string(), pod: pod.clone() }, vec![cause]);
+        let entry = self.trace.push(
+            self.now,
+            node,
+            Event::ContainerStarted { node: node.to_string(), pod: pod.clone() },
+            vec![cause],
+        );
         let ordinal = object.as_ref().and_then(stateful_ordinal);
         self.nodes[n].running.insert(pod.clone(), Running { started_at: self.now, entry, ordinal: ordinal.clone() });
         if self.checks.contains(&Check::PodIdentity) {
@@ -74,7 +79,12 @@ impl Sim {
     pub(crate) fn stop_container(&mut self, node: &str, pod: &PodRef, cause: EntryId) {
         let Some(n) = self.nodes.iter().position(|x| x.name == node) else { return };
         if self.nodes[n].running.remove(pod).is_some() {
-            self.trace.push(self.now, node, Event::ContainerStopped { node: node.to_string(), pod: pod.clone() }, vec![cause]);
+            self.trace.push(
+                self.now,
+                node,
+                Event::ContainerStopped { node: node.to_string(), pod: pod.clone() },
+                vec![cause],
+            );
         }
     }
 
@@ -97,7 +107,12 @@ impl Sim {
                 "pod {}/{} runs on two nodes at once: {} (uid {}) and {} (uid {})",
                 pod.namespace, pod.name, self.nodes[n].name, pod.uid, other_node, other.uid
             );
-            self.trace.push(self.now, "checks", Event::Violation { check: Check::PodIdentity, message }, vec![entry, other_entry]);
+            self.trace.push(
+                self.now,
+                "checks",
+                Event::Violation { check: Check::PodIdentity, message },
+                vec![entry, other_entry],
+            );
         }
     }
 

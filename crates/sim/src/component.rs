@@ -121,7 +121,11 @@ impl Sim {
         let restarts = comp.starts;
         comp.starts += 1;
         let mut controller = (self.instantiate)(&comp.spec.controller).expect("controller checked in Sim::new");
-        let config = ComponentConfig { name: comp.spec.name.clone(), node: comp.spec.node.clone(), params: comp.spec.params.clone() };
+        let config = ComponentConfig {
+            name: comp.spec.name.clone(),
+            node: comp.spec.node.clone(),
+            params: comp.spec.params.clone(),
+        };
         let manifest = controller.init(&config);
         let name = comp.spec.name.clone();
         let api_server = self.servers[comp.server].config.name.clone();
@@ -231,7 +235,9 @@ impl Sim {
         r.watcher = None;
         r.in_flight = true;
         let selection = r.selection.clone();
-        let list = |rv: Option<String>| Request::List(ListRequest { selection: selection.clone(), resource_version: rv, ..Default::default() });
+        let list = |rv: Option<String>| {
+            Request::List(ListRequest { selection: selection.clone(), resource_version: rv, ..Default::default() })
+        };
         let request = if !r.listed {
             match mode {
                 ListMode::Any => list(Some("0".into())),
@@ -270,11 +276,7 @@ impl Sim {
         }
         let Some(instance) = self.components[c].instance.as_ref() else { return };
         let r = &instance.reflectors[w];
-        if r.listed && !r.relist_unset {
-            self.send_watch(c, w)
-        } else {
-            self.send_list(c, w)
-        }
+        if r.listed && !r.relist_unset { self.send_watch(c, w) } else { self.send_list(c, w) }
     }
 
     pub(crate) fn on_reply(&mut self, server: usize, client: Client, reply: Reply) {
@@ -341,7 +343,8 @@ impl Sim {
         r.in_flight = false;
         r.last_rv = served.revision;
         instance.view[w] = served.objects.iter().map(|o| (o.key(), o.clone())).collect();
-        let event = InputEvent::Listed { watch: w, resource_version: served.revision.to_string(), objects: served.objects };
+        let event =
+            InputEvent::Listed { watch: w, resource_version: served.revision.to_string(), objects: served.objects };
         self.deliver(c, event, Some(served.entry));
     }
 
@@ -508,10 +511,20 @@ impl Sim {
             let failed = self.trace.push(
                 self.now,
                 &name,
-                Event::WriteFailed { verb, key: key.clone(), status: status.clone(), by: name.clone(), via: String::new() },
+                Event::WriteFailed {
+                    verb,
+                    key: key.clone(),
+                    status: status.clone(),
+                    by: name.clone(),
+                    via: String::new(),
+                },
                 vec![entry],
             );
-            self.deliver(c, InputEvent::Result(ActionResult { verb, key, outcome: Outcome::Err(status) }), Some(failed));
+            self.deliver(
+                c,
+                InputEvent::Result(ActionResult { verb, key, outcome: Outcome::Err(status) }),
+                Some(failed),
+            );
         } else {
             self.trace.push(
                 self.now,
@@ -530,7 +543,8 @@ impl Sim {
             Action::Create { .. } | Action::Update { .. } | Action::UpdateStatus { .. } | Action::Delete { .. } => {
                 let (verb, key) = action.write_target().expect("a write");
                 if !manifest.allows(verb, &key.kind) {
-                    let reason = format!("{} may not {verb} {}s: its manifest does not declare it", manifest.name, key.kind);
+                    let reason =
+                        format!("{} may not {verb} {}s: its manifest does not declare it", manifest.name, key.kind);
                     return self.refuse(c, &action, reason, entry);
                 }
                 self.send(c, Client::Writer { component: c, epoch }, Request::Write(action), Some(entry));
@@ -548,7 +562,9 @@ impl Sim {
                 let start = matches!(action, Action::StartContainer { .. });
                 if start {
                     let owner = instance.view.iter().find_map(|v| {
-                        v.get(&ObjectKey::new("Pod", &pod.namespace, &pod.name)).filter(|o| o.metadata.uid == pod.uid).cloned()
+                        v.get(&ObjectKey::new("Pod", &pod.namespace, &pod.name))
+                            .filter(|o| o.metadata.uid == pod.uid)
+                            .cloned()
                     });
                     self.start_container(&node, pod.clone(), owner, entry);
                 } else {
@@ -608,18 +624,18 @@ pub(crate) fn describe_action(a: &Action) -> String {
             s
         }
         Action::RequeueAfter { key, after_ms } => format!("requeue {key} after {after_ms}ms"),
-        Action::StartContainer { pod } => format!("start container {}/{} (uid {})", pod.namespace, pod.name, short_uid(&pod.uid)),
-        Action::StopContainer { pod } => format!("stop container {}/{} (uid {})", pod.namespace, pod.name, short_uid(&pod.uid)),
+        Action::StartContainer { pod } => {
+            format!("start container {}/{} (uid {})", pod.namespace, pod.name, short_uid(&pod.uid))
+        }
+        Action::StopContainer { pod } => {
+            format!("stop container {}/{} (uid {})", pod.namespace, pod.name, short_uid(&pod.uid))
+        }
     }
 }
 
 /// What a node agent is told runs on its node.
 impl Sim {
     fn containers_on(&self, node: &str) -> Vec<Container> {
-        self.nodes
-            .iter()
-            .find(|n| n.name == node)
-            .map(|n| n.containers())
-            .unwrap_or_default()
+        self.nodes.iter().find(|n| n.name == node).map(|n| n.containers()).unwrap_or_default()
     }
 }

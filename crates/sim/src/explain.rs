@@ -82,14 +82,18 @@ pub fn describe(e: &Entry) -> String {
             format!("{api_server} cache: {event_type} {key} (now at revision {revision})")
         }
         Event::CacheRelist { api_server, revision } => format!("{api_server} rebuilt its cache at revision {revision}"),
-        Event::ListServed { component, api_server, request, served_from, revision, store_revision, objects, .. } => {
+        Event::ListServed {
+            component, api_server, request, served_from, revision, store_revision, objects, ..
+        } => {
             let from = match served_from {
                 ServedFrom::Cache => "its watch cache",
                 ServedFrom::Store => "the store",
             };
             let n = objects.len();
             let objects = if n == 1 { "1 object".to_string() } else { format!("{n} objects") };
-            format!("{api_server} answered {component}'s {request} from {from}: {objects} at revision {revision} (store at {store_revision})")
+            format!(
+                "{api_server} answered {component}'s {request} from {from}: {objects} at revision {revision} (store at {store_revision})"
+            )
         }
         Event::RequestFailed { component, api_server, request, status } => {
             format!("{api_server} failed {component}'s {request}: {}", status.message)
@@ -97,7 +101,9 @@ pub fn describe(e: &Entry) -> String {
         Event::WatchDelivered { component, event_type, key, uid, revision, .. } => {
             format!("{component} sees {event_type} {key} (uid {}) at revision {revision}", short(uid))
         }
-        Event::ComponentStarted { component, api_server, restarts: 0 } => format!("{component} starts, connected to {api_server}"),
+        Event::ComponentStarted { component, api_server, restarts: 0 } => {
+            format!("{component} starts, connected to {api_server}")
+        }
         Event::ComponentStarted { component, api_server, .. } => {
             format!("{component} restarts with empty memory, connected to {api_server}")
         }
@@ -110,7 +116,9 @@ pub fn describe(e: &Entry) -> String {
                 format!("{component} reconciles (view at revision {view_revision}): {}", actions.join("; "))
             }
         }
-        Event::ActionRefused { component, action, status } => format!("{component}: {action} refused: {}", status.message),
+        Event::ActionRefused { component, action, status } => {
+            format!("{component}: {action} refused: {}", status.message)
+        }
         Event::ContainerStarted { node, pod } => format!("{node} starts a container for {pod}"),
         Event::ContainerStopped { node, pod } => format!("{node} stops the container of {pod}"),
         Event::Violation { message, .. } => message.clone(),
@@ -179,7 +187,13 @@ fn container_origin(trace: &Trace, start: &Entry, detailed: bool) -> Vec<Explana
     };
     steps.push(ExplanationStep {
         entry: start.id,
-        text: format!("{}: {who} a container for {}/{} (uid {}) on {node}", fmt_time(start.time_ms), pod.namespace, pod.name, short(&pod.uid)),
+        text: format!(
+            "{}: {who} a container for {}/{} (uid {}) on {node}",
+            fmt_time(start.time_ms),
+            pod.namespace,
+            pod.name,
+            short(&pod.uid)
+        ),
     });
     steps
 }
@@ -213,15 +227,29 @@ fn source_of_pod<'t>(trace: &'t Trace, component: &str, uid: &str, before: Entry
 /// read was and why, and what the read still contained that was gone.
 fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
     let mut steps = Vec::new();
-    let Event::ListServed { component, api_server, request, served_from, revision, store_revision, stale_ms, partitioned, objects } =
-        &read.event
+    let Event::ListServed {
+        component,
+        api_server,
+        request,
+        served_from,
+        revision,
+        store_revision,
+        stale_ms,
+        partitioned,
+        objects,
+    } = &read.event
     else {
-        return vec![ExplanationStep { entry: read.id, text: format!("{}: {}", fmt_time(read.time_ms), describe(read)) }];
+        return vec![ExplanationStep {
+            entry: read.id,
+            text: format!("{}: {}", fmt_time(read.time_ms), describe(read)),
+        }];
     };
     // The (re)start that made it list.
-    if let Some(start) = trace.entries[..read.id as usize].iter().rev().find(|e| {
-        matches!(&e.event, Event::ComponentStarted { component: c, .. } if c == component)
-    }) {
+    if let Some(start) = trace.entries[..read.id as usize]
+        .iter()
+        .rev()
+        .find(|e| matches!(&e.event, Event::ComponentStarted { component: c, .. } if c == component))
+    {
         if let Event::ComponentStarted { restarts, .. } = &start.event {
             if *restarts > 0 {
                 let what = match start.causes.first().and_then(|c| trace.get(*c)).map(|c| &c.event) {
@@ -236,9 +264,11 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
         }
     }
     if *partitioned {
-        if let Some(p) = trace.entries[..read.id as usize].iter().rev().find(|e| {
-            matches!(&e.event, Event::Partition { api_server: s, started: true } if s == api_server)
-        }) {
+        if let Some(p) = trace.entries[..read.id as usize]
+            .iter()
+            .rev()
+            .find(|e| matches!(&e.event, Event::Partition { api_server: s, started: true } if s == api_server))
+        {
             steps.push(ExplanationStep {
                 entry: p.id,
                 text: format!(
@@ -251,14 +281,19 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
     let behind = store_revision.saturating_sub(*revision);
     let source = match served_from {
         ServedFrom::Cache if behind > 0 => {
-            format!("from its watch cache, {behind} revisions ({stale_ms} ms) behind the store (cache at revision {revision}, store at {store_revision})")
+            format!(
+                "from its watch cache, {behind} revisions ({stale_ms} ms) behind the store (cache at revision {revision}, store at {store_revision})"
+            )
         }
         ServedFrom::Cache => format!("from its watch cache, up to date at revision {revision}"),
         ServedFrom::Store => format!("from the store at revision {revision}"),
     };
     steps.push(ExplanationStep {
         entry: read.id,
-        text: format!("{}: {component} sends {request} to {api_server}, which answers {source}", fmt_time(read.time_ms)),
+        text: format!(
+            "{}: {component} sends {request} to {api_server}, which answers {source}",
+            fmt_time(read.time_ms)
+        ),
     });
     // Objects the read returned that the store had already deleted.
     for o in objects {

@@ -179,7 +179,11 @@ impl Sim {
         let state = self.store.range("/", None).expect("reading the current state cannot fail");
         let entry = self.store_entries.get(&revision).copied();
         for server in &mut self.servers {
-            server.cache.replace(revision, state.iter().map(|kv| (kv.key.clone(), kv.value.clone())), entry.unwrap_or(0));
+            server.cache.replace(
+                revision,
+                state.iter().map(|kv| (kv.key.clone(), kv.value.clone())),
+                entry.unwrap_or(0),
+            );
             server.cache.revision_entry = entry;
         }
         Ok(())
@@ -240,9 +244,7 @@ impl Sim {
     /// tests and consoles). Responses accumulate under the returned id; see
     /// [`Sim::responses`]. Watches keep streaming into it.
     pub fn request(&mut self, api_server: &str, request: Request) -> Result<u64, SimError> {
-        let server = self
-            .server_index(api_server)
-            .ok_or_else(|| SimError::UnknownApiServer(api_server.to_string()))?;
+        let server = self.server_index(api_server).ok_or_else(|| SimError::UnknownApiServer(api_server.to_string()))?;
         self.next_probe += 1;
         let id = self.next_probe;
         self.probes.insert(id, Vec::new());
@@ -292,7 +294,9 @@ impl Sim {
         use recon_abi::Action;
         match action {
             StepAction::Create { object, via } => kubectl(self, &via, Request::Write(Action::Create { object })),
-            StepAction::Apply { object, via } => kubectl(self, &via, Request::Write(crate::apiserver::apply_action(object))),
+            StepAction::Apply { object, via } => {
+                kubectl(self, &via, Request::Write(crate::apiserver::apply_action(object)))
+            }
             StepAction::Delete { target, via } => {
                 let key = ObjectKey::new(target.kind, target.namespace, target.name);
                 let action = Action::Delete { key, uid: None, resource_version: None, grace_period_seconds: None };
@@ -305,7 +309,11 @@ impl Sim {
             StepAction::Cordon { node } | StepAction::Uncordon { node } => {
                 let cordon = matches!(self.scenario.script[i].action, StepAction::Cordon { .. });
                 let key = ObjectKey::new("Node", "", node);
-                kubectl(self, &None, Request::Write(crate::apiserver::patch_action(key, "unschedulable", cordon.into())))
+                kubectl(
+                    self,
+                    &None,
+                    Request::Write(crate::apiserver::patch_action(key, "unschedulable", cordon.into())),
+                )
             }
             StepAction::Crash { component } => {
                 if let Some(c) = self.component_index(&component) {

@@ -177,13 +177,27 @@ fn pages_continue_at_the_revision_of_the_first_page() {
         .request(
             "apiserver-1",
             Request::Write(Action::Create {
-                object: Object { api_version: "v1".into(), kind: "Pod".into(), metadata: recon_abi::ObjectMeta { name: "d".into(), namespace: "default".into(), ..Default::default() }, ..Default::default() },
+                object: Object {
+                    api_version: "v1".into(),
+                    kind: "Pod".into(),
+                    metadata: recon_abi::ObjectMeta {
+                        name: "d".into(),
+                        namespace: "default".into(),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
             }),
         )
         .unwrap();
     sim.run_until(1_300);
     assert!(matches!(sim.responses(id)[0], Reply::Written { outcome: Outcome::Ok(_), .. }));
-    let next = Request::List(ListRequest { selection: pods(), limit: Some(2), continue_token: Some(token), ..Default::default() });
+    let next = Request::List(ListRequest {
+        selection: pods(),
+        limit: Some(2),
+        continue_token: Some(token),
+        ..Default::default()
+    });
     let second = ask(&mut sim, 1_300, "apiserver-1", next, 1_400);
     assert_eq!(names(&second[0]), ["c"]);
     assert_eq!(served(&second[0]), (ServedFrom::Store, 3));
@@ -256,7 +270,11 @@ fn a_healed_partition_lets_the_cache_catch_up() {
 #[test]
 fn watch_cache_lag_delays_watch_events() {
     let mut sim = cluster("    watchCache: { lag: 250ms }");
-    let watch = Request::Watch(WatchRequest { selection: pods(), resource_version: Some("0".into()), send_initial_events: false });
+    let watch = Request::Watch(WatchRequest {
+        selection: pods(),
+        resource_version: Some("0".into()),
+        send_initial_events: false,
+    });
     sim.run_until(10);
     let id = sim.request("apiserver-2", watch).unwrap();
     sim.run_until(320);
@@ -290,7 +308,11 @@ script:
     )
     .unwrap();
     let mut sim = Sim::new(&scenario, Box::new(|_| None)).unwrap();
-    let watch = Request::Watch(WatchRequest { selection: pods(), resource_version: Some("1".into()), send_initial_events: false });
+    let watch = Request::Watch(WatchRequest {
+        selection: pods(),
+        resource_version: Some("1".into()),
+        send_initial_events: false,
+    });
     let replies = ask(&mut sim, 2_000, "apiserver-2", watch, 2_100);
     assert_eq!(failed(&replies[0]), StatusReason::Gone);
     let fresh = ask(&mut sim, 2_100, "apiserver-2", list(Some("0"), None, None), 2_200);
@@ -307,24 +329,38 @@ fn update_with_a_stale_resource_version_is_a_conflict() {
     stale.metadata.resource_version = "1".into();
     stale.spec = serde_json::json!({ "nodeName": "x" });
     let ok = ask(&mut sim, 1_000, "apiserver-1", Request::Write(Action::Update { object: stale.clone() }), 1_100);
-    assert!(matches!(&ok[0], Reply::Written { outcome: Outcome::Ok(Some(o)), .. } if o.metadata.resource_version == "4"));
+    assert!(
+        matches!(&ok[0], Reply::Written { outcome: Outcome::Ok(Some(o)), .. } if o.metadata.resource_version == "4")
+    );
     let conflict = ask(&mut sim, 1_100, "apiserver-1", Request::Write(Action::Update { object: stale }), 1_200);
-    assert!(matches!(&conflict[0], Reply::Written { outcome: Outcome::Err(s), .. } if s.reason == StatusReason::Conflict));
+    assert!(
+        matches!(&conflict[0], Reply::Written { outcome: Outcome::Err(s), .. } if s.reason == StatusReason::Conflict)
+    );
 }
 
 #[test]
 fn writes_through_a_partitioned_server_fail() {
     let mut sim = cluster(PARTITIONED_AT_150MS);
-    let delete = Action::Delete { key: ObjectKey::new("Pod", "default", "a"), uid: None, resource_version: None, grace_period_seconds: None };
+    let delete = Action::Delete {
+        key: ObjectKey::new("Pod", "default", "a"),
+        uid: None,
+        resource_version: None,
+        grace_period_seconds: None,
+    };
     let replies = ask(&mut sim, 1_000, "apiserver-2", Request::Write(delete), 3_000);
-    assert!(matches!(&replies[0], Reply::Written { outcome: Outcome::Err(s), .. } if s.reason == StatusReason::ServiceUnavailable));
+    assert!(
+        matches!(&replies[0], Reply::Written { outcome: Outcome::Err(s), .. } if s.reason == StatusReason::ServiceUnavailable)
+    );
 }
 
 #[test]
 fn get_follows_the_same_table() {
     let mut sim = cluster(PARTITIONED_AT_150MS);
     let get = |rv: Option<&str>, name: &str| {
-        Request::Get(recon_sim::api::GetRequest { key: ObjectKey::new("Pod", "default", name), resource_version: rv.map(Into::into) })
+        Request::Get(recon_sim::api::GetRequest {
+            key: ObjectKey::new("Pod", "default", name),
+            resource_version: rv.map(Into::into),
+        })
     };
     let any = ask(&mut sim, 1_000, "apiserver-2", get(Some("0"), "c"), 1_100);
     assert_eq!(failed(&any[0]), StatusReason::NotFound, "the frozen cache has no pod c yet");

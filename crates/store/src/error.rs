@@ -7,9 +7,7 @@ use crate::Revision;
 pub enum StoreError {
     /// A compare-and-swap failed: the key was modified after the revision the
     /// caller based its write on. Re-read the object and retry.
-    #[error(
-        "{key} was modified at revision {actual}, after the expected revision {expected}; re-read it and retry"
-    )]
+    #[error("{key} was modified at revision {actual}, after the expected revision {expected}; re-read it and retry")]
     Conflict {
         /// The key written.
         key: String,
@@ -33,9 +31,7 @@ pub enum StoreError {
     /// The requested revision is older than the compaction point, so its
     /// history is gone (Kubernetes answers `410 Gone`). Re-read at the current
     /// revision and continue from there.
-    #[error(
-        "revision {requested} has been compacted; the oldest revision still available is {compacted}"
-    )]
+    #[error("revision {requested} has been compacted; the oldest revision still available is {compacted}")]
     Compacted {
         /// The revision asked for.
         requested: Revision,

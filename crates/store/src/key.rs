@@ -25,11 +25,7 @@ pub fn key_for(key: &ObjectKey) -> String {
 /// Both end in `/` so that `Pod` does not also select `PodTemplate`, nor
 /// namespace `a` also select namespace `ab`.
 pub fn prefix_for(kind: &str, namespace: &str) -> String {
-    if namespace.is_empty() {
-        format!("{ROOT}{kind}/")
-    } else {
-        format!("{ROOT}{kind}/{namespace}/")
-    }
+    if namespace.is_empty() { format!("{ROOT}{kind}/") } else { format!("{ROOT}{kind}/{namespace}/") }
 }
 
 #[cfg(test)]
@@ -38,14 +34,8 @@ mod tests {
 
     #[test]
     fn namespaced_and_cluster_scoped_keys_follow_the_registry_layout() {
-        assert_eq!(
-            key_for(&ObjectKey::new("Pod", "default", "web-0")),
-            "/registry/Pod/default/web-0"
-        );
-        assert_eq!(
-            key_for(&ObjectKey::new("Node", "", "node-1")),
-            "/registry/Node/node-1"
-        );
+        assert_eq!(key_for(&ObjectKey::new("Pod", "default", "web-0")), "/registry/Pod/default/web-0");
+        assert_eq!(key_for(&ObjectKey::new("Node", "", "node-1")), "/registry/Node/node-1");
     }
 
     #[test]

@@ -99,11 +99,7 @@ impl Store {
         let revision = self.revision + 1;
         stamp(&mut value, revision);
         let event_value = value.clone();
-        let live = Live {
-            value,
-            create_revision: revision,
-            version: 1,
-        };
+        let live = Live { value, create_revision: revision, version: 1 };
         Ok(self.commit(key, Some(live), None, event_value, time_ms))
     }
 
@@ -125,11 +121,7 @@ impl Store {
         let prev = current.value.clone();
         stamp(&mut value, self.revision + 1);
         let event_value = value.clone();
-        let live = Live {
-            value,
-            create_revision,
-            version,
-        };
+        let live = Live { value, create_revision, version };
         Ok(self.commit(key, Some(live), Some(prev), event_value, time_ms))
     }
 
@@ -146,10 +138,7 @@ impl Store {
         time_ms: u64,
     ) -> Result<StoreEvent, StoreError> {
         let key = key_for(key);
-        let prev = self
-            .current_checked(&key, expected_mod_revision)?
-            .value
-            .clone();
+        let prev = self.current_checked(&key, expected_mod_revision)?.value.clone();
         // Kubernetes shows a deleted object at the delete's revision, so a
         // watcher's resourceVersion keeps moving forward.
         let mut event_value = prev.clone();
@@ -162,26 +151,15 @@ impl Store {
     ///
     /// Fails with [`StoreError::Compacted`] below the compaction point and
     /// [`StoreError::FutureRevision`] above the current revision.
-    pub fn get(
-        &self,
-        key: &ObjectKey,
-        at: Option<Revision>,
-    ) -> Result<Option<KeyValue>, StoreError> {
+    pub fn get(&self, key: &ObjectKey, at: Option<Revision>) -> Result<Option<KeyValue>, StoreError> {
         self.get_by_key(&key_for(key), at)
     }
 
     /// [`Store::get`] by storage key (as in [`StoreEvent::key`]) rather than
     /// by object key.
-    pub fn get_by_key(
-        &self,
-        key: &str,
-        at: Option<Revision>,
-    ) -> Result<Option<KeyValue>, StoreError> {
+    pub fn get_by_key(&self, key: &str, at: Option<Revision>) -> Result<Option<KeyValue>, StoreError> {
         let at = self.readable(at)?;
-        Ok(self
-            .keys
-            .get(key)
-            .and_then(|versions| key_value(key, as_of(versions, at)?)))
+        Ok(self.keys.get(key).and_then(|versions| key_value(key, as_of(versions, at)?)))
     }
 
     /// All keys under `prefix` that were live at revision `at` (`None`: the
@@ -256,16 +234,10 @@ impl Store {
     /// expectation would.
     fn current_checked(&self, key: &str, expected: Option<Revision>) -> Result<&Live, StoreError> {
         let Some((actual, live)) = self.current(key) else {
-            return Err(StoreError::NotFound {
-                key: key.to_owned(),
-            });
+            return Err(StoreError::NotFound { key: key.to_owned() });
         };
         match expected {
-            Some(expected) if expected != actual => Err(StoreError::Conflict {
-                key: key.to_owned(),
-                expected,
-                actual,
-            }),
+            Some(expected) if expected != actual => Err(StoreError::Conflict { key: key.to_owned(), expected, actual }),
             _ => Ok(live),
         }
     }
@@ -274,14 +246,8 @@ impl Store {
     fn readable(&self, at: Option<Revision>) -> Result<Revision, StoreError> {
         match at {
             None => Ok(self.revision),
-            Some(r) if r < self.compacted => Err(StoreError::Compacted {
-                requested: r,
-                compacted: self.compacted,
-            }),
-            Some(r) if r > self.revision => Err(StoreError::FutureRevision {
-                requested: r,
-                current: self.revision,
-            }),
+            Some(r) if r < self.compacted => Err(StoreError::Compacted { requested: r, compacted: self.compacted }),
+            Some(r) if r > self.revision => Err(StoreError::FutureRevision { requested: r, current: self.revision }),
             Some(r) => Ok(r),
         }
     }
@@ -308,28 +274,14 @@ impl Store {
     ) -> StoreEvent {
         self.revision += 1;
         let revision = self.revision;
-        let kind = if new.is_some() {
-            EventKind::Put
-        } else {
-            EventKind::Delete
-        };
+        let kind = if new.is_some() { EventKind::Put } else { EventKind::Delete };
         match (new.is_some(), prev.is_some()) {
             (true, false) => self.live += 1,
             (false, true) => self.live -= 1,
             _ => {}
         }
-        self.keys.entry(key.clone()).or_default().push(Version {
-            revision,
-            live: new,
-        });
-        let event = StoreEvent {
-            revision,
-            key,
-            kind,
-            value,
-            prev,
-            time_ms,
-        };
+        self.keys.entry(key.clone()).or_default().push(Version { revision, live: new });
+        let event = StoreEvent { revision, key, kind, value, prev, time_ms };
         self.log.push(event.clone());
         event
     }
@@ -382,11 +334,7 @@ mod tests {
     use crate::prefix_for;
 
     fn pod(namespace: &str, name: &str, n: i64) -> Object {
-        let mut pod = Object {
-            api_version: "v1".into(),
-            kind: "Pod".into(),
-            ..Object::default()
-        };
+        let mut pod = Object { api_version: "v1".into(), kind: "Pod".into(), ..Object::default() };
         pod.metadata.namespace = namespace.into();
         pod.metadata.name = name.into();
         pod.spec = serde_json::json!({ "n": n });
@@ -404,10 +352,7 @@ mod tests {
     #[test]
     fn new_store_is_empty_at_revision_zero() {
         let store = Store::new();
-        assert_eq!(
-            (store.revision(), store.compacted(), store.len()),
-            (0, 0, 0)
-        );
+        assert_eq!((store.revision(), store.compacted(), store.len()), (0, 0, 0));
         assert!(store.is_empty());
         assert_eq!(store.get(&key("a", "x"), None), Ok(None));
         assert_eq!(store.get(&key("a", "x"), Some(0)), Ok(None));
@@ -421,16 +366,10 @@ mod tests {
         let created = store.create(pod("a", "x", 1), 5).unwrap();
         let updated = store.update(pod("a", "x", 2), None, 6).unwrap();
         let deleted = store.delete(&key("a", "x"), None, 7).unwrap();
-        assert_eq!(
-            (created.revision, updated.revision, deleted.revision),
-            (1, 2, 3)
-        );
+        assert_eq!((created.revision, updated.revision, deleted.revision), (1, 2, 3));
         assert_eq!(created.value.metadata.resource_version, "1");
         assert_eq!(updated.value.metadata.resource_version, "2");
-        assert_eq!(
-            (created.kind, updated.kind, deleted.kind),
-            (EventKind::Put, EventKind::Put, EventKind::Delete)
-        );
+        assert_eq!((created.kind, updated.kind, deleted.kind), (EventKind::Put, EventKind::Put, EventKind::Delete));
         assert_eq!((created.time_ms, deleted.time_ms), (5, 7));
         assert_eq!(store.revision(), 3);
     }
@@ -440,37 +379,18 @@ mod tests {
         let mut store = Store::new();
         store.create(pod("a", "x", 1), 0).unwrap();
         let err = store.create(pod("a", "x", 2), 0).unwrap_err();
-        assert_eq!(
-            err,
-            StoreError::AlreadyExists {
-                key: "/registry/Pod/a/x".into()
-            }
-        );
+        assert_eq!(err, StoreError::AlreadyExists { key: "/registry/Pod/a/x".into() });
         assert_eq!(store.revision(), 1);
-        assert_eq!(
-            spec_n(&store.get(&key("a", "x"), None).unwrap().unwrap()),
-            1
-        );
+        assert_eq!(spec_n(&store.get(&key("a", "x"), None).unwrap().unwrap()), 1);
     }
 
     #[test]
     fn writes_to_a_missing_key_are_not_found() {
         let mut store = Store::new();
-        let not_found = StoreError::NotFound {
-            key: "/registry/Pod/a/x".into(),
-        };
-        assert_eq!(
-            store.update(pod("a", "x", 1), None, 0),
-            Err(not_found.clone())
-        );
-        assert_eq!(
-            store.update(pod("a", "x", 1), Some(0), 0),
-            Err(not_found.clone())
-        );
-        assert_eq!(
-            store.delete(&key("a", "x"), None, 0),
-            Err(not_found.clone())
-        );
+        let not_found = StoreError::NotFound { key: "/registry/Pod/a/x".into() };
+        assert_eq!(store.update(pod("a", "x", 1), None, 0), Err(not_found.clone()));
+        assert_eq!(store.update(pod("a", "x", 1), Some(0), 0), Err(not_found.clone()));
+        assert_eq!(store.delete(&key("a", "x"), None, 0), Err(not_found.clone()));
         store.create(pod("a", "x", 1), 0).unwrap();
         store.delete(&key("a", "x"), None, 0).unwrap();
         assert_eq!(store.delete(&key("a", "x"), None, 0), Err(not_found));
@@ -483,19 +403,9 @@ mod tests {
         store.create(pod("a", "x", 1), 0).unwrap();
         store.update(pod("a", "x", 2), Some(1), 0).unwrap();
         let err = store.update(pod("a", "x", 3), Some(1), 0).unwrap_err();
-        assert_eq!(
-            err,
-            StoreError::Conflict {
-                key: "/registry/Pod/a/x".into(),
-                expected: 1,
-                actual: 2
-            }
-        );
+        assert_eq!(err, StoreError::Conflict { key: "/registry/Pod/a/x".into(), expected: 1, actual: 2 });
         assert_eq!(store.revision(), 2);
-        assert_eq!(
-            spec_n(&store.get(&key("a", "x"), None).unwrap().unwrap()),
-            2
-        );
+        assert_eq!(spec_n(&store.get(&key("a", "x"), None).unwrap().unwrap()), 2);
     }
 
     #[test]
@@ -515,14 +425,7 @@ mod tests {
         store.create(pod("a", "x", 1), 0).unwrap();
         store.update(pod("a", "x", 2), None, 0).unwrap();
         let err = store.delete(&key("a", "x"), Some(1), 0).unwrap_err();
-        assert_eq!(
-            err,
-            StoreError::Conflict {
-                key: "/registry/Pod/a/x".into(),
-                expected: 1,
-                actual: 2
-            }
-        );
+        assert_eq!(err, StoreError::Conflict { key: "/registry/Pod/a/x".into(), expected: 1, actual: 2 });
         assert_eq!(store.len(), 1);
         assert!(store.delete(&key("a", "x"), Some(2), 0).is_ok());
         assert!(store.is_empty());
@@ -583,12 +486,7 @@ mod tests {
         store.update(pod("a", "x", 2), None, 0).unwrap(); // 3
         store.delete(&key("a", "x"), None, 0).unwrap(); // 4
         store.create(pod("a", "x", 5), 0).unwrap(); // 5
-        let at = |r| {
-            store
-                .get(&key("a", "x"), Some(r))
-                .unwrap()
-                .map(|kv| (spec_n(&kv), kv.mod_revision))
-        };
+        let at = |r| store.get(&key("a", "x"), Some(r)).unwrap().map(|kv| (spec_n(&kv), kv.mod_revision));
         assert_eq!(at(1), None);
         assert_eq!(at(2), Some((1, 2)));
         assert_eq!(at(3), Some((2, 3)));
@@ -607,32 +505,15 @@ mod tests {
         let names = |prefix: &str, at| -> Vec<(String, i64)> {
             let kvs = store.range(prefix, at).unwrap();
             kvs.iter()
-                .map(|kv| {
-                    (
-                        kv.value.metadata.name.clone() + "@" + &kv.value.metadata.namespace,
-                        spec_n(kv),
-                    )
-                })
+                .map(|kv| (kv.value.metadata.name.clone() + "@" + &kv.value.metadata.namespace, spec_n(kv)))
                 .collect()
         };
         let all = prefix_for("Pod", "");
         assert_eq!(names(&all, Some(0)), vec![]);
-        assert_eq!(
-            names(&all, Some(3)),
-            vec![("x@a".into(), 3), ("y@a".into(), 2), ("x@b".into(), 1)]
-        );
-        assert_eq!(
-            names(&all, Some(4)),
-            vec![("x@a".into(), 3), ("x@b".into(), 1)]
-        );
-        assert_eq!(
-            names(&all, None),
-            vec![("x@a".into(), 3), ("x@b".into(), 4)]
-        );
-        assert_eq!(
-            names(&prefix_for("Pod", "b"), Some(3)),
-            vec![("x@b".into(), 1)]
-        );
+        assert_eq!(names(&all, Some(3)), vec![("x@a".into(), 3), ("y@a".into(), 2), ("x@b".into(), 1)]);
+        assert_eq!(names(&all, Some(4)), vec![("x@a".into(), 3), ("x@b".into(), 1)]);
+        assert_eq!(names(&all, None), vec![("x@a".into(), 3), ("x@b".into(), 4)]);
+        assert_eq!(names(&prefix_for("Pod", "b"), Some(3)), vec![("x@b".into(), 1)]);
     }
 
     #[test]
@@ -643,19 +524,10 @@ mod tests {
         let mut template = pod("a", "x", 3);
         template.kind = "PodTemplate".into();
         store.create(template, 0).unwrap();
-        let keys = |prefix: &str| -> Vec<String> {
-            store
-                .range(prefix, None)
-                .unwrap()
-                .into_iter()
-                .map(|kv| kv.key)
-                .collect()
-        };
+        let keys =
+            |prefix: &str| -> Vec<String> { store.range(prefix, None).unwrap().into_iter().map(|kv| kv.key).collect() };
         assert_eq!(keys(&prefix_for("Pod", "a")), vec!["/registry/Pod/a/x"]);
-        assert_eq!(
-            keys(&prefix_for("Pod", "")),
-            vec!["/registry/Pod/a/x", "/registry/Pod/ab/x"]
-        );
+        assert_eq!(keys(&prefix_for("Pod", "")), vec!["/registry/Pod/a/x", "/registry/Pod/ab/x"]);
         assert_eq!(keys("/registry/Pod").len(), 3);
         assert_eq!(keys("").len(), 3);
         assert_eq!(keys("/registry/Q"), Vec::<String>::new());
@@ -669,10 +541,7 @@ mod tests {
         }
         store.compact(3);
         assert_eq!(store.compacted(), 3);
-        let gone = StoreError::Compacted {
-            requested: 2,
-            compacted: 3,
-        };
+        let gone = StoreError::Compacted { requested: 2, compacted: 3 };
         assert_eq!(store.get(&key("a", "p0"), Some(2)), Err(gone.clone()));
         assert_eq!(store.range("", Some(2)), Err(gone.clone()));
         assert_eq!(store.events_since(2), Err(gone));
@@ -684,10 +553,7 @@ mod tests {
     fn read_above_current_revision_is_in_the_future() {
         let mut store = Store::new();
         store.create(pod("a", "x", 1), 0).unwrap();
-        let future = StoreError::FutureRevision {
-            requested: 2,
-            current: 1,
-        };
+        let future = StoreError::FutureRevision { requested: 2, current: 1 };
         assert_eq!(store.get(&key("a", "x"), Some(2)), Err(future.clone()));
         assert_eq!(store.range("", Some(2)), Err(future.clone()));
         assert_eq!(store.events_since(2), Err(future));
@@ -704,16 +570,10 @@ mod tests {
         store.update(pod("a", "x", 5), None, 0).unwrap(); // 5
         store.compact(4);
         let x = store.get(&key("a", "x"), Some(4)).unwrap().unwrap();
-        assert_eq!(
-            (spec_n(&x), x.create_revision, x.mod_revision, x.version),
-            (3, 1, 3, 2)
-        );
+        assert_eq!((spec_n(&x), x.create_revision, x.mod_revision, x.version), (3, 1, 3, 2));
         assert_eq!(store.get(&key("a", "y"), Some(4)), Ok(None));
         assert_eq!(store.range("", Some(4)).unwrap().len(), 1);
-        assert_eq!(
-            spec_n(&store.get(&key("a", "x"), None).unwrap().unwrap()),
-            5
-        );
+        assert_eq!(spec_n(&store.get(&key("a", "x"), None).unwrap().unwrap()), 5);
     }
 
     #[test]
@@ -750,18 +610,10 @@ mod tests {
     fn events_since_returns_exactly_the_later_events() {
         let mut store = Store::new();
         for n in 0..6 {
-            store
-                .create(pod("a", &format!("p{n}"), n), n as u64)
-                .unwrap();
+            store.create(pod("a", &format!("p{n}"), n), n as u64).unwrap();
         }
-        let revisions = |store: &Store, after| {
-            store
-                .events_since(after)
-                .unwrap()
-                .iter()
-                .map(|e| e.revision)
-                .collect::<Vec<_>>()
-        };
+        let revisions =
+            |store: &Store, after| store.events_since(after).unwrap().iter().map(|e| e.revision).collect::<Vec<_>>();
         assert_eq!(revisions(&store, 0), vec![1, 2, 3, 4, 5, 6]);
         assert_eq!(revisions(&store, 4), vec![5, 6]);
         assert_eq!(revisions(&store, 6), Vec::<u64>::new());
@@ -776,68 +628,31 @@ mod tests {
         let mut store = Store::new();
         store.create(pod("a", "x", 0), 0).unwrap();
         for n in 1..200 {
-            store
-                .update(pod("a", "x", n), Some(store.revision()), 0)
-                .unwrap();
+            store.update(pod("a", "x", n), Some(store.revision()), 0).unwrap();
             store.compact(store.revision().saturating_sub(3));
-            let kept: Vec<_> = store
-                .events_since(store.compacted())
-                .unwrap()
-                .iter()
-                .map(|e| e.revision)
-                .collect();
-            assert_eq!(
-                kept,
-                ((store.compacted() + 1)..=store.revision()).collect::<Vec<_>>()
-            );
+            let kept: Vec<_> = store.events_since(store.compacted()).unwrap().iter().map(|e| e.revision).collect();
+            assert_eq!(kept, ((store.compacted() + 1)..=store.revision()).collect::<Vec<_>>());
             assert_eq!(store.event(store.revision()).unwrap().value.spec["n"], n);
-            assert!(
-                store.log.len() <= 2 * kept.len() + 2,
-                "compacted events must eventually be freed"
-            );
+            assert!(store.log.len() <= 2 * kept.len() + 2, "compacted events must eventually be freed");
         }
         let history = &store.keys["/registry/Pod/a/x"];
-        assert_eq!(
-            history.len(),
-            4,
-            "one version at the compaction point and three after it"
-        );
+        assert_eq!(history.len(), 4, "one version at the compaction point and three after it");
     }
 
     #[test]
     fn cluster_scoped_objects_are_stored_without_namespace() {
         let mut store = Store::new();
-        let mut node = Object {
-            api_version: "v1".into(),
-            kind: "Node".into(),
-            ..Object::default()
-        };
+        let mut node = Object { api_version: "v1".into(), kind: "Node".into(), ..Object::default() };
         node.metadata.name = "n1".into();
         let event = store.create(node, 0).unwrap();
         assert_eq!(event.key, "/registry/Node/n1");
-        assert!(
-            store
-                .get(&ObjectKey::new("Node", "", "n1"), None)
-                .unwrap()
-                .is_some()
-        );
-        assert!(
-            store
-                .get_by_key("/registry/Node/n1", Some(1))
-                .unwrap()
-                .is_some()
-        );
+        assert!(store.get(&ObjectKey::new("Node", "", "n1"), None).unwrap().is_some());
+        assert!(store.get_by_key("/registry/Node/n1", Some(1)).unwrap().is_some());
     }
 
     #[test]
     fn errors_read_as_plain_words() {
-        let err = StoreError::Compacted {
-            requested: 2,
-            compacted: 5,
-        };
-        assert_eq!(
-            err.to_string(),
-            "revision 2 has been compacted; the oldest revision still available is 5"
-        );
+        let err = StoreError::Compacted { requested: 2, compacted: 5 };
+        assert_eq!(err.to_string(), "revision 2 has been compacted; the oldest revision still available is 5");
     }
 }

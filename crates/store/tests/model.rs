@@ -7,9 +7,7 @@ use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use recon_abi::{Object, ObjectKey};
-use recon_store::{
-    EventKind, KeyValue, Revision, Store, StoreError, StoreEvent, key_for, prefix_for,
-};
+use recon_store::{EventKind, KeyValue, Revision, Store, StoreError, StoreEvent, key_for, prefix_for};
 
 /// Kinds and namespaces chosen so that naive prefix matching would mix them
 /// up (`Pod` / `PodTemplate`, `a` / `ab`).
@@ -43,11 +41,7 @@ fn object_key(index: usize) -> ObjectKey {
 
 fn object(index: usize, n: i64) -> Object {
     let key = object_key(index);
-    let mut object = Object {
-        api_version: "v1".into(),
-        kind: key.kind,
-        ..Object::default()
-    };
+    let mut object = Object { api_version: "v1".into(), kind: key.kind, ..Object::default() };
     object.metadata.namespace = key.namespace;
     object.metadata.name = key.name;
     // Whatever the caller puts here, the store must overwrite it.
@@ -130,11 +124,7 @@ struct Model {
 
 impl Model {
     fn new() -> Model {
-        Model {
-            snapshots: vec![BTreeMap::new()],
-            events: Vec::new(),
-            compacted: 0,
-        }
+        Model { snapshots: vec![BTreeMap::new()], events: Vec::new(), compacted: 0 }
     }
 
     fn revision(&self) -> Revision {
@@ -165,15 +155,9 @@ impl Model {
 
     fn readable(&self, r: Revision) -> Result<Revision, StoreError> {
         if r < self.compacted {
-            Err(StoreError::Compacted {
-                requested: r,
-                compacted: self.compacted,
-            })
+            Err(StoreError::Compacted { requested: r, compacted: self.compacted })
         } else if r > self.revision() {
-            Err(StoreError::FutureRevision {
-                requested: r,
-                current: self.revision(),
-            })
+            Err(StoreError::FutureRevision { requested: r, current: self.revision() })
         } else {
             Ok(r)
         }
@@ -207,14 +191,7 @@ impl Model {
                 (EventKind::Delete, value)
             }
         };
-        let event = StoreEvent {
-            revision,
-            key,
-            kind,
-            value,
-            prev: prev.map(|kv| kv.value),
-            time_ms,
-        };
+        let event = StoreEvent { revision, key, kind, value, prev: prev.map(|kv| kv.value), time_ms };
         self.snapshots.push(state);
         self.events.push(event.clone());
         event
@@ -230,37 +207,23 @@ impl Model {
 
     fn check_write(&self, key: &str, expected: Option<Revision>) -> Result<(), StoreError> {
         let Some(kv) = self.current().get(key) else {
-            return Err(StoreError::NotFound {
-                key: key.to_owned(),
-            });
+            return Err(StoreError::NotFound { key: key.to_owned() });
         };
         match expected {
-            Some(expected) if expected != kv.mod_revision => Err(StoreError::Conflict {
-                key: key.to_owned(),
-                expected,
-                actual: kv.mod_revision,
-            }),
+            Some(expected) if expected != kv.mod_revision => {
+                Err(StoreError::Conflict { key: key.to_owned(), expected, actual: kv.mod_revision })
+            }
             _ => Ok(()),
         }
     }
 
-    fn update(
-        &mut self,
-        value: Object,
-        expected: Option<Revision>,
-        time_ms: u64,
-    ) -> Result<StoreEvent, StoreError> {
+    fn update(&mut self, value: Object, expected: Option<Revision>, time_ms: u64) -> Result<StoreEvent, StoreError> {
         let key = key_for(&value.key());
         self.check_write(&key, expected)?;
         Ok(self.commit(key, Some(value), time_ms))
     }
 
-    fn delete(
-        &mut self,
-        key: &ObjectKey,
-        expected: Option<Revision>,
-        time_ms: u64,
-    ) -> Result<StoreEvent, StoreError> {
+    fn delete(&mut self, key: &ObjectKey, expected: Option<Revision>, time_ms: u64) -> Result<StoreEvent, StoreError> {
         let key = key_for(key);
         self.check_write(&key, expected)?;
         Ok(self.commit(key, None, time_ms))
@@ -278,11 +241,7 @@ impl Model {
     fn range(&self, prefix: &str, at: Option<Revision>) -> Result<Vec<KeyValue>, StoreError> {
         let r = self.readable(at.unwrap_or(self.revision()))?;
         let state = &self.snapshots[r as usize];
-        Ok(state
-            .iter()
-            .filter(|(key, _)| key.starts_with(prefix))
-            .map(|(_, kv)| kv.clone())
-            .collect())
+        Ok(state.iter().filter(|(key, _)| key.starts_with(prefix)).map(|(_, kv)| kv.clone()).collect())
     }
 
     fn events_since(&self, after: Revision) -> Result<&[StoreEvent], StoreError> {
@@ -365,45 +324,20 @@ fn run(ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::EventsSince(at) => {
                 let r = model.resolve(at);
-                prop_assert_eq!(
-                    store.events_since(r),
-                    model.events_since(r),
-                    "step {}: {:?} at {}",
-                    step,
-                    op,
-                    r
-                );
+                prop_assert_eq!(store.events_since(r), model.events_since(r), "step {}: {:?} at {}", step, op, r);
             }
             Op::Event(at) => {
                 let r = model.resolve(at);
-                prop_assert_eq!(
-                    store.event(r),
-                    model.event(r),
-                    "step {}: {:?} at {}",
-                    step,
-                    op,
-                    r
-                );
+                prop_assert_eq!(store.event(r), model.event(r), "step {}: {:?} at {}", step, op, r);
             }
         }
         // Whatever the operation, the observable state must still agree.
         prop_assert_eq!(store.revision(), model.revision(), "step {}", step);
         prop_assert_eq!(store.compacted(), model.compacted, "step {}", step);
         prop_assert_eq!(store.len(), model.current().len(), "step {}", step);
-        prop_assert_eq!(
-            store.is_empty(),
-            model.current().is_empty(),
-            "step {}",
-            step
-        );
-        prop_assert_eq!(
-            store.events_since(model.compacted),
-            model.events_since(model.compacted)
-        );
-        prop_assert_eq!(
-            store.range("", Some(model.compacted)),
-            model.range("", Some(model.compacted))
-        );
+        prop_assert_eq!(store.is_empty(), model.current().is_empty(), "step {}", step);
+        prop_assert_eq!(store.events_since(model.compacted), model.events_since(model.compacted));
+        prop_assert_eq!(store.range("", Some(model.compacted)), model.range("", Some(model.compacted)));
     }
     Ok(())
 }
