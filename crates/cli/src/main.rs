@@ -89,11 +89,11 @@ fn run(path: &PathBuf, seed: Option<u64>, trace_out: Option<PathBuf>, timeline: 
     };
     sim.run();
     let trace: Trace = sim.into_trace();
-    if let Some(out) = trace_out {
-        if let Err(e) = std::fs::write(&out, trace.to_json()) {
-            eprintln!("cannot write the trace to {}: {e}", out.display());
-            return ExitCode::from(2);
-        }
+    if let Some(out) = trace_out
+        && let Err(e) = std::fs::write(&out, trace.to_json())
+    {
+        eprintln!("cannot write the trace to {}: {e}", out.display());
+        return ExitCode::from(2);
     }
     let outcome = report::print(&scenario, &trace, timeline);
     if outcome.violated || (expect && !outcome.as_expected) { ExitCode::from(1) } else { ExitCode::SUCCESS }

@@ -67,6 +67,7 @@ pub struct Served {
 }
 
 /// What an API server sends back.
+#[allow(clippy::large_enum_variant, reason = "moved once per reply; boxing would only add an allocation")]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reply {
     /// A list (or get: zero or one object) was served.
@@ -306,7 +307,14 @@ impl Sim {
 
     /// Sends work to the store: it happens one network hop later, or the
     /// request fails after the timeout when the server is partitioned.
-    fn to_store(&mut self, server: usize, client: Client, kind: StoreOpKind, cause: Option<EntryId>, request: &str) {
+    fn send_to_store(
+        &mut self,
+        server: usize,
+        client: Client,
+        kind: StoreOpKind,
+        cause: Option<EntryId>,
+        request: &str,
+    ) {
         if !self.reachable(server, self.now) {
             let status = self.unreachable_status(server);
             let timeout = self.servers[server].config.request_timeout.0;
@@ -330,7 +338,9 @@ impl Sim {
         let cache_enabled = self.servers[server].config.watch_cache.enabled;
         let consistent = self.servers[server].config.consistent_reads_from_cache;
         let (target, plan) = match request {
-            Request::Write(action) => return self.to_store(server, client, StoreOpKind::Write(action), cause, &text),
+            Request::Write(action) => {
+                return self.send_to_store(server, client, StoreOpKind::Write(action), cause, &text);
+            }
             Request::List(r) => {
                 let filter = match Filter::new(&r.selection) {
                     Ok(f) => f,
@@ -364,12 +374,16 @@ impl Sim {
         let store_read =
             |at, after_key, min_revision| StoreOpKind::Read { target: target.clone(), at, after_key, min_revision };
         match plan {
-            ReadPlan::MostRecent if cache_enabled && consistent => {
-                self.to_store(server, client, StoreOpKind::CurrentRevision { target: target.clone() }, cause, &text)
-            }
-            ReadPlan::MostRecent => self.to_store(server, client, store_read(None, None, None), cause, &text),
+            ReadPlan::MostRecent if cache_enabled && consistent => self.send_to_store(
+                server,
+                client,
+                StoreOpKind::CurrentRevision { target: target.clone() },
+                cause,
+                &text,
+            ),
+            ReadPlan::MostRecent => self.send_to_store(server, client, store_read(None, None, None), cause, &text),
             ReadPlan::Any if cache_enabled => self.serve_from_cache(server, client, &target),
-            ReadPlan::Any => self.to_store(server, client, store_read(None, None, None), cause, &text),
+            ReadPlan::Any => self.send_to_store(server, client, store_read(None, None, None), cause, &text),
             ReadPlan::NotOlderThan(rv) if cache_enabled => {
                 if self.servers[server].cache.revision >= rv {
                     self.serve_from_cache(server, client, &target)
@@ -377,10 +391,12 @@ impl Sim {
                     self.wait_for_cache(server, client, target.clone(), rv, false)
                 }
             }
-            ReadPlan::NotOlderThan(rv) => self.to_store(server, client, store_read(None, None, Some(rv)), cause, &text),
-            ReadPlan::Exact(rv) => self.to_store(server, client, store_read(Some(rv), None, None), cause, &text),
+            ReadPlan::NotOlderThan(rv) => {
+                self.send_to_store(server, client, store_read(None, None, Some(rv)), cause, &text)
+            }
+            ReadPlan::Exact(rv) => self.send_to_store(server, client, store_read(Some(rv), None, None), cause, &text),
             ReadPlan::Continue { revision, after_key } => {
-                self.to_store(server, client, store_read(Some(revision), Some(after_key), None), cause, &text)
+                self.send_to_store(server, client, store_read(Some(revision), Some(after_key), None), cause, &text)
             }
         }
     }
@@ -405,7 +421,7 @@ impl Sim {
         if w.fallback_to_store {
             // KEP-2340: a cache that does not catch up in time is bypassed.
             let kind = StoreOpKind::Read { target: w.target.clone(), at: None, after_key: None, min_revision: None };
-            self.to_store(server, w.client, kind, None, w.target.request());
+            self.send_to_store(server, w.client, kind, None, w.target.request());
         } else {
             let cache = self.servers[server].cache.revision;
             let status = Status::new(
@@ -497,16 +513,16 @@ impl Sim {
         continue_token: Option<String>,
         delay: u64,
     ) {
-        if let ReadTarget::Get { request, .. } = target {
-            if objects.is_empty() {
-                return self.fail(
-                    server,
-                    client,
-                    Status::new(StatusReason::NotFound, format!("not found ({request})")),
-                    request,
-                    delay,
-                );
-            }
+        if let ReadTarget::Get { request, .. } = target
+            && objects.is_empty()
+        {
+            return self.fail(
+                server,
+                client,
+                Status::new(StatusReason::NotFound, format!("not found ({request})")),
+                request,
+                delay,
+            );
         }
         let entry = self.record_read(server, &client, target, &objects, revision, from);
         let served = Served { objects, revision, from, continue_token, entry };
@@ -602,12 +618,12 @@ impl Sim {
                     Err(e) => return self.fail(server, client, status_of(e), target.request(), back),
                 };
                 let mut token = None;
-                if let ReadTarget::List { limit: Some(limit), .. } = &target {
-                    if items.len() > *limit {
-                        items.truncate(*limit);
-                        let last = &items.last().expect("limit is positive").0;
-                        token = Some(continue_token(revision, last.trim_start_matches('/')));
-                    }
+                if let ReadTarget::List { limit: Some(limit), .. } = &target
+                    && items.len() > *limit
+                {
+                    items.truncate(*limit);
+                    let last = &items.last().expect("limit is positive").0;
+                    token = Some(continue_token(revision, last.trim_start_matches('/')));
                 }
                 let objects = items.into_iter().map(|(_, o)| o).collect();
                 self.finish_read(server, client, &target, objects, revision, ServedFrom::Store, token, back);
@@ -868,8 +884,9 @@ impl Sim {
         let from = self.servers[server].cache.revision;
         match self.store.events_since(from) {
             Ok(events) => {
-                for event in events.to_vec() {
-                    self.cache_apply(server, &event);
+                let revisions: Vec<u64> = events.iter().map(|e| e.revision).collect();
+                for revision in revisions {
+                    self.cache_feed(server, revision);
                 }
             }
             Err(_) => {

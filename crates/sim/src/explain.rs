@@ -174,12 +174,11 @@ fn container_origin(trace: &Trace, start: &Entry, detailed: bool) -> Vec<Explana
     let Event::ContainerStarted { node, pod } = &start.event else { return vec![] };
     let mut steps = Vec::new();
     let reconcile = start.causes.first().and_then(|id| trace.get(*id));
-    if detailed {
-        if let Some(Entry { event: Event::Reconcile { component, .. }, id, .. }) = reconcile {
-            if let Some(source) = source_of_pod(trace, component, &pod.uid, *id) {
-                steps.extend(view_origin(trace, source));
-            }
-        }
+    if detailed
+        && let Some(Entry { event: Event::Reconcile { component, .. }, id, .. }) = reconcile
+        && let Some(source) = source_of_pod(trace, component, &pod.uid, *id)
+    {
+        steps.extend(view_origin(trace, source));
     }
     let who = match reconcile.map(|r| &r.event) {
         Some(Event::Reconcile { component, .. }) => format!("{component} starts"),
@@ -249,34 +248,31 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
         .iter()
         .rev()
         .find(|e| matches!(&e.event, Event::ComponentStarted { component: c, .. } if c == component))
+        && let Event::ComponentStarted { restarts, .. } = &start.event
+        && *restarts > 0
     {
-        if let Event::ComponentStarted { restarts, .. } = &start.event {
-            if *restarts > 0 {
-                let what = match start.causes.first().and_then(|c| trace.get(*c)).map(|c| &c.event) {
-                    Some(Event::Script { description }) => description.clone(),
-                    _ => format!("{component} restarts"),
-                };
-                steps.push(ExplanationStep {
-                    entry: start.id,
-                    text: format!("{}: {what}; its memory is empty, so it must list again", fmt_time(start.time_ms)),
-                });
-            }
-        }
+        let what = match start.causes.first().and_then(|c| trace.get(*c)).map(|c| &c.event) {
+            Some(Event::Script { description }) => description.clone(),
+            _ => format!("{component} restarts"),
+        };
+        steps.push(ExplanationStep {
+            entry: start.id,
+            text: format!("{}: {what}; its memory is empty, so it must list again", fmt_time(start.time_ms)),
+        });
     }
-    if *partitioned {
-        if let Some(p) = trace.entries[..read.id as usize]
+    if *partitioned
+        && let Some(p) = trace.entries[..read.id as usize]
             .iter()
             .rev()
             .find(|e| matches!(&e.event, Event::Partition { api_server: s, started: true } if s == api_server))
-        {
-            steps.push(ExplanationStep {
-                entry: p.id,
-                text: format!(
-                    "{}: {api_server} loses its connection to the store; its watch cache stops receiving updates",
-                    fmt_time(p.time_ms)
-                ),
-            });
-        }
+    {
+        steps.push(ExplanationStep {
+            entry: p.id,
+            text: format!(
+                "{}: {api_server} loses its connection to the store; its watch cache stops receiving updates",
+                fmt_time(p.time_ms)
+            ),
+        });
     }
     let behind = store_revision.saturating_sub(*revision);
     let source = match served_from {
@@ -299,8 +295,8 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
     for o in objects {
         if let Some(del) = trace.entries[..read.id as usize].iter().find(|e| {
             matches!(&e.event, Event::StoreWrite { uid, removed: true, revision: r, .. } if *uid == o.uid && r > revision)
-        }) {
-            if let Event::StoreWrite { revision: r, .. } = &del.event {
+        })
+            && let Event::StoreWrite { revision: r, .. } = &del.event {
                 steps.push(ExplanationStep {
                     entry: del.id,
                     text: format!(
@@ -311,7 +307,6 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
                     ),
                 });
             }
-        }
     }
     steps
 }
