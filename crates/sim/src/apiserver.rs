@@ -316,15 +316,11 @@ impl Sim {
         request: &str,
     ) {
         if !self.reachable(server, self.now) {
-            let status = self.unreachable_status(server);
-            let timeout = self.servers[server].config.request_timeout.0;
-            match &kind {
-                StoreOpKind::Write(action) => {
-                    let (verb, key) = action.write_target().expect("writes have targets");
-                    self.write_failed(server, client, verb, key, status, cause, timeout);
-                }
-                _ => self.fail(server, client, status, request, timeout),
-            }
+            // The request waits for a store that never answers; it fails when
+            // the API server gives up, which is when the trace should show it.
+            let at = self.now + self.servers[server].config.request_timeout.0;
+            let request = request.to_string();
+            self.schedule(at, Scheduled::StoreTimeout(StoreOp { server, client, kind, cause }, request));
             return;
         }
         // In order on the server's link to the store, so one client's writes
@@ -576,6 +572,19 @@ impl Sim {
         for s in &mut self.servers {
             s.watchers.retain(|_, w| client_component(&w.client) != Some(component));
             s.waits.retain(|_, w| client_component(&w.client) != Some(component));
+        }
+    }
+
+    /// A request that needed the store failed: the server could not reach it in time.
+    pub(crate) fn on_store_timeout(&mut self, op: StoreOp, request: String) {
+        let StoreOp { server, client, kind, cause } = op;
+        let status = self.unreachable_status(server);
+        match kind {
+            StoreOpKind::Write(action) => {
+                let (verb, key) = action.write_target().expect("writes have targets");
+                self.write_failed(server, client, verb, key, status, cause, 0);
+            }
+            _ => self.fail(server, client, status, &request, 0),
         }
     }
 
