@@ -27,6 +27,80 @@ pub trait Controller {
     fn handle(&mut self, input: &Input) -> Output;
 }
 
+/// How the host drives one controller instance. Unlike [`Controller`], a
+/// call may fail: a sandboxed plugin can trap, run out of fuel or memory,
+/// or return output that does not decode. A failure crashes that instance
+/// only; the host restarts it later with a fresh instance.
+///
+/// Every [`Controller`] is an `Instance` that never fails, which is how
+/// controllers linked natively and Wasm plugins run through one mechanism.
+pub trait Instance {
+    /// See [`Controller::init`].
+    fn init(&mut self, config: &ComponentConfig) -> Result<Manifest, Crash>;
+
+    /// See [`Controller::handle`].
+    fn handle(&mut self, input: &Input) -> Result<Output, Crash>;
+}
+
+impl<T: Controller> Instance for T {
+    fn init(&mut self, config: &ComponentConfig) -> Result<Manifest, Crash> {
+        Ok(Controller::init(self, config))
+    }
+
+    fn handle(&mut self, input: &Input) -> Result<Output, Crash> {
+        Ok(Controller::handle(self, input))
+    }
+}
+
+/// Why a controller instance died, in one line that names the cause
+/// (e.g. "ran out of fuel after 10000000 units").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Crash {
+    /// The reason, in plain words.
+    pub reason: String,
+}
+
+impl Crash {
+    /// A crash with this reason.
+    pub fn new(reason: impl Into<String>) -> Crash {
+        Crash { reason: reason.into() }
+    }
+}
+
+impl fmt::Display for Crash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl std::error::Error for Crash {}
+
+/// How a component's reflectors make the first list of each instance's life.
+///
+/// Later relists (after a watch breaks) always ask for "not older than the
+/// last revision seen", as client-go does, so only the first list after a
+/// (re)start can go back in time. A controller declares its mode in its
+/// [`Manifest`]; a scenario may override it per component.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ListMode {
+    /// `resourceVersion="0"`: any state the API server has, usually its
+    /// watch cache however stale. client-go's historical default, and the
+    /// root of Kubernetes issue #59848.
+    #[default]
+    Any,
+    /// `resourceVersion` unset: the most recent state, read from the store
+    /// (a quorum read), or from the cache after it caught up when the API
+    /// server has `consistentReadsFromCache`. Fails if the server cannot
+    /// reach the store.
+    Quorum,
+    /// Watch-list (KEP-3157): a watch with `sendInitialEvents=true` and no
+    /// resourceVersion; the API server asks the store for its revision,
+    /// waits for its cache to reach it and streams the state from the
+    /// cache. Fails if the server cannot reach the store.
+    Consistent,
+}
+
 /// What the host tells a controller instance about itself.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -60,6 +134,10 @@ pub struct Manifest {
     /// containers on its node and is told which containers run there.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub node_agent: bool,
+    /// How its reflectors list after every (re)start, unless the scenario
+    /// overrides it for the component. Default: `any` (resourceVersion="0").
+    #[serde(default)]
+    pub list_mode: ListMode,
 }
 
 /// One list+watch the host runs on the controller's behalf.

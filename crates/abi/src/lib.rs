@@ -19,8 +19,8 @@ pub mod selector;
 mod time;
 
 pub use controller::{
-    Action, ActionResult, ComponentConfig, Container, Controller, Input, InputEvent, Manifest, Outcome, Output, Status,
-    StatusReason, Verb, WatchSpec, WritePermission,
+    Action, ActionResult, ComponentConfig, Container, Controller, Crash, Input, InputEvent, Instance, ListMode,
+    Manifest, Outcome, Output, Status, StatusReason, Verb, WatchSpec, WritePermission,
 };
 pub use object::{EventType, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent, is_cluster_scoped};
 pub use time::format_timestamp;

@@ -206,38 +206,16 @@ pub struct Component {
     /// API servers to fail over to, in order, after repeated failed requests.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failover: Vec<String>,
-    /// How its reflectors make their first list after every (re)start.
-    #[serde(default)]
-    pub list_mode: ListMode,
+    /// How its reflectors make their first list after every (re)start;
+    /// absent: what the controller's manifest declares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_mode: Option<ListMode>,
     /// Free-form parameters handed to the controller.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, Value>,
 }
 
-/// How a reflector makes the first list of a component's life.
-///
-/// Later relists (after a watch breaks) always ask for "not older than the
-/// last revision seen", as client-go does, so only the first list after a
-/// (re)start can go back in time.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ListMode {
-    /// `resourceVersion="0"`: any state the API server has, usually its
-    /// watch cache however stale. client-go's historical default, and the
-    /// root of Kubernetes issue #59848.
-    #[default]
-    Any,
-    /// `resourceVersion` unset: the most recent state, read from the store
-    /// (a quorum read), or from the cache after it caught up when the API
-    /// server has `consistentReadsFromCache`. Fails if the server cannot
-    /// reach the store.
-    Quorum,
-    /// Watch-list (KEP-3157): a watch with `sendInitialEvents=true` and no
-    /// resourceVersion; the API server asks the store for its revision,
-    /// waits for its cache to reach it and streams the state from the
-    /// cache. Fails if the server cannot reach the store.
-    Consistent,
-}
+pub use recon_abi::ListMode;
 
 /// One timed step of the script.
 ///

@@ -2,7 +2,7 @@
 //! normalisation and writing back.
 
 use recon_scenario::{
-    Check, Diagnostic, ListMode, Millis, Scenario, ScenarioError, StepAction, Window, parse, parse_millis,
+    Check, Diagnostic, Millis, Scenario, ScenarioError, StepAction, Window, parse, parse_millis,
     parse_with_source, to_yaml,
 };
 
@@ -44,7 +44,7 @@ fn a_minimal_scenario_gets_the_documented_defaults() {
     assert_eq!(a.request_timeout, Millis(1_000));
     assert_eq!(s.nodes[0].pods, 110);
     let c = &s.components[0];
-    assert_eq!((c.node.as_deref(), c.failover.len(), c.list_mode, c.params.len()), (None, 0, ListMode::Any, 0));
+    assert_eq!((c.node.as_deref(), c.failover.len(), c.list_mode, c.params.len()), (None, 0, None, 0));
     assert_eq!(s.checks.enabled, Check::ALL.to_vec());
     assert!(s.expect.violations.is_empty() && s.objects.is_empty() && s.script.is_empty());
 }

@@ -229,8 +229,8 @@ impl Sim {
     fn send_list(&mut self, c: usize, w: usize) {
         let comp = &mut self.components[c];
         let epoch = comp.epoch;
-        let mode = comp.spec.list_mode;
         let Some(instance) = comp.instance.as_mut() else { return };
+        let mode = comp.spec.list_mode.unwrap_or(instance.manifest.list_mode);
         let r = &mut instance.reflectors[w];
         r.watcher = None;
         r.in_flight = true;

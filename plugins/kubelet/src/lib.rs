@@ -33,8 +33,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use recon_abi::{
-    ABI_VERSION, Action, ComponentConfig, Container, Controller, Input, InputEvent, Manifest, Object, ObjectKey,
-    Output, Verb, WatchSpec, WritePermission, format_timestamp,
+    ABI_VERSION, Action, ComponentConfig, Container, Controller, Input, InputEvent, ListMode, Manifest, Object,
+    ObjectKey, Output, Verb, WatchSpec, WritePermission, format_timestamp,
 };
 use recon_sdk::meta::json_object_mut;
 use recon_sdk::pod::{self, pod_ref};
@@ -85,6 +85,7 @@ impl Controller for Kubelet {
             watches,
             writes: vec![WritePermission { kind: "Pod".into(), verbs: vec![Verb::UpdateStatus, Verb::Delete] }],
             node_agent: true,
+            list_mode: ListMode::Any,
         }
     }
 

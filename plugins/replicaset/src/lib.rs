@@ -33,8 +33,8 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use recon_abi::{
-    ABI_VERSION, Action, ActionResult, ComponentConfig, Controller, Input, InputEvent, Manifest, Object, ObjectKey,
-    ObjectMeta, Outcome, Output, StatusReason, Verb, WatchSpec, WritePermission,
+    ABI_VERSION, Action, ActionResult, ComponentConfig, Controller, Input, InputEvent, ListMode, Manifest, Object,
+    ObjectKey, ObjectMeta, Outcome, Output, StatusReason, Verb, WatchSpec, WritePermission,
 };
 use recon_sdk::meta::{self, controller_uid, json_object_mut, owner_reference};
 use recon_sdk::{Cache, Change, InFlight, Index, RETRY_AFTER_MS, Timers, parse_timer_key, pod, timer_key};
@@ -143,6 +143,7 @@ impl Controller for ReplicaSetController {
                 WritePermission { kind: "ReplicaSet".into(), verbs: vec![Verb::UpdateStatus] },
             ],
             node_agent: false,
+            list_mode: ListMode::Any,
         }
     }
 

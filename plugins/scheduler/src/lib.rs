@@ -24,8 +24,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use recon_abi::{
-    ABI_VERSION, Action, ComponentConfig, Controller, Input, InputEvent, Manifest, Object, ObjectKey, Outcome, Output,
-    Verb, WatchSpec, WritePermission,
+    ABI_VERSION, Action, ComponentConfig, Controller, Input, InputEvent, ListMode, Manifest, Object, ObjectKey,
+    Outcome, Output, Verb, WatchSpec, WritePermission,
 };
 use recon_sdk::meta::{int_field, json_object_mut};
 use recon_sdk::{Cache, Change, InFlight, Index, Timers, parse_timer_key, pod, timer_key};
@@ -117,6 +117,7 @@ impl Controller for Scheduler {
             watches,
             writes: vec![WritePermission { kind: "Pod".into(), verbs: vec![Verb::Update] }],
             node_agent: false,
+            list_mode: ListMode::Any,
         }
     }
 

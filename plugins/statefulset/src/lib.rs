@@ -39,8 +39,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use recon_abi::{
-    ABI_VERSION, Action, ComponentConfig, Controller, Input, InputEvent, Manifest, Object, ObjectKey, ObjectMeta,
-    Output, Verb, WatchSpec, WritePermission,
+    ABI_VERSION, Action, ComponentConfig, Controller, Input, InputEvent, ListMode, Manifest, Object, ObjectKey,
+    ObjectMeta, Output, Verb, WatchSpec, WritePermission,
 };
 use recon_sdk::hash::template_hash;
 use recon_sdk::meta::{self, controller_uid, is_controlled_by, json_object_mut, owner_reference};
@@ -104,6 +104,7 @@ impl Controller for StatefulSetController {
                 WritePermission { kind: "StatefulSet".into(), verbs: vec![Verb::UpdateStatus] },
             ],
             node_agent: false,
+            list_mode: ListMode::Any,
         }
     }
 

@@ -1,0 +1,1 @@
+//! The Recon plugin sandbox.
