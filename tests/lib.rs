@@ -31,7 +31,7 @@ pub fn load(name: &str) -> Scenario {
 
 /// Runs a scenario to the end with the built-in controllers.
 pub fn run(scenario: &Scenario) -> Trace {
-    let mut sim = Sim::new(scenario, Box::new(recon_catalog::instantiate)).expect("scenario builds");
+    let mut sim = Sim::new(scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).expect("scenario builds");
     sim.run();
     sim.into_trace()
 }

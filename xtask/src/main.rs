@@ -1,14 +1,18 @@
 //! `cargo xtask`: the project's commands, so a newcomer needs nothing but cargo.
 //!
-//! - `cargo xtask play`: build and run the default scenario (#59848) and
-//!   print its explanation. (The browser playground replaces this once it exists.)
-//! - `cargo xtask test`: every test there is, plus the wasm32 build of the
-//!   crates that must run in the browser.
+//! - `cargo xtask play`: build the plugins, run the default scenario (#59848)
+//!   and print its explanation. (The browser playground replaces this once it exists.)
+//! - `cargo xtask test`: build the plugins for wasm32, then every test there
+//!   is (the tests that run plugins under wasmtime find them through
+//!   `RECON_PLUGIN_DIR`), plus the wasm32 build of the crates that must run
+//!   in the browser.
+//! - `cargo xtask plugins`: just build the plugins and print where they are.
 //! - `cargo xtask bench`: the benchmarks (see BENCHMARKS.md).
 //!
 //! Whatever a fresh machine lacks (the wasm32 target) is installed here, or
 //! the command stops and says exactly what to run.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 /// The crates that must build for the browser (wasm32-unknown-unknown).
@@ -22,11 +26,13 @@ fn main() -> ExitCode {
         Some("play") => play(&args[1..]),
         Some("test") => test(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("plugins") => build_plugins().map(|dir| println!("{}", dir.display())),
         _ => {
             eprintln!("usage: cargo xtask <play | test | bench> [args]");
             eprintln!("  play   run the default scenario (#59848) and explain it");
             eprintln!("  test   run every test (native and the wasm32 build)");
-            eprintln!("  bench  run the benchmarks and print their results");
+            eprintln!("  bench    run the benchmarks and print their results");
+            eprintln!("  plugins  build the controller plugins for wasm32 and print their directory");
             return ExitCode::from(2);
         }
     };
@@ -52,6 +58,7 @@ fn run(cmd: &mut Command) -> Result<(), String> {
 }
 
 fn play(args: &[String]) -> Result<(), String> {
+    build_plugins()?;
     let scenario = args.first().map(String::as_str).unwrap_or(DEFAULT_SCENARIO);
     // The scenario's violation makes `recon run` exit 1: for play that is the
     // expected story, not a failure of the command.
@@ -66,9 +73,9 @@ fn play(args: &[String]) -> Result<(), String> {
 }
 
 fn test(args: &[String]) -> Result<(), String> {
-    ensure_wasm_target()?;
-    run(cargo().args(["test", "--workspace", "--all-targets"]).args(args))?;
-    run(cargo().args(["test", "--workspace", "--doc"]))?;
+    let plugins = build_plugins()?;
+    run(cargo().args(["test", "--workspace", "--all-targets"]).args(args).env(PLUGIN_DIR_VAR, &plugins))?;
+    run(cargo().args(["test", "--workspace", "--doc"]).env(PLUGIN_DIR_VAR, &plugins))?;
     let mut wasm = cargo();
     wasm.args(["build", "--target", WASM_TARGET]);
     for c in WASM_CRATES {
@@ -80,7 +87,54 @@ fn test(args: &[String]) -> Result<(), String> {
 }
 
 fn bench(args: &[String]) -> Result<(), String> {
-    run(cargo().args(["bench", "--package", "recon-sim"]).args(args))
+    let plugins = build_plugins()?;
+    run(cargo().args(["bench", "--package", "recon-sim"]).args(args).env(PLUGIN_DIR_VAR, &plugins))
+}
+
+/// Where tests and benchmarks look for the built plugins.
+const PLUGIN_DIR_VAR: &str = "RECON_PLUGIN_DIR";
+
+/// Builds every crate under `plugins/` for wasm32 (release) and returns the
+/// directory holding the `.wasm` files.
+fn build_plugins() -> Result<PathBuf, String> {
+    ensure_wasm_target()?;
+    let root = workspace_root();
+    let mut build = cargo();
+    build.args(["build", "--release", "--target", WASM_TARGET]);
+    for name in plugin_packages(&root.join("plugins"))? {
+        build.args(["--package", &name]);
+    }
+    run(&mut build)?;
+    Ok(target_dir(&root).join(WASM_TARGET).join("release"))
+}
+
+/// The package names of the crates under `dir`, sorted.
+fn plugin_packages(dir: &Path) -> Result<Vec<String>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+    let mut names = Vec::new();
+    for entry in entries.flatten() {
+        let manifest = entry.path().join("Cargo.toml");
+        let Ok(text) = std::fs::read_to_string(&manifest) else { continue };
+        let name = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("name = \"").and_then(|r| r.strip_suffix('"')))
+            .ok_or_else(|| format!("{} has no package name", manifest.display()))?;
+        names.push(name.to_string());
+    }
+    names.sort();
+    Ok(names)
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+/// Cargo's target directory: `CARGO_TARGET_DIR` if set, else `target/` in the workspace.
+fn target_dir(root: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => root.join(dir),
+        None => root.join("target"),
+    }
 }
 
 /// Installs the wasm32 target with rustup if it is missing.

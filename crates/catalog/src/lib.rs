@@ -6,7 +6,7 @@
 //! The built-ins are ordinary plugin crates written against `recon-sdk`,
 //! linked natively here; the same crates build as Wasm plugins.
 
-use recon_abi::Controller;
+use recon_abi::Instance;
 use recon_plugin_kubelet::Kubelet;
 use recon_plugin_replicaset::ReplicaSetController;
 use recon_plugin_scheduler::Scheduler;
@@ -44,8 +44,8 @@ pub const BUILTINS: &[Builtin] = &[
 
 /// A fresh instance of the built-in controller called `name`, or `None` if
 /// there is no such built-in. Call `init` on it before anything else.
-pub fn instantiate(name: &str) -> Option<Box<dyn Controller>> {
-    let controller: Box<dyn Controller> = match name {
+pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
+    let controller: Box<dyn Instance> = match name {
         "kubelet" => Box::new(Kubelet::new()),
         "replicaset" => Box::new(ReplicaSetController::new()),
         "scheduler" => Box::new(Scheduler::new()),
@@ -65,7 +65,7 @@ mod tests {
         let config = ComponentConfig { name: "c".into(), node: Some("node-1".into()), ..Default::default() };
         for builtin in BUILTINS {
             let mut controller = instantiate(builtin.name).expect("listed builtins instantiate");
-            let manifest = controller.init(&config);
+            let manifest = controller.init(&config).expect("native controllers do not crash");
             assert_eq!(manifest.name, builtin.name);
             assert_eq!(manifest.abi_version, ABI_VERSION);
             assert!(!manifest.watches.is_empty() && !manifest.writes.is_empty());

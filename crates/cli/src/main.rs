@@ -78,7 +78,7 @@ fn run(path: &PathBuf, seed: Option<u64>, trace_out: Option<PathBuf>, timeline: 
     if let Some(seed) = seed {
         scenario.seed = seed;
     }
-    let mut sim = match Sim::new(&scenario, Box::new(recon_catalog::instantiate)) {
+    let mut sim = match Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))) {
         Ok(sim) => sim,
         Err(SimError::UnknownController { path, controller, .. }) => {
             let known: Vec<&str> = recon_catalog::BUILTINS.iter().map(|b| b.name).collect();

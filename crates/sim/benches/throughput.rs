@@ -54,7 +54,7 @@ fn scaled(nodes: usize, pods: usize) -> Scenario {
 }
 
 fn run(scenario: &Scenario) -> usize {
-    let mut sim = Sim::new(scenario, Box::new(recon_catalog::instantiate)).expect("builds");
+    let mut sim = Sim::new(scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).expect("builds");
     sim.run();
     sim.trace().entries.len()
 }

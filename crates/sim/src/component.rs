@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use recon_abi::{
-    Action, ActionResult, ComponentConfig, Container, Controller, EventType, Input, InputEvent, Manifest, Object,
+    Action, ActionResult, ComponentConfig, Container, EventType, Input, InputEvent, Manifest, Object,
     ObjectKey, Outcome, Status, StatusReason, WatchSpec,
 };
 use recon_scenario::{Check, ListMode};
@@ -23,6 +23,13 @@ pub const FAILOVER_AFTER: u32 = 3;
 pub const BACKOFF_INITIAL_MS: u64 = 200;
 /// Longest retry delay.
 pub const BACKOFF_MAX_MS: u64 = 3_200;
+/// Delay before restarting a crashed controller; doubles with each crash in
+/// a row, like Kubernetes' CrashLoopBackOff (scaled to simulation time).
+pub const CRASH_BACKOFF_INITIAL_MS: u64 = 1_000;
+/// Longest delay before restarting a crashed controller.
+pub const CRASH_BACKOFF_MAX_MS: u64 = 16_000;
+/// A controller that ran this long without crashing starts its back-off afresh.
+pub const CRASH_BACKOFF_RESET_MS: u64 = 60_000;
 
 /// One component across its whole life (all its instances).
 pub(crate) struct ComponentState {
@@ -33,8 +40,12 @@ pub(crate) struct ComponentState {
     pub server: usize,
     /// Incremented at every start and crash: messages to older instances are dropped.
     pub epoch: u64,
-    pub instance: Option<Instance>,
+    pub instance: Option<Running>,
     starts: u32,
+    /// When the current (or last) instance started.
+    started_at: u64,
+    /// Crashes in a row, for the back-off.
+    crashes: u32,
     /// Highest revision it has observed in its life, and where.
     pub max_seen: u64,
     max_seen_entry: Option<EntryId>,
@@ -46,8 +57,8 @@ pub(crate) struct ComponentState {
 }
 
 /// One live instance of a component.
-pub(crate) struct Instance {
-    controller: Box<dyn Controller>,
+pub(crate) struct Running {
+    controller: Box<dyn recon_abi::Instance>,
     pub manifest: Manifest,
     reflectors: Vec<Reflector>,
     inbox: Vec<(InputEvent, Option<EntryId>)>,
@@ -83,6 +94,8 @@ impl ComponentState {
             epoch: 0,
             instance: None,
             starts: 0,
+            started_at: 0,
+            crashes: 0,
             max_seen: 0,
             max_seen_entry: None,
             travelling: false,
@@ -120,32 +133,38 @@ impl Sim {
         comp.failures = 0;
         let restarts = comp.starts;
         comp.starts += 1;
-        let mut controller = (self.instantiate)(&comp.spec.controller).expect("controller checked in Sim::new");
+        comp.started_at = self.now;
+        let mut controller = (self.instantiate)(&comp.spec).expect("controller checked in Sim::new");
         let config = ComponentConfig {
             name: comp.spec.name.clone(),
             node: comp.spec.node.clone(),
             params: comp.spec.params.clone(),
         };
-        let manifest = controller.init(&config);
         let name = comp.spec.name.clone();
         let api_server = self.servers[comp.server].config.name.clone();
-        self.trace.push(
+        let started = self.trace.push(
             self.now,
             &name,
             Event::ComponentStarted { component: name.clone(), api_server, restarts },
             cause.into_iter().collect(),
         );
+        let manifest = match controller.init(&config) {
+            Ok(m) => m,
+            Err(crash) => return self.controller_crashed(c, crash.reason, vec![started]),
+        };
         if manifest.abi_version != recon_abi::ABI_VERSION {
             let reason = format!(
-                "built for ABI version {}, the host speaks version {}",
+                "{} was built for ABI version {}; the host speaks version {}",
+                manifest.name,
                 manifest.abi_version,
                 recon_abi::ABI_VERSION
             );
-            return self.refuse_instance(c, reason);
+            return self.controller_crashed(c, reason, vec![started]);
         }
         for (i, w) in manifest.watches.iter().enumerate() {
             if let Err(e) = crate::cache::Filter::new(&selection(w)) {
-                return self.refuse_instance(c, format!("watch {i} of its manifest is invalid: {e}"));
+                let reason = format!("{}: watch {i} of its manifest is invalid: {e}", manifest.name);
+                return self.controller_crashed(c, reason, vec![started]);
             }
         }
         let reflectors = manifest
@@ -161,7 +180,7 @@ impl Sim {
             })
             .collect::<Vec<_>>();
         let watches = reflectors.len();
-        self.components[c].instance = Some(Instance {
+        self.components[c].instance = Some(Running {
             controller,
             manifest,
             reflectors,
@@ -178,11 +197,31 @@ impl Sim {
         }
     }
 
-    fn refuse_instance(&mut self, c: usize, reason: String) {
-        let name = self.components[c].spec.name.clone();
-        self.trace.push(self.now, &name, Event::ComponentCrashed { component: name.clone(), reason }, vec![]);
-        self.components[c].instance = None;
-        self.components[c].epoch += 1;
+    /// The controller itself failed (a trap, exhausted fuel, bad output, a
+    /// manifest the host cannot accept): this component crashes, and comes
+    /// back after a back-off that grows with every crash in a row.
+    fn controller_crashed(&mut self, c: usize, reason: String, causes: Vec<EntryId>) {
+        let comp = &mut self.components[c];
+        if self.now.saturating_sub(comp.started_at) >= CRASH_BACKOFF_RESET_MS {
+            comp.crashes = 0;
+        }
+        let delay = (CRASH_BACKOFF_INITIAL_MS << comp.crashes.min(8)).min(CRASH_BACKOFF_MAX_MS);
+        comp.crashes += 1;
+        comp.instance = None;
+        comp.epoch += 1;
+        let epoch = comp.epoch;
+        let name = comp.spec.name.clone();
+        self.close_watches(c);
+        let reason = format!("{reason}; restarting in {}ms (back-off)", delay);
+        let entry = self.trace.push(self.now, &name, Event::ComponentCrashed { component: name.clone(), reason }, causes);
+        self.schedule(self.now + delay, Scheduled::Restart { component: c, epoch, cause: entry });
+    }
+
+    /// A back-off restart is due (unless something restarted it meanwhile).
+    pub(crate) fn on_restart(&mut self, c: usize, epoch: u64, cause: EntryId) {
+        if self.components[c].epoch == epoch && self.components[c].instance.is_none() {
+            self.start_component_after(c, None, cause);
+        }
     }
 
     /// The component's process dies: memory and watches are gone.
@@ -490,7 +529,10 @@ impl Sim {
         let inputs: Vec<String> = inbox.iter().map(|(e, _)| describe_input(e)).collect();
         let input = Input { time_ms: self.now, events: inbox.into_iter().map(|(e, _)| e).collect(), containers };
         let instance = self.components[c].instance.as_mut().expect("checked above");
-        let output = instance.controller.handle(&input);
+        let output = match instance.controller.handle(&input) {
+            Ok(output) => output,
+            Err(crash) => return self.controller_crashed(c, crash.reason, causes),
+        };
         let name = self.components[c].spec.name.clone();
         let actions: Vec<String> = output.actions.iter().map(describe_action).collect();
         let entry = self.trace.push(

@@ -34,7 +34,9 @@ pub mod trace;
 mod world;
 
 pub use apiserver::{Client, Reply, Served};
-pub use component::{BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, FAILOVER_AFTER};
+pub use component::{
+    BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, CRASH_BACKOFF_INITIAL_MS, CRASH_BACKOFF_MAX_MS, CRASH_BACKOFF_RESET_MS, FAILOVER_AFTER,
+};
 pub use error::SimError;
 pub use explain::{Explanation, ExplanationStep, Unavailability, explain, explain_all, unavailability};
 pub use trace::{Entry, EntryId, Event, Trace};

@@ -11,7 +11,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-use recon_abi::{Controller, Object, ObjectKey};
+use recon_abi::{Object, ObjectKey};
 use recon_scenario::{Check, Scenario, Step, StepAction};
 use recon_store::Store;
 
@@ -24,9 +24,10 @@ use crate::network::{Endpoint, Network};
 use crate::rng::Rng;
 use crate::trace::{EntryId, Event, Trace};
 
-/// Creates a fresh controller instance for a controller name, or `None` if
-/// the name is unknown. Called at every (re)start of a component.
-pub type Instantiate = Box<dyn Fn(&str) -> Option<Box<dyn Controller>>>;
+/// Creates a fresh controller instance for a component (usually by its
+/// `controller` name; a host may also swap in a plugin for one component),
+/// or `None` if it cannot. Called at every (re)start of a component.
+pub type Instantiate = Box<dyn Fn(&recon_scenario::Component) -> Option<Box<dyn recon_abi::Instance>>>;
 
 /// Something scheduled to happen at a virtual time.
 pub(crate) enum Scheduled {
@@ -42,6 +43,7 @@ pub(crate) enum Scheduled {
     Wake { component: usize, epoch: u64 },
     Timer { component: usize, epoch: u64, key: String },
     Retry { component: usize, epoch: u64, watch: usize },
+    Restart { component: usize, epoch: u64, cause: EntryId },
 }
 
 struct Queued {
@@ -96,7 +98,7 @@ impl Sim {
     /// schedules the script. Fails if a component names an unknown controller.
     pub fn new(scenario: &Scenario, instantiate: Instantiate) -> Result<Sim, SimError> {
         for (i, c) in scenario.components.iter().enumerate() {
-            if instantiate(&c.controller).is_none() {
+            if instantiate(c).is_none() {
                 return Err(SimError::UnknownController {
                     path: format!("components[{i}].controller"),
                     component: c.name.clone(),
@@ -281,6 +283,7 @@ impl Sim {
             Scheduled::Wake { component, epoch } => self.wake(component, epoch),
             Scheduled::Timer { component, epoch, key } => self.on_timer(component, epoch, key),
             Scheduled::Retry { component, epoch, watch } => self.on_retry(component, epoch, watch),
+            Scheduled::Restart { component, epoch, cause } => self.on_restart(component, epoch, cause),
         }
     }
 

@@ -1,0 +1,170 @@
+//! What the host enforces on every controller, whatever it is: a failing
+//! controller crashes only its own component and comes back after a
+//! growing back-off; writes outside the manifest are refused as Forbidden;
+//! only node agents touch containers.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use recon_abi::{
+    Action, ComponentConfig, Crash, Input, InputEvent, Instance, Manifest, Object, Outcome, Output, PodRef,
+    StatusReason, Verb, WritePermission,
+};
+use recon_sim::{Event, Sim};
+
+/// A scripted controller: `behaviour` decides each call's fate; every input
+/// it was given is recorded in `seen`.
+struct Scripted {
+    manifest: Manifest,
+    behaviour: fn(usize, &Input) -> Result<Output, Crash>,
+    calls: usize,
+    seen: Rc<RefCell<Vec<InputEvent>>>,
+}
+
+impl Instance for Scripted {
+    fn init(&mut self, _: &ComponentConfig) -> Result<Manifest, Crash> {
+        Ok(self.manifest.clone())
+    }
+    fn handle(&mut self, input: &Input) -> Result<Output, Crash> {
+        self.calls += 1;
+        self.seen.borrow_mut().extend(input.events.iter().cloned());
+        (self.behaviour)(self.calls, input)
+    }
+}
+
+fn manifest(writes: Vec<WritePermission>) -> Manifest {
+    Manifest {
+        name: "scripted".into(),
+        abi_version: recon_abi::ABI_VERSION,
+        watches: vec![recon_abi::WatchSpec { kind: "Pod".into(), ..Default::default() }],
+        writes,
+        ..Default::default()
+    }
+}
+
+/// One API server, one component `c` running the scripted controller, and
+/// a pod created at 100ms and updated at 4s, 8s, 12s… to keep calling it.
+fn sim(behaviour: fn(usize, &Input) -> Result<Output, Crash>, writes: Vec<WritePermission>) -> (Sim, Rc<RefCell<Vec<InputEvent>>>) {
+    let mut script = String::from("  - { at: 100ms, create: { apiVersion: v1, kind: Pod, metadata: { name: p } } }\n");
+    for (i, t) in (4..60).step_by(4).enumerate() {
+        script += &format!("  - {{ at: {t}s, apply: {{ apiVersion: v1, kind: Pod, metadata: {{ name: p, labels: {{ n: \"{i}\" }} }} }} }}\n");
+    }
+    let yaml = format!(
+        "name: host-rules\nduration: 60s\napiServers: [ {{ name: a }} ]\nnodes: [ {{ name: node-1 }} ]\ncomponents:\n  - {{ name: c, controller: scripted, apiServer: a }}\nscript:\n{script}"
+    );
+    let scenario = recon_scenario::parse("t.yaml", &yaml).unwrap();
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let shared = seen.clone();
+    let m = manifest(writes);
+    let sim = Sim::new(
+        &scenario,
+        Box::new(move |_| {
+            Some(Box::new(Scripted { manifest: m.clone(), behaviour, calls: 0, seen: shared.clone() }) as Box<dyn Instance>)
+        }),
+    )
+    .unwrap();
+    (sim, seen)
+}
+
+fn crashes(sim: &Sim) -> Vec<(u64, String)> {
+    sim.trace()
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ComponentCrashed { reason, .. } => Some((e.time_ms, reason.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn starts(sim: &Sim) -> Vec<u64> {
+    sim.trace().entries.iter().filter(|e| matches!(e.event, Event::ComponentStarted { .. })).map(|e| e.time_ms).collect()
+}
+
+#[test]
+fn a_crashing_controller_restarts_with_a_growing_back_off() {
+    let (mut sim, _) = sim(|_, _| Err(Crash::new("scripted trapped: unreachable")), vec![]);
+    sim.run_until(20_000);
+    let crashes = crashes(&sim);
+    assert!(crashes.len() >= 3, "{crashes:?}");
+    assert!(crashes[0].1.starts_with("scripted trapped: unreachable; restarting in 1000ms"), "{}", crashes[0].1);
+    assert!(crashes[1].1.contains("restarting in 2000ms"), "{}", crashes[1].1);
+    assert!(crashes[2].1.contains("restarting in 4000ms"), "{}", crashes[2].1);
+    let starts = starts(&sim);
+    // Each restart comes exactly one back-off after the crash before it.
+    assert_eq!(starts[1], crashes[0].0 + 1_000);
+    assert_eq!(starts[2], crashes[1].0 + 2_000);
+}
+
+#[test]
+fn a_crash_leaves_the_rest_of_the_simulation_running() {
+    let (mut sim, _) = sim(|_, _| Err(Crash::new("boom")), vec![]);
+    sim.run();
+    // kubectl's writes keep landing long after the first crash.
+    let last_write = sim.trace().entries.iter().filter(|e| matches!(e.event, Event::StoreWrite { .. })).last().unwrap();
+    assert!(last_write.time_ms >= 56_000);
+}
+
+#[test]
+fn a_restarted_controller_lists_again_from_scratch() {
+    // Crash on the first change kubectl makes at 4s (label n=0), then behave.
+    fn crash_on_first_change(_: usize, input: &Input) -> Result<Output, Crash> {
+        let first_change = input.events.iter().any(|e| {
+            matches!(e, InputEvent::Watch { event, .. } if event.object.metadata.labels.get("n").is_some_and(|n| n == "0"))
+        });
+        if first_change { Err(Crash::new("once")) } else { Ok(Output::default()) }
+    }
+    let (mut sim, seen) = sim(crash_on_first_change, vec![]);
+    sim.run_until(12_000);
+    let lists = seen.borrow().iter().filter(|e| matches!(e, InputEvent::Listed { .. })).count();
+    assert_eq!(lists, 2, "one list per instance");
+}
+
+#[test]
+fn writes_outside_the_manifest_are_refused_as_forbidden() {
+    fn delete_everything(_: usize, input: &Input) -> Result<Output, Crash> {
+        let actions = input
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                InputEvent::Listed { objects, .. } => objects.first().map(Object::key),
+                InputEvent::Watch { event, .. } => Some(event.object.key()),
+                _ => None,
+            })
+            .map(|key| Action::Delete { key, uid: None, resource_version: None, grace_period_seconds: None })
+            .collect();
+        Ok(Output { actions })
+    }
+    let may_update = vec![WritePermission { kind: "Pod".into(), verbs: vec![Verb::Update] }];
+    let (mut sim, seen) = sim(delete_everything, may_update);
+    sim.run_until(10_000);
+    let results: Vec<_> = seen
+        .borrow()
+        .iter()
+        .filter_map(|e| match e {
+            InputEvent::Result(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(!results.is_empty());
+    assert!(results.iter().all(|r| r.verb == Verb::Delete
+        && matches!(&r.outcome, Outcome::Err(s) if s.reason == StatusReason::Forbidden && s.message.contains("may not delete Pods"))));
+    assert_eq!(sim.store().len(), 2, "the node and the pod are still there");
+}
+
+#[test]
+fn only_node_agents_may_start_containers() {
+    fn start(_: usize, _: &Input) -> Result<Output, Crash> {
+        let pod = PodRef { namespace: "default".into(), name: "p".into(), uid: "u".into() };
+        Ok(Output { actions: vec![Action::StartContainer { pod }] })
+    }
+    let (mut sim, _) = sim(start, vec![]);
+    sim.run_until(1_000);
+    let refused = sim.trace().entries.iter().find_map(|e| match &e.event {
+        Event::ActionRefused { status, .. } => Some(status.clone()),
+        _ => None,
+    });
+    let status = refused.expect("the start was refused");
+    assert_eq!(status.reason, StatusReason::Forbidden);
+    assert!(!sim.trace().entries.iter().any(|e| matches!(e.event, Event::ContainerStarted { .. })));
+}
