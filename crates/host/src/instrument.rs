@@ -1,0 +1,383 @@
+//! The rewrite that makes the limits engine-independent.
+//!
+//! Every defined function gets, in this order:
+//!
+//! - a **depth** prologue: `recon_depth += 1`, trap if it passes the limit;
+//!   the body is wrapped in a block so that every way out (falling off the
+//!   end, `return`, a branch to the function's label) passes the matching
+//!   `recon_depth -= 1`. `return` becomes a branch to that block.
+//! - a **fuel** charge at the start of every basic block: the number of
+//!   instructions up to and including the block's last one is subtracted
+//!   from `recon_fuel`, and the call traps if the result is negative. Blocks
+//!   end at every instruction after which control may continue elsewhere
+//!   (`loop`, `if`, `else`, `br`, `br_if`, `br_table`, `return`,
+//!   `unreachable`) and at the `end` of a `block` or `if`, which branches can
+//!   reach. `block` and the `end` of a `loop` do not end one: only falling
+//!   through reaches what follows them. A block that is entered therefore
+//!   runs to its end unless it traps, so the fuel charged is the number of
+//!   instructions executed, a function of the module and the inputs alone.
+//! - bulk memory and table instructions (`memory.fill`, `memory.copy`,
+//!   `memory.init`, `table.*` likewise) also cost their length / 8, charged
+//!   just before them, so that one instruction cannot do unbounded work.
+//!
+//! Memory and table maxima are lowered to the caps, so `memory.grow` and
+//! `table.grow` fail at the same size everywhere. The instrumentation's own
+//! instructions are not charged.
+
+use wasm_encoder::reencode::{Error, Reencode, utils};
+use wasm_encoder::{
+    BlockType, CodeSection, ConstExpr, CustomSection, ExportKind, ExportSection, Function, FunctionSection,
+    GlobalSection, GlobalType, InstructionSink, MemoryType, SectionId, TableType, TypeSection, ValType,
+};
+use wasmparser::{CompositeInnerType, Operator};
+
+use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits};
+
+/// The most elements a table may grow to, unless it starts larger.
+pub(crate) const TABLE_ELEMENTS: u64 = 10_000;
+
+/// Rewrites a validated plugin; see the module docs.
+pub(crate) fn instrument(bytes: &[u8], limits: &Limits) -> Result<Vec<u8>, Error<String>> {
+    let mut rewriter = Rewriter { limits, types: Vec::new(), functions: Vec::new(), bodies: 0, meters: None };
+    let mut module = wasm_encoder::Module::new();
+    rewriter.parse_core_module(&mut module, wasmparser::Parser::new(0), bytes)?;
+    Ok(module.finish())
+}
+
+/// What the rewrite of one module has learnt so far.
+struct Rewriter<'a> {
+    limits: &'a Limits,
+    /// Per type index: its parameter count and the block type that wraps the
+    /// body of a function of that type (no parameters, the same results).
+    types: Vec<(u32, BlockType)>,
+    /// The type index of each defined function.
+    functions: Vec<u32>,
+    /// How many function bodies have been rewritten.
+    bodies: usize,
+    /// The indices of the fuel and depth globals, once they exist.
+    meters: Option<(u32, u32)>,
+}
+
+impl Rewriter<'_> {
+    fn add_meters(&mut self, globals: &mut GlobalSection) {
+        let fuel = globals.len();
+        let meter = |val_type| GlobalType { val_type, mutable: true, shared: false };
+        // Fuel starts at zero: an export called before the host sets it traps.
+        globals.global(meter(ValType::I64), &ConstExpr::i64_const(0));
+        globals.global(meter(ValType::I32), &ConstExpr::i32_const(0));
+        self.meters = Some((fuel, fuel + 1));
+    }
+
+    fn meters(&self) -> Result<(u32, u32), Error<String>> {
+        self.meters.ok_or_else(|| Error::UserError("code or exports before the meters exist".into()))
+    }
+}
+
+impl Reencode for Rewriter<'_> {
+    type Error = String;
+
+    fn parse_type_section(
+        &mut self,
+        types: &mut TypeSection,
+        section: wasmparser::TypeSectionReader<'_>,
+    ) -> Result<(), Error<String>> {
+        // Results of the types whose bodies need a block type of their own.
+        let mut multi = Vec::new();
+        for group in section {
+            let group = group?;
+            for ty in group.types() {
+                let CompositeInnerType::Func(func) = &ty.composite_type.inner else {
+                    return Err(Error::UserError("a type that is not a function type".into()));
+                };
+                let wrapper = match func.results() {
+                    [] => BlockType::Empty,
+                    [one] => BlockType::Result(self.val_type(*one)?),
+                    results => {
+                        multi.push(self.val_types(results.to_vec())?);
+                        BlockType::FunctionType(u32::MAX) // numbered below
+                    }
+                };
+                self.types.push((func.params().len() as u32, wrapper));
+            }
+            self.parse_recursive_type_group(types.ty(), group)?;
+        }
+        // Multi-value bodies are wrapped in a block of type `[] -> results`,
+        // appended after the module's own types so no index moves.
+        let mut next = self.types.len() as u32;
+        for (_, wrapper) in &mut self.types {
+            if let BlockType::FunctionType(index) = wrapper {
+                *index = next;
+                next += 1;
+            }
+        }
+        for results in multi {
+            types.ty().function([], results);
+        }
+        Ok(())
+    }
+
+    fn parse_function_section(
+        &mut self,
+        functions: &mut FunctionSection,
+        section: wasmparser::FunctionSectionReader<'_>,
+    ) -> Result<(), Error<String>> {
+        for ty in section.clone() {
+            self.functions.push(ty?);
+        }
+        utils::parse_function_section(self, functions, section)
+    }
+
+    fn memory_type(&mut self, ty: wasmparser::MemoryType) -> Result<MemoryType, Error<String>> {
+        let mut ty = utils::memory_type(self, ty);
+        let cap = self.limits.memory_pages();
+        ty.maximum = Some(ty.maximum.map_or(cap, |max| max.min(cap)));
+        Ok(ty)
+    }
+
+    fn table_type(&mut self, ty: wasmparser::TableType) -> Result<TableType, Error<String>> {
+        let mut ty = utils::table_type(self, ty)?;
+        let cap = ty.minimum.max(TABLE_ELEMENTS);
+        ty.maximum = Some(ty.maximum.map_or(cap, |max| max.min(cap)));
+        Ok(ty)
+    }
+
+    fn parse_global_section(
+        &mut self,
+        globals: &mut GlobalSection,
+        section: wasmparser::GlobalSectionReader<'_>,
+    ) -> Result<(), Error<String>> {
+        utils::parse_global_section(self, globals, section)?;
+        self.add_meters(globals);
+        Ok(())
+    }
+
+    fn intersperse_section_hook(
+        &mut self,
+        module: &mut wasm_encoder::Module,
+        _after: Option<SectionId>,
+        before: Option<SectionId>,
+    ) -> Result<(), Error<String>> {
+        // A module without globals gets a global section for the meters, in
+        // its place before the exports (which every plugin has).
+        if self.meters.is_none() && before == Some(SectionId::Export) {
+            let mut globals = GlobalSection::new();
+            self.add_meters(&mut globals);
+            module.section(&globals);
+        }
+        Ok(())
+    }
+
+    fn parse_export_section(
+        &mut self,
+        exports: &mut ExportSection,
+        section: wasmparser::ExportSectionReader<'_>,
+    ) -> Result<(), Error<String>> {
+        utils::parse_export_section(self, exports, section)?;
+        let (fuel, depth) = self.meters()?;
+        exports.export(FUEL_EXPORT, ExportKind::Global, fuel).export(DEPTH_EXPORT, ExportKind::Global, depth);
+        Ok(())
+    }
+
+    fn parse_custom_section(
+        &mut self,
+        module: &mut wasm_encoder::Module,
+        section: wasmparser::CustomSectionReader<'_>,
+    ) -> Result<(), Error<String>> {
+        // Keep the names (engines use them in stack traces), copied as they
+        // are; drop debug info and the like, which nothing reads at run time
+        // and which can be most of the file.
+        if section.name() == "name" {
+            module.section(&CustomSection { name: "name".into(), data: section.data().into() });
+        }
+        Ok(())
+    }
+
+    fn parse_function_body(
+        &mut self,
+        code: &mut CodeSection,
+        body: wasmparser::FunctionBody<'_>,
+    ) -> Result<(), Error<String>> {
+        let (fuel, depth) = self.meters()?;
+        let no_type = || Error::UserError("a function body without a type".into());
+        let ty = *self.functions.get(self.bodies).ok_or_else(no_type)?;
+        let (params, wrapper) = *self.types.get(ty as usize).ok_or_else(no_type)?;
+        self.bodies += 1;
+
+        let mut locals = Vec::new();
+        let mut scratch = params; // ends as the index of a new i32 local
+        for local in body.get_locals_reader()? {
+            let (count, ty) = local?;
+            scratch += count;
+            locals.push((count, self.val_type(ty)?));
+        }
+        let ops = body.get_operators_reader()?.into_iter().collect::<Result<Vec<_>, _>>()?;
+        let costs = block_costs(&ops);
+        if ops.iter().any(is_bulk) {
+            locals.push((1, ValType::I32));
+        }
+
+        let mut f = Function::new(locals);
+        f.instructions()
+            .global_get(depth)
+            .i32_const(1)
+            .i32_add()
+            .global_set(depth)
+            .global_get(depth)
+            // Compared unsigned, so any u32 limit works.
+            .i32_const(self.limits.max_call_depth as i32)
+            .i32_gt_u()
+            .if_(BlockType::Empty)
+            .unreachable()
+            .end()
+            .block(wrapper);
+        let mut open = 0; // constructs open inside the body
+        for (op, cost) in ops.into_iter().zip(costs) {
+            if cost > 0 {
+                charge(&mut f, fuel, |sink| {
+                    sink.i64_const(cost as i64);
+                });
+            }
+            if is_bulk(&op) {
+                // The length is the operand on top of the stack: keep it there.
+                f.instructions().local_tee(scratch);
+                charge(&mut f, fuel, |sink| {
+                    sink.local_get(scratch).i64_extend_i32_u().i64_const(3).i64_shr_u();
+                });
+            }
+            match op {
+                Operator::Block { .. } | Operator::Loop { .. } | Operator::If { .. } => open += 1,
+                Operator::End if open > 0 => open -= 1,
+                _ => {}
+            }
+            if let Operator::Return = op {
+                // To the wrapper block, so the exit passes the decrement.
+                f.instructions().br(open);
+            } else {
+                f.instruction(&self.instruction(op)?);
+            }
+        }
+        // The last `end` closed the wrapper block.
+        f.instructions().global_get(depth).i32_const(1).i32_sub().global_set(depth).end();
+        code.function(&f);
+        Ok(())
+    }
+}
+
+/// Emits `fuel -= amount; if fuel < 0 { unreachable }`, where `amount`
+/// pushes an i64.
+fn charge(f: &mut Function, fuel: u32, amount: impl FnOnce(&mut InstructionSink<'_>)) {
+    let mut sink = f.instructions();
+    sink.global_get(fuel);
+    amount(&mut sink);
+    sink.i64_sub().global_set(fuel).global_get(fuel).i64_const(0).i64_lt_s().if_(BlockType::Empty).unreachable().end();
+}
+
+fn is_bulk(op: &Operator<'_>) -> bool {
+    matches!(
+        op,
+        Operator::MemoryFill { .. }
+            | Operator::MemoryCopy { .. }
+            | Operator::MemoryInit { .. }
+            | Operator::TableFill { .. }
+            | Operator::TableCopy { .. }
+            | Operator::TableInit { .. }
+    )
+}
+
+/// For each instruction of a function body (ending with the function's
+/// `end`): the fuel to charge just before it, which is the length of the
+/// basic block it starts, or 0 if it does not start one.
+pub(crate) fn block_costs(ops: &[Operator<'_>]) -> Vec<u64> {
+    let mut costs = vec![0; ops.len()];
+    let mut loops = Vec::new(); // per open construct: is it a loop?
+    let mut start = 0;
+    for (i, op) in ops.iter().enumerate() {
+        let ends_block = match op {
+            Operator::Block { .. } => {
+                loops.push(false);
+                false
+            }
+            Operator::Loop { .. } => {
+                loops.push(true);
+                true // the next instruction is a branch target
+            }
+            Operator::If { .. } => {
+                loops.push(false);
+                true
+            }
+            // Branches reach the end of a block or if, but not of a loop;
+            // `None` is the function's end.
+            Operator::End => !loops.pop().unwrap_or(false),
+            Operator::Else
+            | Operator::Br { .. }
+            | Operator::BrIf { .. }
+            | Operator::BrTable { .. }
+            | Operator::Return
+            | Operator::Unreachable => true,
+            _ => false,
+        };
+        if ends_block {
+            costs[start] = (i + 1 - start) as u64;
+            start = i + 1;
+        }
+    }
+    costs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The operators of the first function body in `wat`.
+    fn body_costs(wat: &str) -> Vec<(String, u64)> {
+        let bytes = wat::parse_str(wat).unwrap();
+        for payload in wasmparser::Parser::new(0).parse_all(&bytes) {
+            if let wasmparser::Payload::CodeSectionEntry(body) = payload.unwrap() {
+                let ops: Vec<_> = body.get_operators_reader().unwrap().into_iter().map(Result::unwrap).collect();
+                let names = ops.iter().map(|op| format!("{op:?}").split([' ', '{']).next().unwrap().to_owned());
+                return names.zip(block_costs(&ops)).collect();
+            }
+        }
+        panic!("no function body");
+    }
+
+    fn charged(costs: &[(String, u64)]) -> Vec<(&str, u64)> {
+        costs.iter().filter(|(_, c)| *c > 0).map(|(n, c)| (n.as_str(), *c)).collect()
+    }
+
+    #[test]
+    fn straight_line_code_is_one_block_charged_at_entry() {
+        let costs = body_costs("(module (func (result i32) i32.const 1 i32.const 2 i32.add))");
+        assert_eq!(charged(&costs), [("I32Const", 4)]);
+    }
+
+    #[test]
+    fn a_loop_body_is_charged_on_every_iteration_and_its_end_falls_through() {
+        // entry: local.get, loop | body: local.get, i32.eqz, br_if | after
+        // br_if: local.get i32.const i32.sub local.set br | loop end + tail
+        let costs = body_costs(
+            "(module (func (param i32) local.get 0 drop
+               (loop local.get 0 i32.eqz br_if 1 local.get 0 i32.const 1 i32.sub local.set 0 br 0)
+               nop))",
+        );
+        assert_eq!(
+            charged(&costs),
+            [("LocalGet", 3), ("LocalGet", 3), ("LocalGet", 5), ("End", 3)],
+            "the loop's end, the nop and the function's end are one block: {costs:?}"
+        );
+    }
+
+    #[test]
+    fn block_does_not_end_a_block_but_its_end_does() {
+        let costs = body_costs("(module (func (block nop (br_if 0 (i32.const 1))) nop))");
+        // block, nop, i32.const, br_if | end(block) | nop, end
+        assert_eq!(charged(&costs), [("Block", 4), ("End", 1), ("Nop", 2)]);
+    }
+
+    #[test]
+    fn if_and_else_arms_are_blocks_of_their_own() {
+        let costs = body_costs("(module (func (param i32) (if (local.get 0) (then nop nop) (else nop)) nop))");
+        // local.get, if | nop, nop, else | nop, end(if) | nop, end
+        assert_eq!(charged(&costs), [("LocalGet", 2), ("Nop", 3), ("Nop", 2), ("Nop", 2)]);
+    }
+}

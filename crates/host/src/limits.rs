@@ -1,0 +1,49 @@
+//! What a plugin instance may consume.
+
+/// Bytes in a WebAssembly page.
+pub(crate) const PAGE_BYTES: u64 = 65_536;
+
+/// Pages in 4 GiB, all a 32-bit memory can address.
+const MAX_PAGES: u64 = 65_536;
+
+/// The limits a plugin runs under.
+///
+/// They are written into the module when it is loaded ([`crate::Module::load`]),
+/// before any engine sees it, so they hold identically under wasmtime and in
+/// the browser: the same call runs out of fuel at the same instruction, fails
+/// to grow memory at the same size and overflows at the same depth.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The most linear memory an instance may have, in bytes, rounded down to
+    /// whole 64 KiB pages. A module that declares more initial memory is
+    /// rejected; `memory.grow` beyond it returns -1. At most 4 GiB, the most
+    /// a 32-bit memory can address. Default: 64 MiB.
+    pub memory_bytes: u64,
+    /// The fuel for one call ([`recon_abi::Instance::init`] or
+    /// [`recon_abi::Instance::handle`], including the `recon_alloc` call for its
+    /// input): one unit per WebAssembly instruction executed, plus one unit per
+    /// 8 bytes (or table elements) a bulk memory or table instruction touches.
+    /// Values above `i64::MAX` count as `i64::MAX`. Default: 100,000,000.
+    pub fuel_per_call: u64,
+    /// How deeply calls may nest inside the plugin: the exported function the
+    /// host calls is depth 1. Default: 2,000.
+    pub max_call_depth: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { memory_bytes: 64 << 20, fuel_per_call: 100_000_000, max_call_depth: 2_000 }
+    }
+}
+
+impl Limits {
+    /// The memory cap in pages.
+    pub(crate) fn memory_pages(&self) -> u64 {
+        (self.memory_bytes / PAGE_BYTES).min(MAX_PAGES)
+    }
+
+    /// The fuel budget as the instrumented counter (an `i64` global) holds it.
+    pub fn fuel_budget(&self) -> i64 {
+        i64::try_from(self.fuel_per_call).unwrap_or(i64::MAX)
+    }
+}

@@ -1,0 +1,183 @@
+//! Load-time checks: is this a plugin the sandbox can run?
+//!
+//! wasmparser's validator does the WebAssembly part with a fixed feature set;
+//! the checks around it look at each section first, so that the common
+//! mistakes (a WASI build, a shared memory, a missing export) get a message
+//! that says what to do rather than a validator error.
+
+use wasmparser::{
+    BinaryReaderError, Encoding, ExternalKind, FuncType, MemorySectionReader, Parser, Payload, TypeRef, ValType,
+    ValidPayload, Validator, WasmFeatures,
+    types::{CoreTypeId, Types},
+};
+
+use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, PluginError, limits::PAGE_BYTES};
+
+/// What plugins may use: WebAssembly 2.0, which is what rustc emits for
+/// `wasm32-unknown-unknown` by default (mutable globals, sign extension,
+/// non-trapping float-to-int, multi-value, bulk memory, reference types) plus
+/// SIMD, all deterministic once NaNs are canonicalised. Not GC types
+/// (`externref`): nothing can hand a plugin one, and wasmtime is built
+/// without a collector. Everything else (threads, relaxed SIMD, tail calls,
+/// memory64, multi-memory, exceptions, GC, components) is refused.
+pub(crate) const FEATURES: WasmFeatures = WasmFeatures::WASM2.difference(WasmFeatures::GC_TYPES);
+
+/// The function exports of ABI version 1, with their types.
+const FUNCTIONS: [(&str, &[ValType], &[ValType], &str); 4] = [
+    ("recon_abi_version", &[], &[ValType::I32], "a function () -> i32"),
+    ("recon_alloc", &[ValType::I32], &[ValType::I32], "a function (i32) -> i32"),
+    ("recon_init", &[ValType::I32, ValType::I32], &[ValType::I64], "a function (i32, i32) -> i64"),
+    ("recon_handle", &[ValType::I32, ValType::I32], &[ValType::I64], "a function (i32, i32) -> i64"),
+];
+
+/// Checks everything the sandbox requires of `bytes`; see [`PluginError`]
+/// for the cases.
+pub(crate) fn validate(name: &str, bytes: &[u8], limits: &Limits) -> Result<(), PluginError> {
+    let name_ = || name.to_owned();
+    if !bytes.starts_with(b"\0asm") {
+        let found = match bytes.len() {
+            0 => "it is empty".to_owned(),
+            n => format!("it starts with \"{}\"", bytes[..n.min(8)].escape_ascii()),
+        };
+        return Err(PluginError::NotWasm { name: name_(), found });
+    }
+    let refuse = |err: BinaryReaderError| refused(name, err);
+    let mut validator = Validator::new_with_features(FEATURES);
+    let mut log_type = None;
+    let mut exports = Vec::new();
+    for payload in Parser::new(0).parse_all(bytes) {
+        let payload = payload.map_err(refuse)?;
+        match &payload {
+            Payload::Version { encoding: Encoding::Component, .. } => {
+                return Err(PluginError::Component { name: name_() });
+            }
+            Payload::ImportSection(reader) => {
+                for import in reader.clone().into_imports() {
+                    let import = import.map_err(refuse)?;
+                    match (import.module, import.name, import.ty) {
+                        ("recon", "log", TypeRef::Func(ty)) => log_type = Some(ty),
+                        (module, field, _) => {
+                            return Err(PluginError::Import { name: name_(), import: format!("{module}.{field}") });
+                        }
+                    }
+                }
+            }
+            Payload::MemorySection(reader) => check_memory(name, reader.clone(), limits)?,
+            Payload::StartSection { .. } => return Err(PluginError::StartFunction { name: name_() }),
+            Payload::ExportSection(reader) => {
+                for export in reader.clone() {
+                    let export = export.map_err(refuse)?;
+                    if [FUEL_EXPORT, DEPTH_EXPORT].contains(&export.name) {
+                        return Err(PluginError::ReservedExport { name: name_(), export: export.name.to_owned() });
+                    }
+                    exports.push((export.name.to_owned(), export.kind, export.index));
+                }
+            }
+            _ => {}
+        }
+        match validator.payload(&payload).map_err(refuse)? {
+            ValidPayload::Func(func, body) => {
+                func.into_validator(Default::default()).validate(&body).map_err(refuse)?
+            }
+            ValidPayload::End(types) => check_abi(name, &types, log_type, &exports)?,
+            ValidPayload::Ok | ValidPayload::Parser(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// A validator error, as the proposal it needs when that is why it failed.
+fn refused(name: &str, err: BinaryReaderError) -> PluginError {
+    let feature = err.missing_wasm_feature().and_then(|f| f.iter_names().next());
+    match feature {
+        Some((flag, _)) => PluginError::Feature {
+            name: name.to_owned(),
+            feature: flag.to_lowercase().replace('_', " "),
+            offset: err.offset(),
+        },
+        None => PluginError::Invalid { name: name.to_owned(), reason: err.to_string() },
+    }
+}
+
+/// One private 32-bit memory, no larger than the cap to begin with. Runs
+/// before the validator, whose messages for these cases are about proposals.
+fn check_memory(name: &str, reader: MemorySectionReader<'_>, limits: &Limits) -> Result<(), PluginError> {
+    let problem = |problem: String| Err(PluginError::Memory { name: name.to_owned(), problem });
+    if reader.count() > 1 {
+        return problem(format!("declares {} memories, but a plugin has exactly one", reader.count()));
+    }
+    for memory in reader {
+        let memory = memory.map_err(|err| refused(name, err))?;
+        if memory.shared {
+            return problem("declares a shared memory, but plugin memory may not be shared (no threads)".into());
+        }
+        if memory.memory64 {
+            return problem("declares a 64-bit memory, but plugin memory is 32-bit".into());
+        }
+        if memory.initial > limits.memory_pages() {
+            return Err(PluginError::MemoryTooLarge {
+                name: name.to_owned(),
+                initial_bytes: memory.initial.saturating_mul(PAGE_BYTES),
+                cap_bytes: limits.memory_pages() * PAGE_BYTES,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The ABI's exports, and the type of the one import allowed.
+fn check_abi(
+    name: &str,
+    types: &Types,
+    log_type: Option<u32>,
+    exports: &[(String, ExternalKind, u32)],
+) -> Result<(), PluginError> {
+    let types = types.as_ref();
+    let func_type = |id: CoreTypeId| types[id].unwrap_func();
+    if let Some(ty) = log_type {
+        let ty = func_type(types.core_type_at_in_module(ty));
+        if ty.params() != [ValType::I32, ValType::I32] || !ty.results().is_empty() {
+            return Err(PluginError::LogImportType { name: name.to_owned(), found: signature(ty) });
+        }
+    }
+    let find = |export: &'static str, expected: &'static str| match exports.iter().find(|(n, ..)| n == export) {
+        Some(&(_, kind, index)) => Ok((kind, index)),
+        None => Err(PluginError::MissingExport { name: name.to_owned(), export, expected }),
+    };
+    let wrong = |export, expected, found| PluginError::ExportType { name: name.to_owned(), export, expected, found };
+    let (kind, _) = find("memory", "a memory")?;
+    if kind != ExternalKind::Memory {
+        return Err(wrong("memory", "a memory", kind_name(kind).to_owned()));
+    }
+    for (export, params, results, expected) in FUNCTIONS {
+        match find(export, expected)? {
+            (ExternalKind::Func, index) => {
+                let ty = func_type(types.core_function_at(index));
+                if ty.params() != params || ty.results() != results {
+                    return Err(wrong(export, expected, format!("a function {}", signature(ty))));
+                }
+            }
+            (kind, _) => return Err(wrong(export, expected, kind_name(kind).to_owned())),
+        }
+    }
+    Ok(())
+}
+
+/// `(i32, i32) -> i64`, as the ABI document writes types.
+fn signature(ty: &FuncType) -> String {
+    let list = |types: &[ValType]| types.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    match ty.results() {
+        [one] => format!("({}) -> {one}", list(ty.params())),
+        results => format!("({}) -> ({})", list(ty.params()), list(results)),
+    }
+}
+
+fn kind_name(kind: ExternalKind) -> &'static str {
+    match kind {
+        ExternalKind::Func | ExternalKind::FuncExact => "a function",
+        ExternalKind::Table => "a table",
+        ExternalKind::Memory => "a memory",
+        ExternalKind::Global => "a global",
+        ExternalKind::Tag => "a tag",
+    }
+}
