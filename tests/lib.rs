@@ -1,8 +1,10 @@
 //! Helpers shared by the end-to-end tests: load a shipped scenario, run it
 //! with the built-in controllers, look at the trace.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use recon_host::{CompiledPlugin, Engine, Limits, Module};
 use recon_scenario::Scenario;
 use recon_sim::{Sim, Trace};
 
@@ -41,4 +43,82 @@ pub fn run_with_seed(scenario: &Scenario, seed: u64) -> Trace {
     let mut s = scenario.clone();
     s.seed = seed;
     run(&s)
+}
+
+/// Every built-in controller compiled from its `.wasm` file, by controller name.
+///
+/// The files come from `cargo xtask test` (or `cargo xtask plugins`), which
+/// builds the plugin crates for wasm32 and passes their directory in
+/// `RECON_PLUGIN_DIR`.
+pub fn wasm_plugins() -> BTreeMap<String, CompiledPlugin> {
+    let dir = std::env::var_os("RECON_PLUGIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
+        panic!(
+            "RECON_PLUGIN_DIR is not set: run the tests with `cargo xtask test`, which builds the Wasm plugins \
+             first, or run `cargo xtask plugins` and set RECON_PLUGIN_DIR to the directory it prints"
+        )
+    });
+    let engine = Engine::new().expect("wasmtime starts");
+    recon_catalog::BUILTINS
+        .iter()
+        .map(|b| {
+            let path = dir.join(format!("{}.wasm", b.crate_name));
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (run `cargo xtask plugins`)", path.display()));
+            let module = Module::load(b.name, &bytes, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+            (b.name.to_string(), engine.compile(&module).unwrap_or_else(|e| panic!("{e}")))
+        })
+        .collect()
+}
+
+/// Runs a scenario with every controller as a Wasm plugin under wasmtime.
+pub fn run_wasm(scenario: &Scenario, plugins: &BTreeMap<String, CompiledPlugin>) -> Trace {
+    let plugins = plugins.clone();
+    let instantiate: recon_sim::Instantiate = Box::new(move |c| {
+        let plugin = plugins.get(&c.controller)?;
+        Some(Box::new(plugin.instantiate().expect("built-in plugins instantiate")) as Box<dyn recon_abi::Instance>)
+    });
+    let mut sim = Sim::new(scenario, instantiate).expect("scenario builds");
+    sim.run();
+    sim.into_trace()
+}
+
+/// The #59848 story at scale: `nodes` nodes with a kubelet each, a
+/// ReplicaSet of `pods` pods and a StatefulSet, a partitioned second API
+/// server, a cordon and rolling update, and a kubelet restart that relists
+/// from the stale cache.
+pub fn scaled_59848(nodes: usize, pods: usize) -> Scenario {
+    let mut yaml = String::from(
+        "name: scaled\nseed: 7\nduration: 30s\napiServers:\n  - name: apiserver-1\n  - name: apiserver-2\n    partitions: [ { from: 5s, until: 20s } ]\nnodes:\n",
+    );
+    for n in 1..=nodes {
+        yaml += &format!("  - name: node-{n}\n");
+    }
+    yaml += "components:\n  - { name: scheduler, controller: scheduler, apiServer: apiserver-1 }\n";
+    yaml += "  - { name: replicaset-controller, controller: replicaset, apiServer: apiserver-1 }\n";
+    yaml += "  - { name: statefulset-controller, controller: statefulset, apiServer: apiserver-1 }\n";
+    for n in 1..=nodes {
+        let server = if n % 2 == 0 { "apiserver-2" } else { "apiserver-1" };
+        yaml += &format!(
+            "  - {{ name: kubelet-node-{n}, controller: kubelet, node: node-{n}, apiServer: {server}, failover: [apiserver-1, apiserver-2] }}\n"
+        );
+    }
+    let template =
+        "template: { metadata: { labels: { app: APP } }, spec: { containers: [ { name: c, image: IMAGE } ] } }";
+    let rs = template.replace("APP", "batch").replace("IMAGE", "busybox");
+    let sts = |image: &str| template.replace("APP", "web").replace("IMAGE", image);
+    yaml += &format!(
+        "objects:\n  - {{ apiVersion: apps/v1, kind: ReplicaSet, metadata: {{ name: batch }}, spec: {{ replicas: {pods}, selector: {{ matchLabels: {{ app: batch }} }}, {rs} }} }}\n"
+    );
+    yaml += &format!(
+        "  - {{ apiVersion: apps/v1, kind: StatefulSet, metadata: {{ name: web }}, spec: {{ replicas: 3, selector: {{ matchLabels: {{ app: web }} }}, {} }} }}\n",
+        sts("nginx:1.25")
+    );
+    yaml += "script:\n  - { at: 8s, cordon: { node: node-1 } }\n";
+    yaml += &format!(
+        "  - {{ at: 9s, apply: {{ apiVersion: apps/v1, kind: StatefulSet, metadata: {{ name: web }}, spec: {{ replicas: 3, selector: {{ matchLabels: {{ app: web }} }}, {} }} }} }}\n",
+        sts("nginx:1.26")
+    );
+    yaml += &format!("  - {{ at: 10s, scale: {{ kind: ReplicaSet, name: batch, replicas: {} }} }}\n", pods / 2);
+    yaml += "  - { at: 12s, restart: { component: kubelet-node-1, apiServer: apiserver-2 } }\n";
+    yaml += "  - { at: 14s, restart: { component: scheduler } }\n";
+    recon_scenario::parse("scaled.yaml", &yaml).expect("generated scenario is valid")
 }

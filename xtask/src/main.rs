@@ -88,7 +88,7 @@ fn test(args: &[String]) -> Result<(), String> {
 
 fn bench(args: &[String]) -> Result<(), String> {
     let plugins = build_plugins()?;
-    run(cargo().args(["bench", "--package", "recon-sim"]).args(args).env(PLUGIN_DIR_VAR, &plugins))
+    run(cargo().args(["bench", "--package", "recon-tests"]).args(args).env(PLUGIN_DIR_VAR, &plugins))
 }
 
 /// Where tests and benchmarks look for the built plugins.

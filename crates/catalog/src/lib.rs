@@ -2,81 +2,139 @@
 //!
 //! A scenario names the controller each component runs (`controller:
 //! kubelet`); [`instantiate`] turns that name into a fresh instance, and
-//! [`BUILTINS`] lists the names with one line each for `recon` and the UI.
-//! The built-ins are ordinary plugin crates written against `recon-sdk`,
-//! linked natively here; the same crates build as Wasm plugins.
+//! [`BUILTINS`] lists the names with one line each for `recon` and the UI,
+//! and the crate that builds each one as a Wasm plugin. The built-ins are
+//! ordinary plugin crates written against `recon-sdk`, linked natively here;
+//! the same crates build as Wasm plugins, which must behave identically.
 
 use recon_abi::Instance;
 use recon_plugin_kubelet::Kubelet;
+use recon_plugin_kubelet_fixed::KubeletFixed;
 use recon_plugin_replicaset::ReplicaSetController;
 use recon_plugin_scheduler::Scheduler;
 use recon_plugin_statefulset::StatefulSetController;
 
-/// A built-in controller's name and what it does.
+/// A built-in controller's name, what it does, and where its plugin is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Builtin {
     /// The name scenarios use, e.g. `kubelet`; also the manifest's `name`.
     pub name: &'static str,
     /// One line on what it does.
     pub description: &'static str,
+    /// The Rust crate name of its plugin crate, e.g. `recon_plugin_kubelet`:
+    /// `cargo build --release --target wasm32-unknown-unknown` of that crate
+    /// writes `target/wasm32-unknown-unknown/release/<crate_name>.wasm`
+    /// (the package name is the same with `-` for `_`).
+    pub crate_name: &'static str,
 }
 
 /// Every built-in controller, in alphabetical order.
 pub const BUILTINS: &[Builtin] = &[
     Builtin {
+        name: "deployment",
+        description: "Rolls pod templates out through one ReplicaSet per template hash, within maxSurge and \
+                      maxUnavailable (RollingUpdate) or all at once (Recreate).",
+        crate_name: "recon_plugin_deployment",
+    },
+    Builtin {
         name: "kubelet",
         description: "Node agent: runs the pods bound to its node as its cache says, reports them Running and Ready, \
-                      and finishes their deletion once their container stopped.",
+                      and finishes their deletion once their container stopped. Lists from any cache after a \
+                      restart (resourceVersion=\"0\").",
+        crate_name: "recon_plugin_kubelet",
+    },
+    Builtin {
+        name: "kubelet-fixed",
+        description: "The kubelet with the first fix for #59848: its first list after a restart is a quorum read.",
+        crate_name: "recon_plugin_kubelet_fixed",
     },
     Builtin {
         name: "replicaset",
         description: "Keeps spec.replicas pods per ReplicaSet, with expectations so it does not act twice on one view.",
+        crate_name: "recon_plugin_replicaset",
     },
     Builtin {
         name: "scheduler",
         description: "Binds pending pods to the schedulable node with the fewest pods that has room.",
+        crate_name: "recon_plugin_scheduler",
     },
     Builtin {
         name: "statefulset",
         description: "Runs StatefulSet pods with stable names, one at a time in ordinal order, with rolling updates.",
+        crate_name: "recon_plugin_statefulset",
+    },
+    Builtin {
+        name: "template",
+        description: "The plugin template: labels every pod with the node it is bound to.",
+        crate_name: "recon_plugin_template",
     },
 ];
 
+/// The built-in called `name`, if there is one.
+pub fn builtin(name: &str) -> Option<&'static Builtin> {
+    BUILTINS.iter().find(|b| b.name == name)
+}
+
 /// A fresh instance of the built-in controller called `name`, or `None` if
-/// there is no such built-in. Call `init` on it before anything else.
+/// there is no such built-in. Call `init` on it before anything else. A
+/// native built-in never fails; it is an [`Instance`] so that it runs through
+/// the same interface as a Wasm plugin.
 pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
-    let controller: Box<dyn Instance> = match name {
+    let instance: Box<dyn Instance> = match name {
+        "deployment" => Box::new(recon_plugin_deployment::controller()),
         "kubelet" => Box::new(Kubelet::new()),
+        "kubelet-fixed" => Box::new(KubeletFixed::new()),
         "replicaset" => Box::new(ReplicaSetController::new()),
         "scheduler" => Box::new(Scheduler::new()),
         "statefulset" => Box::new(StatefulSetController::new()),
+        "template" => Box::new(recon_plugin_template::controller()),
         _ => return None,
     };
-    Some(controller)
+    Some(instance)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use recon_abi::{ABI_VERSION, ComponentConfig};
+    use recon_abi::{ABI_VERSION, ComponentConfig, ListMode};
 
     #[test]
     fn every_builtin_instantiates_and_names_itself_in_its_manifest() {
         let config = ComponentConfig { name: "c".into(), node: Some("node-1".into()), ..Default::default() };
         for builtin in BUILTINS {
-            let mut controller = instantiate(builtin.name).expect("listed builtins instantiate");
-            let manifest = controller.init(&config).expect("native controllers do not crash");
+            let mut instance = instantiate(builtin.name).expect("listed builtins instantiate");
+            let manifest = instance.init(&config).expect("native built-ins do not crash");
             assert_eq!(manifest.name, builtin.name);
             assert_eq!(manifest.abi_version, ABI_VERSION);
             assert!(!manifest.watches.is_empty() && !manifest.writes.is_empty());
-            assert_eq!(manifest.node_agent, builtin.name == "kubelet");
+            assert_eq!(manifest.node_agent, builtin.name.starts_with("kubelet"));
+        }
+    }
+
+    #[test]
+    fn only_the_fixed_kubelet_lists_with_a_quorum_read_issue_59848() {
+        let config = ComponentConfig { name: "c".into(), node: Some("node-1".into()), ..Default::default() };
+        for builtin in BUILTINS {
+            let manifest = instantiate(builtin.name).unwrap().init(&config).unwrap();
+            let expected = if builtin.name == "kubelet-fixed" { ListMode::Quorum } else { ListMode::Any };
+            assert_eq!(manifest.list_mode, expected, "{}", builtin.name);
+        }
+    }
+
+    #[test]
+    fn every_builtin_names_the_crate_that_builds_its_plugin() {
+        for listed in BUILTINS {
+            let expected = format!("recon_plugin_{}", listed.name.replace('-', "_"));
+            assert_eq!(listed.crate_name, expected);
+            assert_eq!(builtin(listed.name), Some(listed));
         }
     }
 
     #[test]
     fn unknown_names_are_not_instantiated() {
-        assert!(instantiate("deployment").is_none());
+        assert!(instantiate("daemonset").is_none());
         assert!(instantiate("Kubelet").is_none());
+        assert!(builtin("daemonset").is_none());
     }
 
     #[test]

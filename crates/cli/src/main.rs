@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 use recon_scenario::ScenarioError;
 use recon_sim::{Sim, SimError, Trace};
 
+mod plugins;
 mod report;
 
 /// Recon: a deterministic Kubernetes control-plane simulator.
@@ -42,6 +43,17 @@ enum Command {
         /// Also fail (exit 1) when the outcome differs from the scenario's `expect`.
         #[arg(long)]
         expect: bool,
+        /// Run a component's controller from a Wasm plugin instead:
+        /// `COMPONENT=FILE.wasm` (repeatable).
+        #[arg(long = "plugin", value_name = "COMPONENT=FILE")]
+        plugins: Vec<String>,
+    },
+    /// Validate a Wasm plugin and print its manifest, or say precisely why it is rejected.
+    ///
+    /// Exit status: 0 when the plugin is valid, 2 when it is not.
+    CheckPlugin {
+        /// The plugin (`.wasm`).
+        plugin: PathBuf,
     },
     /// List the built-in controllers a scenario can name.
     Controllers,
@@ -50,7 +62,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { scenario, seed, trace, timeline, expect } => run(&scenario, seed, trace, timeline, expect),
+        Command::Run { scenario, seed, trace, timeline, expect, plugins } => {
+            run(&scenario, seed, trace, timeline, expect, &plugins)
+        }
+        Command::CheckPlugin { plugin } => plugins::check(&plugin),
         Command::Controllers => {
             for b in recon_catalog::BUILTINS {
                 println!("{:<12} {}", b.name, b.description);
@@ -65,7 +80,14 @@ fn bad_input(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn run(path: &PathBuf, seed: Option<u64>, trace_out: Option<PathBuf>, timeline: bool, expect: bool) -> ExitCode {
+fn run(
+    path: &PathBuf,
+    seed: Option<u64>,
+    trace_out: Option<PathBuf>,
+    timeline: bool,
+    expect: bool,
+    plugin_args: &[String],
+) -> ExitCode {
     let file = path.display().to_string();
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
@@ -78,7 +100,11 @@ fn run(path: &PathBuf, seed: Option<u64>, trace_out: Option<PathBuf>, timeline: 
     if let Some(seed) = seed {
         scenario.seed = seed;
     }
-    let mut sim = match Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))) {
+    let swaps = match plugins::load_swaps(&scenario, plugin_args) {
+        Ok(swaps) => swaps,
+        Err(message) => return bad_input(message),
+    };
+    let mut sim = match Sim::new(&scenario, plugins::instantiate_with(swaps)) {
         Ok(sim) => sim,
         Err(SimError::UnknownController { path, controller, .. }) => {
             let known: Vec<&str> = recon_catalog::BUILTINS.iter().map(|b| b.name).collect();

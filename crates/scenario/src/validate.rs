@@ -110,6 +110,11 @@ impl<'a> Validator<'a> {
 
     fn cluster(&mut self, s: &Scenario, defined: &Defined<'_>) {
         let latency = s.network.latency;
+        if latency.min.0 == 0 {
+            // Messages must take time: with zero latency a controller that
+            // answers every reply with a new request would stop the clock.
+            self.report("network.latency.min".into(), "latency min must be at least 1ms".into());
+        }
         if latency.min > latency.max {
             self.report(
                 "network.latency.max".into(),

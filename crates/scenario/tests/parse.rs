@@ -287,6 +287,12 @@ fn a_latency_range_with_min_above_max_is_reported_at_max() {
 }
 
 #[test]
+fn zero_latency_is_reported_because_time_must_pass() {
+    let text = "name: x\nnetwork:\n  latency: {min: 0ms, max: 1ms}\napiServers: [{name: a}]\n";
+    assert_problem(text, 3, 18, "network.latency.min", "latency min must be at least 1ms");
+}
+
+#[test]
 fn a_partition_that_ends_before_it_starts_is_reported_at_until() {
     let text = "\
 name: x

@@ -138,6 +138,11 @@ impl Cache {
         self.len(watch) == 0
     }
 
+    /// The kind `watch` is for.
+    pub fn kind(&self, watch: usize) -> Option<&str> {
+        self.watches.get(watch).map(|w| w.kind.as_str())
+    }
+
     /// How many watches the cache was built for.
     pub fn watch_count(&self) -> usize {
         self.watches.len()

@@ -1,10 +1,19 @@
 //! What a Recon controller author uses on top of [`recon_abi`].
 //!
-//! A controller receives [`recon_abi::Input`]s and returns actions. Start with
-//! [`Cache`]: feed it every list and watch event with [`Cache::apply`]; it
-//! answers with the [`Change`]s (including deletions) so that the controller
-//! can map each one to the keys it must reconcile, and reconcile only those.
-//! Around that loop:
+//! A controller receives [`recon_abi::Input`]s and returns actions. There
+//! are two ways to write one:
+//!
+//! - **Reconcile one key** ([`reconcile`]): implement [`Reconciler`] (one
+//!   function from a key to writes and a [`Requeue`]) and wrap it in a
+//!   [`Runtime`], which is the [`recon_abi::Controller`]. Start here;
+//!   [`typed`] has Pod, ReplicaSet, Deployment and friends as structs.
+//! - **Handle whole inputs**: implement [`recon_abi::Controller`] yourself
+//!   around a [`Cache`]: feed it every list and watch event with
+//!   [`Cache::apply`]; it answers with the [`Change`]s (including deletions)
+//!   to map to the keys to reconcile. The built-in controllers do this.
+//!
+//! Either way, [`export_controller!`] turns the crate into a Wasm plugin
+//! ([`guest`] is the ABI glue behind it). Around the loop:
 //!
 //! - [`Index`] keeps a secondary index (pods by owner uid, pods by node) up to
 //!   date from the same changes, so no reconcile has to scan the cache.
@@ -13,9 +22,9 @@
 //!   on its way, and retries after a failure.
 //! - [`Timers`] deduplicates [`recon_abi::Action::RequeueAfter`]s;
 //!   [`timer_key`] and [`parse_timer_key`] carry an object key through a timer.
-//! - [`pod`], [`meta`], [`status`] and [`hash`] are the small typed helpers
-//!   every workload controller needs (phase, readiness, node name, owner
-//!   references, conditions, template hashes).
+//! - [`pod`], [`meta`], [`status`] and [`hash`] are the small helpers every
+//!   workload controller needs on untyped objects (phase, readiness, node
+//!   name, owner references, conditions, template hashes).
 //! - [`testing`] builds objects and inputs for tests that drive a controller
 //!   through `init` and `handle`.
 //!
@@ -23,16 +32,25 @@
 //! ordered: a controller built on the SDK stays deterministic.
 
 pub mod cache;
+pub mod guest;
 pub mod hash;
 pub mod in_flight;
 pub mod index;
 pub mod meta;
 pub mod pod;
+pub mod reconcile;
 pub mod status;
 pub mod testing;
 pub mod timers;
+pub mod typed;
+
+/// The wire types, re-exported so that plugins and the export macro name
+/// one version of them.
+pub use recon_abi as abi;
 
 pub use cache::{Cache, Change};
+pub use guest::log;
 pub use in_flight::{Answered, InFlight, RETRY_AFTER_MS};
 pub use index::Index;
+pub use reconcile::{Context, Reconciler, Requeue, Runtime};
 pub use timers::{Timers, parse_timer_key, timer_key};

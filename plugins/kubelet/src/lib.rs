@@ -187,5 +187,9 @@ fn running_status(pod: &Object, now: u64) -> Object {
     object
 }
 
+// The Wasm plugin: `cargo build --release --target wasm32-unknown-unknown -p recon-plugin-kubelet`.
+#[cfg(feature = "export")]
+recon_sdk::export_controller!(Kubelet::new());
+
 #[cfg(test)]
 mod tests;

@@ -374,5 +374,9 @@ fn new_pod(set: &Object) -> Object {
     }
 }
 
+// The Wasm plugin: `cargo build --release --target wasm32-unknown-unknown -p recon-plugin-replicaset`.
+#[cfg(feature = "export")]
+recon_sdk::export_controller!(ReplicaSetController::new());
+
 #[cfg(test)]
 mod tests;

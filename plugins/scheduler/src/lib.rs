@@ -250,5 +250,9 @@ fn binding(pod: &Object, node: &str) -> Object {
     bound
 }
 
+// The Wasm plugin: `cargo build --release --target wasm32-unknown-unknown -p recon-plugin-scheduler`.
+#[cfg(feature = "export")]
+recon_sdk::export_controller!(Scheduler::new());
+
 #[cfg(test)]
 mod tests;

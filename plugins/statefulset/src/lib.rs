@@ -29,6 +29,11 @@
 //! currentRevision, updateRevision, observedGeneration) is written with
 //! `UpdateStatus` only when it changed.
 //!
+//! It is written as a [`Reconciler`] ([`StatefulSets`], one set per call)
+//! run by the SDK's [`Runtime`], which keeps the informer cache, maps each
+//! change to the sets to reconcile, waits for the first lists, and retries
+//! writes that failed transiently.
+//!
 //! Differences from the real controller: no ControllerRevision objects, so a
 //! pod is always created from the current template (the real one recreates
 //! pods below the partition from the old revision); the Parallel policy,
@@ -36,15 +41,16 @@
 //! `replicas` in the status counts every existing pod of the set (the real
 //! one counts pods that have a phase).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use recon_abi::{
-    ABI_VERSION, Action, ComponentConfig, Controller, Input, InputEvent, ListMode, Manifest, Object, ObjectKey,
-    ObjectMeta, Output, Verb, WatchSpec, WritePermission,
+    ABI_VERSION, Action, ComponentConfig, Controller, Input, ListMode, Manifest, Object, ObjectKey, ObjectMeta, Output,
+    Verb, WatchSpec, WritePermission,
 };
 use recon_sdk::hash::template_hash;
 use recon_sdk::meta::{self, controller_uid, is_controlled_by, json_object_mut, owner_reference};
-use recon_sdk::{Cache, Change, InFlight, Index, Timers, parse_timer_key, pod, timer_key};
+use recon_sdk::reconcile::{Context, Reconciler, Requeue, Runtime};
+use recon_sdk::{Cache, Change, InFlight, Index, pod};
 use serde_json::{Map, Value, json};
 
 /// The watch index of StatefulSets in the manifest.
@@ -57,28 +63,12 @@ pub const POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
 /// The label carrying the revision a pod was created from, as in Kubernetes.
 pub const REVISION_LABEL: &str = "controller-revision-hash";
 
-/// The StatefulSet controller (see the crate documentation).
-#[derive(Clone, Debug)]
+/// The StatefulSet controller (see the crate documentation): [`StatefulSets`]
+/// in the SDK's [`Runtime`], which keeps the cache, the sets to reconcile
+/// until the first lists are in, and the writes in flight.
+#[derive(Clone, Debug, Default)]
 pub struct StatefulSetController {
-    cache: Cache,
-    /// Pods by the uid of their controlling owner.
-    owned: Index,
-    /// Sets to reconcile once the cache is synced.
-    dirty: BTreeSet<ObjectKey>,
-    in_flight: InFlight,
-    timers: Timers,
-}
-
-impl Default for StatefulSetController {
-    fn default() -> Self {
-        StatefulSetController {
-            cache: Cache::default(),
-            owned: Index::new(|p| controller_uid(p).map(str::to_string)),
-            dirty: BTreeSet::new(),
-            in_flight: InFlight::new(),
-            timers: Timers::new(),
-        }
-    }
+    runtime: Runtime<StatefulSets>,
 }
 
 impl StatefulSetController {
@@ -89,12 +79,35 @@ impl StatefulSetController {
 }
 
 impl Controller for StatefulSetController {
+    fn init(&mut self, config: &ComponentConfig) -> Manifest {
+        self.runtime.init(config)
+    }
+
+    fn handle(&mut self, input: &Input) -> Output {
+        self.runtime.handle(input)
+    }
+}
+
+/// The StatefulSet reconciler: one set per call of [`Reconciler::reconcile`].
+#[derive(Clone, Debug)]
+pub struct StatefulSets {
+    /// Pods by the uid of their controlling owner.
+    owned: Index,
+}
+
+impl Default for StatefulSets {
+    fn default() -> Self {
+        StatefulSets { owned: Index::new(|p| controller_uid(p).map(str::to_string)) }
+    }
+}
+
+impl Reconciler for StatefulSets {
     fn init(&mut self, _config: &ComponentConfig) -> Manifest {
+        *self = StatefulSets::default();
         let watches = vec![
             WatchSpec { kind: "StatefulSet".into(), ..WatchSpec::default() },
             WatchSpec { kind: "Pod".into(), ..WatchSpec::default() },
         ];
-        *self = StatefulSetController { cache: Cache::new(&watches), ..StatefulSetController::default() };
         Manifest {
             name: "statefulset".into(),
             abi_version: ABI_VERSION,
@@ -108,69 +121,36 @@ impl Controller for StatefulSetController {
         }
     }
 
-    fn handle(&mut self, input: &Input) -> Output {
-        let now = input.time_ms;
-        let mut actions = Vec::new();
-        for event in &input.events {
-            match event {
-                InputEvent::Result(result) => {
-                    let current = self.cache.find(&result.key);
-                    let Some(answer) = self.in_flight.on_result(result, current, now) else { continue };
-                    if let Some(after) = answer.retry_after_ms {
-                        actions.extend(self.timers.schedule(timer_key(&answer.wake), now, after));
-                    }
-                    self.dirty.insert(answer.wake);
-                }
-                InputEvent::Timer { key } => {
-                    self.timers.fired(key);
-                    self.dirty.extend(parse_timer_key(key));
-                }
-                InputEvent::Listed { .. } | InputEvent::Watch { .. } => {
-                    for change in self.cache.apply(event) {
-                        self.observe(change, now);
-                    }
-                }
-            }
-        }
-        // Like WaitForCacheSync: acting on pods before they are listed would
-        // create every ordinal again. The dirty set keeps until then.
-        if self.cache.all_synced() {
-            for key in std::mem::take(&mut self.dirty) {
-                self.reconcile(&key, now, &mut actions);
-            }
-        }
-        Output { actions }
-    }
-}
-
-impl StatefulSetController {
-    /// Maps a change to the sets that must be reconciled.
-    fn observe(&mut self, change: Change, now: u64) {
-        let current = self.cache.get(change.watch, &change.key);
-        self.in_flight.settle(&change.key, current, now);
+    /// A set's own changes make it dirty; a pod's make its owner (before and
+    /// after) dirty, and the set whose ordinal name it holds.
+    fn keys_for(&mut self, change: &Change, cache: &Cache) -> Vec<ObjectKey> {
         if change.watch == SETS {
-            self.dirty.insert(change.key);
-            return;
+            return vec![change.key.clone()];
         }
+        let current = cache.get(change.watch, &change.key);
         self.owned.update(&change.key, current);
-        for pod in change.old.iter().chain(current) {
-            if let Some(owner) = meta::controller_key(pod).filter(|k| k.kind == "StatefulSet") {
-                self.dirty.insert(owner);
-            }
-        }
+        let mut keys: Vec<ObjectKey> = change
+            .old
+            .iter()
+            .chain(current)
+            .filter_map(meta::controller_key)
+            .filter(|k| k.kind == "StatefulSet")
+            .collect();
         // A pod that is not (or no longer) the set's can still hold or free
         // the name of one of its ordinals.
         if let Some((set, _)) = split_ordinal(&change.key.name) {
-            self.dirty.insert(ObjectKey::new("StatefulSet", &change.key.namespace, set));
+            keys.push(ObjectKey::new("StatefulSet", &change.key.namespace, set));
         }
+        keys
     }
 
-    fn reconcile(&mut self, key: &ObjectKey, now: u64, actions: &mut Vec<Action>) {
-        let Self { cache, owned, in_flight, .. } = self;
-        let Some(set) = cache.get(SETS, key) else { return };
+    fn reconcile(&mut self, key: &ObjectKey, ctx: &mut Context<'_>) -> Requeue {
+        let cache = ctx.cache();
+        let now = ctx.now_ms();
+        let Some(set) = cache.get(SETS, key) else { return Requeue::AwaitChange };
         if set.is_terminating() {
             // Deleting a set's pods is the garbage collector's job.
-            return;
+            return Requeue::AwaitChange;
         }
         let name = set.metadata.name.as_str();
         let replicas = meta::replicas(set);
@@ -178,7 +158,7 @@ impl StatefulSetController {
         let update_revision = format!("{name}-{}", template_hash(&template));
 
         let mut pods: BTreeMap<u32, &Object> = BTreeMap::new();
-        for pod_key in owned.keys(&set.metadata.uid) {
+        for pod_key in self.owned.keys(&set.metadata.uid) {
             if let Some(pod) = cache.get(PODS, pod_key)
                 && let Some((owner, ordinal)) = split_ordinal(&pod.metadata.name)
                 && owner == name
@@ -187,16 +167,18 @@ impl StatefulSetController {
             }
         }
 
-        match next_pod_change(set, &pods, replicas, &update_revision, cache, in_flight, now) {
+        // The writes are tracked by hand: a change to one ordinal blocks
+        // the whole set (see `next_pod_change`), not just that pod.
+        match next_pod_change(set, &pods, replicas, &update_revision, cache, ctx.in_flight(), now) {
             Some(PodChange::Create(ordinal)) => {
                 let pod = new_pod(set, ordinal, &update_revision);
-                in_flight.record(Verb::Create, pod.key(), None, key.clone());
-                actions.push(Action::Create { object: pod });
+                ctx.in_flight().record(Verb::Create, pod.key(), None, key.clone());
+                ctx.push(Action::Create { object: pod });
             }
             Some(PodChange::Delete(pod)) => {
                 // Only this incarnation; the pod's kubelet finishes the delete.
-                in_flight.record(Verb::Delete, pod.key(), Some(pod), key.clone());
-                actions.push(Action::Delete {
+                ctx.in_flight().record(Verb::Delete, pod.key(), Some(pod), key.clone());
+                ctx.push(Action::Delete {
                     key: pod.key(),
                     uid: Some(pod.metadata.uid.clone()),
                     resource_version: None,
@@ -207,12 +189,12 @@ impl StatefulSetController {
         }
 
         let status = compute_status(set, &pods, replicas, &update_revision);
-        if status != set.status && !in_flight.blocks(key, Some(set), now) {
+        if status != set.status {
             let mut object = set.clone();
             object.status = status;
-            actions.push(Action::UpdateStatus { object });
-            in_flight.record(Verb::UpdateStatus, key.clone(), Some(set), key.clone());
+            ctx.update_status(object);
         }
+        Requeue::AwaitChange
     }
 }
 
@@ -359,6 +341,10 @@ fn compute_status(set: &Object, pods: &BTreeMap<u32, &Object>, replicas: u32, up
     fields.insert("updateRevision".into(), json!(update_revision));
     status
 }
+
+// The Wasm plugin: `cargo build --release --target wasm32-unknown-unknown -p recon-plugin-statefulset`.
+#[cfg(feature = "export")]
+recon_sdk::export_controller!(StatefulSetController::new());
 
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,115 @@
+//! Wasm plugins on the command line: `--plugin COMPONENT=FILE` and `check-plugin`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::ExitCode;
+
+use recon_abi::{ComponentConfig, Crash, Input, Instance, Manifest, Output};
+use recon_host::{CompiledPlugin, Engine, Limits, Module};
+use recon_scenario::Scenario;
+use recon_sim::Instantiate;
+
+/// Loads `COMPONENT=FILE` arguments: each file is validated, instrumented
+/// and compiled once. Errors are one line, ready to print.
+pub fn load_swaps(scenario: &Scenario, args: &[String]) -> Result<BTreeMap<String, CompiledPlugin>, String> {
+    let mut swaps = BTreeMap::new();
+    if args.is_empty() {
+        return Ok(swaps);
+    }
+    let engine = Engine::new().map_err(|e| e.to_string())?;
+    for arg in args {
+        let Some((component, file)) = arg.split_once('=') else {
+            return Err(format!("--plugin {arg:?}: expected COMPONENT=FILE.wasm"));
+        };
+        if !scenario.components.iter().any(|c| c.name == component) {
+            let names: Vec<&str> = scenario.components.iter().map(|c| c.name.as_str()).collect();
+            return Err(format!(
+                "--plugin {arg:?}: the scenario has no component {component:?} (it has: {})",
+                names.join(", ")
+            ));
+        }
+        let compiled = load(&engine, Path::new(file))?;
+        swaps.insert(component.to_string(), compiled);
+    }
+    Ok(swaps)
+}
+
+fn load(engine: &Engine, path: &Path) -> Result<CompiledPlugin, String> {
+    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read the plugin: {e}", path.display()))?;
+    let module = Module::load(&name, &bytes, &Limits::default()).map_err(|e| e.to_string())?;
+    engine.compile(&module).map_err(|e| e.to_string())
+}
+
+/// Instantiates swapped components from their plugin and the rest from the
+/// built-in catalog by controller name.
+pub fn instantiate_with(swaps: BTreeMap<String, CompiledPlugin>) -> Instantiate {
+    Box::new(move |component| match swaps.get(&component.name) {
+        Some(plugin) => Some(match plugin.instantiate() {
+            Ok(instance) => Box::new(instance) as Box<dyn Instance>,
+            Err(crash) => Box::new(Failed(crash)),
+        }),
+        None => recon_catalog::instantiate(&component.controller),
+    })
+}
+
+/// A plugin that could not even be instantiated: every start crashes with
+/// the reason, which the simulator reports and backs off from.
+struct Failed(Crash);
+
+impl Instance for Failed {
+    fn init(&mut self, _: &ComponentConfig) -> Result<Manifest, Crash> {
+        Err(self.0.clone())
+    }
+
+    fn handle(&mut self, _: &Input) -> Result<Output, Crash> {
+        Err(self.0.clone())
+    }
+}
+
+/// `recon check-plugin FILE`: validate, start, print the manifest.
+pub fn check(path: &Path) -> ExitCode {
+    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("{}: cannot read the plugin: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    match recon_host::check(&name, &bytes, &Limits::default()) {
+        Ok(manifest) => {
+            print_manifest(&name, &manifest);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("rejected: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn print_manifest(file: &str, m: &Manifest) {
+    println!("{file}: valid plugin");
+    println!("controller  {}", m.name);
+    println!("abi         version {}", m.abi_version);
+    println!("list mode   {:?}", m.list_mode);
+    println!("node agent  {}", if m.node_agent { "yes (may start and stop containers)" } else { "no" });
+    for (i, w) in m.watches.iter().enumerate() {
+        let mut line = format!("watch {i}     {}", w.kind);
+        if !w.namespace.is_empty() {
+            line += &format!(" in {}", w.namespace);
+        }
+        if !w.field_selector.is_empty() {
+            line += &format!(" fields {}", w.field_selector);
+        }
+        if !w.label_selector.is_empty() {
+            line += &format!(" labels {}", w.label_selector);
+        }
+        println!("{line}");
+    }
+    for w in &m.writes {
+        let verbs: Vec<String> = w.verbs.iter().map(|v| format!("{v:?}")).collect();
+        println!("writes      {}: {}", w.kind, verbs.join(", "));
+    }
+}

@@ -1,0 +1,439 @@
+//! The guest side of the plugin ABI (`docs/plugin-abi.md`): what
+//! [`export_controller!`](crate::export_controller) connects a controller to.
+//!
+//! The ABI passes bytes through the module's linear memory: the host asks
+//! [`Guest::alloc`] for a buffer, writes a JSON document into it and calls
+//! `recon_init` or `recon_handle` with its address; the plugin answers with
+//! the address and length of a JSON document of its own. [`Guest`] does all
+//! of that in safe Rust, so it can be tested natively; the wasm32-only
+//! functions at the bottom (`alloc`, `init`, `handle`) are the thin
+//! layer the macro's exports call, with the one [`Guest`] of the instance.
+//!
+//! # Why this is sound
+//!
+//! The glue contains no `unsafe` code and never turns an integer from the
+//! host into a pointer:
+//!
+//! - An input buffer is a `Vec<u8>` that [`Guest`] keeps in a table keyed by
+//!   its address. Its pointer is *exposed* when the address is handed to the
+//!   host, and the host writes into it while no Rust code runs and no Rust
+//!   reference to it is live, as foreign code writes into a buffer it was
+//!   given. When the host passes an address back, the buffer is *looked up*
+//!   in the table: an unknown address, or a length beyond the buffer, is a
+//!   panic, never a read of memory the glue does not own. Any bytes are
+//!   valid `u8`s.
+//! - The output is a `Vec<u8>` kept in [`Guest`] until the next call, so its
+//!   address stays valid while the host copies it out, as the ABI requires.
+//! - A document that does not decode is a panic too. On wasm32 a panic is an
+//!   abort, which is a trap: the host crashes this instance and restarts it,
+//!   which is the documented behaviour for a plugin that cannot go on.
+//!
+//! Only two things need `unsafe`, both outside this module's logic: the
+//! `#[unsafe(no_mangle)]` attributes the macro puts on the exports (a symbol
+//! name is global), and the declaration of the `recon.log` import behind
+//! [`log`], whose one call passes the address and length of a
+//! live `&str`.
+
+use std::collections::BTreeMap;
+
+use recon_abi::{ABI_VERSION, ComponentConfig, Controller, Input};
+
+/// Builds the instance's controller; the macro passes a function that
+/// evaluates the expression it was given.
+pub type Make = fn() -> Box<dyn Controller>;
+
+/// The state of one plugin instance: its controller, the input buffers the
+/// host has asked for and not yet handed back, and the last output.
+#[derive(Default)]
+pub struct Guest {
+    controller: Option<Box<dyn Controller>>,
+    inputs: BTreeMap<usize, Vec<u8>>,
+    output: Vec<u8>,
+}
+
+impl std::fmt::Debug for Guest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guest")
+            .field("initialised", &self.controller.is_some())
+            .field("pending_inputs", &self.inputs.len())
+            .field("output_len", &self.output.len())
+            .finish()
+    }
+}
+
+impl Guest {
+    /// No controller yet (it is built by the first [`Guest::init`]), no buffers.
+    pub fn new() -> Guest {
+        Guest::default()
+    }
+
+    /// `recon_alloc`: a zeroed buffer of `len` bytes for the host to fill;
+    /// returns its address, or `None` if memory is exhausted (the export
+    /// returns `0` then, as the ABI says).
+    pub fn alloc(&mut self, len: usize) -> Option<usize> {
+        let mut buffer = Vec::new();
+        // At least one byte, so that every live buffer has its own address
+        // (an empty Vec's dangling pointer would be shared).
+        let size = len.max(1);
+        buffer.try_reserve_exact(size).ok()?;
+        buffer.resize(size, 0);
+        let address = buffer.as_mut_ptr().expose_provenance();
+        self.inputs.insert(address, buffer);
+        Some(address)
+    }
+
+    /// The buffer at `address`, as the host sees it: what a native test
+    /// writes into to play the host's part.
+    pub fn input_mut(&mut self, address: usize) -> Option<&mut [u8]> {
+        self.inputs.get_mut(&address).map(Vec::as_mut_slice)
+    }
+
+    /// How many buffers the host has asked for and not handed back.
+    pub fn pending_inputs(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// `recon_init`: builds the controller on the first call (with `make`),
+    /// passes it the `ComponentConfig` at `address` and returns the encoded
+    /// `Manifest`. Panics if the address is not a buffer from
+    /// [`Guest::alloc`] or the document does not decode.
+    pub fn init(&mut self, make: Make, address: usize, len: usize) -> &[u8] {
+        let input = self.take_input(address, len, "recon_init");
+        let controller = self.controller.get_or_insert_with(make);
+        self.output = init_json(controller.as_mut(), &input);
+        &self.output
+    }
+
+    /// `recon_handle`: passes the `Input` at `address` to the controller and
+    /// returns the encoded `Output`. Panics before [`Guest::init`], if the
+    /// address is not a buffer from [`Guest::alloc`], or if the document does
+    /// not decode.
+    pub fn handle(&mut self, address: usize, len: usize) -> &[u8] {
+        let input = self.take_input(address, len, "recon_handle");
+        let Some(controller) = self.controller.as_mut() else {
+            panic!("recon_handle was called before recon_init");
+        };
+        self.output = handle_json(controller.as_mut(), &input);
+        &self.output
+    }
+
+    /// Removes the buffer at `address` from the table: it belongs to the
+    /// call now, and is freed when the call is done.
+    fn take_input(&mut self, address: usize, len: usize, export: &str) -> Vec<u8> {
+        let Some(mut buffer) = self.inputs.remove(&address) else {
+            panic!("{export}: address {address} is not a buffer from recon_alloc");
+        };
+        if len > buffer.len() {
+            panic!("{export}: length {len} exceeds the {} bytes allocated at {address}", buffer.len());
+        }
+        buffer.truncate(len);
+        buffer
+    }
+}
+
+/// Decodes a `ComponentConfig`, calls [`Controller::init`] and encodes the
+/// `Manifest`: the JSON round trip of `recon_init`. Panics if the bytes do
+/// not decode.
+pub fn init_json(controller: &mut dyn Controller, input: &[u8]) -> Vec<u8> {
+    let config: ComponentConfig = serde_json::from_slice(input)
+        .unwrap_or_else(|e| panic!("recon_init: the ComponentConfig does not decode: {e}"));
+    let manifest = controller.init(&config);
+    serde_json::to_vec(&manifest).expect("a Manifest always encodes as JSON")
+}
+
+/// Decodes an `Input`, calls [`Controller::handle`] and encodes the
+/// `Output`: the JSON round trip of `recon_handle`. Panics if the bytes do
+/// not decode.
+pub fn handle_json(controller: &mut dyn Controller, input: &[u8]) -> Vec<u8> {
+    let input: Input =
+        serde_json::from_slice(input).unwrap_or_else(|e| panic!("recon_handle: the Input does not decode: {e}"));
+    let output = controller.handle(&input);
+    serde_json::to_vec(&output).expect("an Output always encodes as JSON")
+}
+
+/// The `i64` that `recon_init` and `recon_handle` return: `(address << 32) | len`.
+pub fn pack(address: u32, len: u32) -> i64 {
+    ((u64::from(address) << 32) | u64::from(len)) as i64
+}
+
+/// What `recon_abi_version` returns.
+pub fn abi_version() -> i32 {
+    ABI_VERSION as i32
+}
+
+#[cfg(target_arch = "wasm32")]
+mod instance {
+    use std::cell::RefCell;
+
+    use super::{Guest, Make, pack};
+
+    thread_local! {
+        // wasm32 without the atomics feature has one thread, so this is one
+        // plain static per module instance; RefCell catches reentrancy.
+        static GUEST: RefCell<Guest> = RefCell::new(Guest::new());
+    }
+
+    /// A wasm32 address as the ABI's `i32`, and back.
+    fn to_i32(address: usize) -> i32 {
+        address as u32 as i32
+    }
+
+    fn from_i32(value: i32) -> usize {
+        value as u32 as usize
+    }
+
+    fn packed(output: &[u8]) -> i64 {
+        pack(output.as_ptr().expose_provenance() as u32, output.len() as u32)
+    }
+
+    /// The `recon_alloc` export.
+    pub fn alloc(len: i32) -> i32 {
+        let Ok(len) = usize::try_from(len) else { return 0 };
+        GUEST.with_borrow_mut(|guest| guest.alloc(len)).map_or(0, to_i32)
+    }
+
+    /// The `recon_init` export.
+    pub fn init(make: Make, address: i32, len: i32) -> i64 {
+        // A panic traps without a word on wasm32; say why in the
+        // component's log first, so the host can show the reason.
+        std::panic::set_hook(Box::new(|info| crate::log(&info.to_string())));
+        GUEST.with_borrow_mut(|guest| packed(guest.init(make, from_i32(address), from_i32(len))))
+    }
+
+    /// The `recon_handle` export.
+    pub fn handle(address: i32, len: i32) -> i64 {
+        GUEST.with_borrow_mut(|guest| packed(guest.handle(from_i32(address), from_i32(len))))
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+pub use instance::{alloc, handle, init};
+
+/// Writes a line to the component's log: the `recon.log` import on wasm32
+/// (imported only by plugins that call this; the SDK calls it when a
+/// plugin panics), nothing natively.
+pub fn log(line: &str) {
+    #[cfg(target_arch = "wasm32")]
+    import::log(line);
+    #[cfg(not(target_arch = "wasm32"))]
+    let _ = line;
+}
+
+#[cfg(target_arch = "wasm32")]
+#[allow(unsafe_code, reason = "declaring and calling the host's `recon.log` import is FFI")]
+mod import {
+    #[link(wasm_import_module = "recon")]
+    unsafe extern "C" {
+        // The import is `recon.log`; the Rust name differs so that it can
+        // never be confused with libm's `log`.
+        #[link_name = "log"]
+        fn recon_log(address: *const u8, len: usize);
+    }
+
+    pub fn log(line: &str) {
+        // SAFETY: the host only reads `line.len()` bytes at `line.as_ptr()`
+        // in this module's memory during the call, and `line` keeps them
+        // alive and initialised until it returns.
+        unsafe { recon_log(line.as_ptr(), line.len()) }
+    }
+}
+
+/// Exports a controller as a Recon plugin: `recon_abi_version`,
+/// `recon_alloc`, `recon_init` and `recon_handle`, exactly as
+/// `docs/plugin-abi.md` describes (rustc exports `memory` itself).
+///
+/// The argument is an expression that builds the controller; it is
+/// evaluated once per module instance, on the first `recon_init`. Put the
+/// macro at the root of a `cdylib` crate; it expands to nothing unless the
+/// target is wasm32, so the same crate also links natively.
+///
+/// ```
+/// use recon_abi::{ComponentConfig, Controller, Input, Manifest, Output};
+///
+/// #[derive(Default)]
+/// pub struct Idle;
+///
+/// impl Controller for Idle {
+///     fn init(&mut self, _config: &ComponentConfig) -> Manifest {
+///         Manifest { name: "idle".into(), abi_version: recon_abi::ABI_VERSION, ..Manifest::default() }
+///     }
+///
+///     fn handle(&mut self, _input: &Input) -> Output {
+///         Output::default()
+///     }
+/// }
+///
+/// recon_sdk::export_controller!(Idle::default());
+/// ```
+///
+/// A plugin crate that other plugin crates (or the catalog) link as a
+/// library should expand the macro behind a default cargo feature that they
+/// turn off (the built-ins call it `export`), so that only one set of
+/// exports ends up in any one module.
+#[macro_export]
+macro_rules! export_controller {
+    ($make:expr $(,)?) => {
+        #[cfg(target_arch = "wasm32")]
+        #[doc(hidden)]
+        fn __recon_make_controller() -> ::std::boxed::Box<dyn $crate::abi::Controller> {
+            ::std::boxed::Box::new($make)
+        }
+
+        // A module of its own: the exports land in their own codegen unit, so
+        // a plugin that links this crate as a library does not pull them in.
+        #[cfg(target_arch = "wasm32")]
+        #[doc(hidden)]
+        #[allow(unsafe_code, reason = "the ABI's export names must be unmangled symbols")]
+        mod __recon_exports {
+            /// `() -> i32`: the ABI version.
+            #[unsafe(no_mangle)]
+            pub extern "C" fn recon_abi_version() -> i32 {
+                $crate::guest::abi_version()
+            }
+
+            /// `(len: i32) -> i32`: a buffer for the host to fill, or 0.
+            #[unsafe(no_mangle)]
+            pub extern "C" fn recon_alloc(len: i32) -> i32 {
+                $crate::guest::alloc(len)
+            }
+
+            /// `(ptr: i32, len: i32) -> i64`: ComponentConfig in, Manifest out.
+            #[unsafe(no_mangle)]
+            pub extern "C" fn recon_init(ptr: i32, len: i32) -> i64 {
+                $crate::guest::init(super::__recon_make_controller, ptr, len)
+            }
+
+            /// `(ptr: i32, len: i32) -> i64`: Input in, Output out.
+            #[unsafe(no_mangle)]
+            pub extern "C" fn recon_handle(ptr: i32, len: i32) -> i64 {
+                $crate::guest::handle(ptr, len)
+            }
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{input, listed, pod};
+    use recon_abi::{Action, ListMode, Manifest, Output, WatchSpec};
+
+    /// Echoes the names of the pods it is given as creates, to see data
+    /// cross the glue both ways.
+    #[derive(Default)]
+    struct Echo;
+
+    impl Controller for Echo {
+        fn init(&mut self, config: &ComponentConfig) -> Manifest {
+            Manifest {
+                name: config.name.clone(),
+                abi_version: ABI_VERSION,
+                watches: vec![WatchSpec { kind: "Pod".into(), ..WatchSpec::default() }],
+                list_mode: ListMode::Quorum,
+                ..Manifest::default()
+            }
+        }
+
+        fn handle(&mut self, input: &Input) -> Output {
+            let actions = input
+                .events
+                .iter()
+                .filter_map(|e| match e {
+                    recon_abi::InputEvent::Listed { objects, .. } => Some(objects.clone()),
+                    _ => None,
+                })
+                .flatten()
+                .map(|object| Action::Create { object })
+                .collect();
+            Output { actions }
+        }
+    }
+
+    fn make() -> Box<dyn Controller> {
+        Box::new(Echo)
+    }
+
+    /// Plays the host: alloc, write, call.
+    fn send(guest: &mut Guest, bytes: &[u8]) -> usize {
+        let address = guest.alloc(bytes.len()).expect("memory");
+        guest.input_mut(address).expect("just allocated")[..bytes.len()].copy_from_slice(bytes);
+        address
+    }
+
+    #[test]
+    fn the_glue_round_trips_config_manifest_input_and_output_as_json() {
+        let mut guest = Guest::new();
+        let config = ComponentConfig { name: "echo".into(), ..ComponentConfig::default() };
+        let bytes = serde_json::to_vec(&config).unwrap();
+        let address = send(&mut guest, &bytes);
+        let manifest: Manifest = serde_json::from_slice(guest.init(make, address, bytes.len())).unwrap();
+        assert_eq!(manifest.name, "echo");
+        assert_eq!(manifest.list_mode, ListMode::Quorum);
+
+        let web0 = pod("default", "web-0", "uid-1", "5");
+        let bytes = serde_json::to_vec(&input(7, vec![listed(0, "5", vec![web0.clone()])])).unwrap();
+        let address = send(&mut guest, &bytes);
+        let output: Output = serde_json::from_slice(guest.handle(address, bytes.len())).unwrap();
+        assert_eq!(output.actions, vec![Action::Create { object: web0 }]);
+        assert_eq!(guest.pending_inputs(), 0, "every input buffer is freed by the call it was passed to");
+    }
+
+    #[test]
+    fn the_wire_text_uses_the_documented_camel_case_tags() {
+        let mut echo = Echo;
+        let manifest = init_json(&mut echo, br#"{"name":"c","node":"node-1"}"#);
+        let text = String::from_utf8(manifest).unwrap();
+        assert!(text.contains(r#""abiVersion":1"#) && text.contains(r#""listMode":"quorum""#), "{text}");
+        let output = handle_json(&mut echo, br#"{"timeMs":0,"events":[]}"#);
+        assert_eq!(output, br#"{"actions":[]}"#);
+    }
+
+    #[test]
+    #[should_panic(expected = "the Input does not decode")]
+    fn an_input_that_does_not_decode_panics_which_traps_the_instance() {
+        handle_json(&mut Echo, br#"{"timeMs":0,"events":[],"surprise":true}"#);
+    }
+
+    #[test]
+    #[should_panic(expected = "not a buffer from recon_alloc")]
+    fn an_address_the_guest_did_not_allocate_panics_instead_of_reading_memory() {
+        let mut guest = Guest::new();
+        let address = guest.alloc(8).unwrap();
+        guest.init(make, address + 1, 2);
+    }
+
+    #[test]
+    #[should_panic(expected = "exceeds the 4 bytes")]
+    fn a_length_beyond_the_buffer_panics_instead_of_reading_past_it() {
+        let mut guest = Guest::new();
+        let address = guest.alloc(4).unwrap();
+        guest.init(make, address, 5);
+    }
+
+    #[test]
+    #[should_panic(expected = "before recon_init")]
+    fn handle_before_init_panics() {
+        let mut guest = Guest::new();
+        let address = send(&mut guest, b"{}");
+        guest.handle(address, 2);
+    }
+
+    #[test]
+    fn zero_length_buffers_have_distinct_addresses_and_an_empty_document_does_not_decode() {
+        let mut guest = Guest::new();
+        let (a, b) = (guest.alloc(0).unwrap(), guest.alloc(0).unwrap());
+        assert_ne!(a, b);
+        assert_eq!(guest.pending_inputs(), 2);
+        let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            guest.init(make, a, 0);
+        }));
+        assert!(failed.is_err(), "an empty document is not a ComponentConfig");
+    }
+
+    #[test]
+    fn results_are_packed_as_address_high_and_length_low() {
+        assert_eq!(pack(0x10, 0x20), 0x0000_0010_0000_0020);
+        assert_eq!(pack(u32::MAX, 1) as u64 >> 32, u64::from(u32::MAX));
+        assert_eq!(abi_version(), 1);
+    }
+}

@@ -1,0 +1,439 @@
+//! A kube-rs-style reconcile loop: write [`Reconciler::reconcile`] for one
+//! key, and [`Runtime`] does the rest of being a [`Controller`].
+//!
+//! ```
+//! use recon_abi::{ABI_VERSION, ComponentConfig, Manifest, ObjectKey, WatchSpec};
+//! use recon_sdk::reconcile::{Context, Reconciler, Requeue, Runtime};
+//!
+//! /// Logs nothing, writes nothing: the smallest reconciler there is.
+//! #[derive(Default)]
+//! struct Noop;
+//!
+//! impl Reconciler for Noop {
+//!     fn init(&mut self, _config: &ComponentConfig) -> Manifest {
+//!         let watches = vec![WatchSpec { kind: "Pod".into(), ..WatchSpec::default() }];
+//!         Manifest { name: "noop".into(), abi_version: ABI_VERSION, watches, ..Manifest::default() }
+//!     }
+//!
+//!     fn reconcile(&mut self, key: &ObjectKey, ctx: &mut Context<'_>) -> Requeue {
+//!         let _pod = ctx.get(key);
+//!         Requeue::AwaitChange
+//!     }
+//! }
+//!
+//! let controller = Runtime::new(Noop);
+//! ```
+//!
+//! What [`Runtime`] does on every call, in this order:
+//!
+//! 1. Feeds list results and watch events to its [`Cache`], settles the
+//!    [`InFlight`] entry of every changed object, and asks
+//!    [`Reconciler::keys_for`] which keys each change makes dirty (by
+//!    default: a primary object itself, and the primary owner of any other).
+//! 2. Matches write results to the writes the [`Context`] sent, and makes
+//!    the key that sent each one dirty; a transient failure also schedules a
+//!    retry of that key after [`crate::RETRY_AFTER_MS`].
+//! 3. Makes the keys of due requeue timers dirty.
+//! 4. Once every watch has had its first list (client-go's
+//!    `WaitForCacheSync`), reconciles each dirty key once, in key order, and
+//!    schedules the requeues they ask for (deduplicated by [`Timers`]).
+//!
+//! Steps 1 to 3 happen event by event, in the order the host delivered
+//! them, so the actions a call returns are a function of its input.
+
+use std::collections::BTreeSet;
+
+use recon_abi::{
+    Action, ComponentConfig, Container, Controller, Input, InputEvent, Manifest, Object, ObjectKey, Output, Verb,
+};
+
+use crate::cache::{Cache, Change};
+use crate::in_flight::InFlight;
+use crate::meta;
+use crate::timers::{Timers, parse_timer_key, timer_key};
+
+/// What to do after reconciling a key, as data (kube-rs' `Action`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Requeue {
+    /// Nothing, until a change, a write result or a timer makes the key
+    /// dirty again.
+    AwaitChange,
+    /// Reconcile the key again after this many virtual milliseconds (even if
+    /// nothing changed), e.g. to time out a wait.
+    AfterMs(u64),
+}
+
+/// A controller written as one function of one key.
+///
+/// Implement this and run it with [`Runtime`]; the runtime is the
+/// [`Controller`] the host sees.
+pub trait Reconciler {
+    /// Called on every fresh instance: reset any state kept across calls and
+    /// return the manifest. Watch 0 is the *primary* kind, the one whose keys
+    /// are reconciled by default.
+    fn init(&mut self, config: &ComponentConfig) -> Manifest;
+
+    /// The keys a change makes dirty. `cache` already holds the new state;
+    /// `change.old` the old one. The default is [`primary_keys`]; override it
+    /// to keep an [`crate::Index`] up to date or to map changes otherwise.
+    fn keys_for(&mut self, change: &Change, cache: &Cache) -> Vec<ObjectKey> {
+        primary_keys(change, cache)
+    }
+
+    /// Brings the world one step closer to what `key` asks for, by sending
+    /// writes through `ctx`. Must not assume that earlier writes have landed:
+    /// the cache shows them when their watch events arrive.
+    fn reconcile(&mut self, key: &ObjectKey, ctx: &mut Context<'_>) -> Requeue;
+}
+
+/// The default mapping from changes to dirty keys: an object of watch 0
+/// maps to itself; any other object to its controlling owner (before and
+/// after the change) if that owner is of watch 0's kind.
+pub fn primary_keys(change: &Change, cache: &Cache) -> Vec<ObjectKey> {
+    let Some(primary) = cache.kind(0) else { return Vec::new() };
+    if change.watch == 0 {
+        return vec![change.key.clone()];
+    }
+    let current = cache.get(change.watch, &change.key);
+    let owners: BTreeSet<ObjectKey> =
+        change.old.iter().chain(current).filter_map(meta::controller_key).filter(|k| k.kind == primary).collect();
+    owners.into_iter().collect()
+}
+
+/// What a reconcile sees and does: the cache, the time, and the writes it
+/// sends, which are tracked so that none is repeated while it is in flight.
+#[derive(Debug)]
+pub struct Context<'a> {
+    key: &'a ObjectKey,
+    now_ms: u64,
+    cache: &'a Cache,
+    containers: Option<&'a [Container]>,
+    in_flight: &'a mut InFlight,
+    actions: &'a mut Vec<Action>,
+}
+
+impl<'a> Context<'a> {
+    /// The key being reconciled.
+    pub fn key(&self) -> &'a ObjectKey {
+        self.key
+    }
+
+    /// Virtual time of this call, in milliseconds.
+    pub fn now_ms(&self) -> u64 {
+        self.now_ms
+    }
+
+    /// The informer cache.
+    pub fn cache(&self) -> &'a Cache {
+        self.cache
+    }
+
+    /// The object with `key` in the first watch of its kind that has it.
+    pub fn get(&self, key: &ObjectKey) -> Option<&'a Object> {
+        self.cache.find(key)
+    }
+
+    /// For node agents: the containers running on the node now.
+    pub fn containers(&self) -> Option<&'a [Container]> {
+        self.containers
+    }
+
+    /// Whether a write to `key` is still in flight (see [`InFlight::blocks`]).
+    pub fn is_pending(&mut self, key: &ObjectKey) -> bool {
+        self.in_flight.blocks(key, self.cache.find(key), self.now_ms)
+    }
+
+    /// The writes in flight, for reconcilers that track writes themselves.
+    pub fn in_flight(&mut self) -> &mut InFlight {
+        self.in_flight
+    }
+
+    /// Creates `object`, unless a write to its key is in flight; returns
+    /// whether it was sent. A create by `generateName` has no key to track
+    /// and is always sent.
+    pub fn create(&mut self, object: Object) -> bool {
+        self.write(Verb::Create, object, |object| Action::Create { object })
+    }
+
+    /// Replaces the metadata and spec of `object` (compare-and-swap on its
+    /// `resourceVersion` if set), unless a write to its key is in flight;
+    /// returns whether it was sent.
+    pub fn update(&mut self, object: Object) -> bool {
+        self.write(Verb::Update, object, |object| Action::Update { object })
+    }
+
+    /// Replaces the status of `object` (compare-and-swap on its
+    /// `resourceVersion` if set), unless a write to its key is in flight;
+    /// returns whether it was sent.
+    pub fn update_status(&mut self, object: Object) -> bool {
+        self.write(Verb::UpdateStatus, object, |object| Action::UpdateStatus { object })
+    }
+
+    /// Deletes this incarnation of `object` (uid precondition) with the
+    /// kind's default grace period, unless a write to its key is in flight;
+    /// returns whether it was sent.
+    pub fn delete(&mut self, object: &Object) -> bool {
+        let key = object.key();
+        if self.is_pending(&key) {
+            return false;
+        }
+        self.in_flight.record(Verb::Delete, key.clone(), self.cache.find(&key), self.key.clone());
+        self.actions.push(Action::Delete {
+            key,
+            uid: Some(object.metadata.uid.clone()).filter(|uid| !uid.is_empty()),
+            resource_version: None,
+            grace_period_seconds: None,
+        });
+        true
+    }
+
+    /// Sends any action as is, untracked (containers, custom deletes).
+    pub fn push(&mut self, action: Action) {
+        self.actions.push(action);
+    }
+
+    fn write(&mut self, verb: Verb, object: Object, action: fn(Object) -> Action) -> bool {
+        let key = object.key();
+        if key.name.is_empty() {
+            self.actions.push(action(object));
+            return true;
+        }
+        if self.is_pending(&key) {
+            return false;
+        }
+        let basis = self.cache.find(&key);
+        self.in_flight.record(verb, key, basis, self.key.clone());
+        self.actions.push(action(object));
+        true
+    }
+}
+
+/// Runs a [`Reconciler`] as a [`Controller`]: cache, dirty keys, wait for
+/// the first lists, write tracking, retries and requeue timers (see the
+/// module documentation for the order of events).
+#[derive(Clone, Debug, Default)]
+pub struct Runtime<R> {
+    reconciler: R,
+    cache: Cache,
+    dirty: BTreeSet<ObjectKey>,
+    in_flight: InFlight,
+    timers: Timers,
+}
+
+impl<R: Reconciler> Runtime<R> {
+    /// A runtime around `reconciler`, with an empty cache until `init`.
+    pub fn new(reconciler: R) -> Runtime<R> {
+        Runtime {
+            reconciler,
+            cache: Cache::default(),
+            dirty: BTreeSet::new(),
+            in_flight: InFlight::new(),
+            timers: Timers::new(),
+        }
+    }
+
+    /// The reconciler, e.g. to inspect its state in a test.
+    pub fn reconciler(&self) -> &R {
+        &self.reconciler
+    }
+
+    /// The cache, as the reconciler sees it.
+    pub fn cache(&self) -> &Cache {
+        &self.cache
+    }
+
+    /// The keys waiting to be reconciled (before the first lists, or after
+    /// changes since the last call).
+    pub fn dirty(&self) -> impl Iterator<Item = &ObjectKey> {
+        self.dirty.iter()
+    }
+}
+
+impl<R: Reconciler> Controller for Runtime<R> {
+    fn init(&mut self, config: &ComponentConfig) -> Manifest {
+        let manifest = self.reconciler.init(config);
+        self.cache = Cache::new(&manifest.watches);
+        self.dirty.clear();
+        self.in_flight = InFlight::new();
+        self.timers = Timers::new();
+        manifest
+    }
+
+    fn handle(&mut self, input: &Input) -> Output {
+        let now = input.time_ms;
+        let mut actions = Vec::new();
+        for event in &input.events {
+            match event {
+                InputEvent::Result(result) => {
+                    let current = self.cache.find(&result.key);
+                    let Some(answer) = self.in_flight.on_result(result, current, now) else { continue };
+                    if let Some(after) = answer.retry_after_ms {
+                        actions.extend(self.timers.schedule(timer_key(&answer.wake), now, after));
+                    }
+                    self.dirty.insert(answer.wake);
+                }
+                InputEvent::Timer { key } => {
+                    self.timers.fired(key);
+                    self.dirty.extend(parse_timer_key(key));
+                }
+                InputEvent::Listed { .. } | InputEvent::Watch { .. } => {
+                    for change in self.cache.apply(event) {
+                        self.in_flight.settle(&change.key, self.cache.get(change.watch, &change.key), now);
+                        self.dirty.extend(self.reconciler.keys_for(&change, &self.cache));
+                    }
+                }
+            }
+        }
+        if self.cache.all_synced() {
+            for key in std::mem::take(&mut self.dirty) {
+                let mut ctx = Context {
+                    key: &key,
+                    now_ms: now,
+                    cache: &self.cache,
+                    containers: input.containers.as_deref(),
+                    in_flight: &mut self.in_flight,
+                    actions: &mut actions,
+                };
+                if let Requeue::AfterMs(after) = self.reconciler.reconcile(&key, &mut ctx) {
+                    actions.extend(self.timers.schedule(timer_key(&key), now, after));
+                }
+            }
+        }
+        Output { actions }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{ObjectExt, added, failed, input, listed, modified, object, pod, succeeded, timer};
+    use recon_abi::{ABI_VERSION, StatusReason, WatchSpec};
+    use serde_json::json;
+
+    /// Writes `status.seen = spec.want` for every ConfigMap-like "Thing",
+    /// and asks to be requeued when `spec.requeueMs` is set.
+    #[derive(Default)]
+    struct Mirror {
+        reconciled: Vec<String>,
+    }
+
+    impl Reconciler for Mirror {
+        fn init(&mut self, _config: &ComponentConfig) -> Manifest {
+            self.reconciled.clear();
+            Manifest {
+                name: "mirror".into(),
+                abi_version: ABI_VERSION,
+                watches: vec![
+                    WatchSpec { kind: "Thing".into(), ..WatchSpec::default() },
+                    WatchSpec { kind: "Pod".into(), ..WatchSpec::default() },
+                ],
+                ..Manifest::default()
+            }
+        }
+
+        fn reconcile(&mut self, key: &ObjectKey, ctx: &mut Context<'_>) -> Requeue {
+            self.reconciled.push(key.name.clone());
+            let Some(thing) = ctx.get(key) else { return Requeue::AwaitChange };
+            if thing.status.get("seen") != thing.spec.get("want") {
+                let mut object = thing.clone();
+                object.status = json!({ "seen": thing.spec["want"] });
+                ctx.update_status(object);
+            }
+            match thing.spec.get("requeueMs").and_then(serde_json::Value::as_u64) {
+                Some(ms) => Requeue::AfterMs(ms),
+                None => Requeue::AwaitChange,
+            }
+        }
+    }
+
+    fn thing(name: &str, want: u64, rv: &str) -> Object {
+        object("Thing", "default", name)
+            .with_uid(&format!("uid-{name}"))
+            .at_version(rv)
+            .with_spec(json!({"want": want}))
+    }
+
+    fn started() -> Runtime<Mirror> {
+        let mut runtime = Runtime::new(Mirror::default());
+        runtime.init(&ComponentConfig::default());
+        runtime
+    }
+
+    fn status_write(thing: &Object, seen: u64) -> Action {
+        let mut object = thing.clone();
+        object.status = json!({ "seen": seen });
+        Action::UpdateStatus { object }
+    }
+
+    #[test]
+    fn nothing_is_reconciled_before_every_watch_has_listed() {
+        let mut runtime = started();
+        let a = thing("a", 1, "2");
+        let out = runtime.handle(&input(0, vec![listed(0, "2", vec![a.clone()])]));
+        assert_eq!(out.actions, vec![], "the pods are not listed yet");
+        assert_eq!(runtime.dirty().count(), 1);
+        let out = runtime.handle(&input(1, vec![listed(1, "2", vec![])]));
+        assert_eq!(out.actions, vec![status_write(&a, 1)]);
+        assert_eq!(runtime.reconciler().reconciled, vec!["a"]);
+    }
+
+    #[test]
+    fn a_write_in_flight_is_not_repeated_until_its_result_and_the_cache_move_on() {
+        let mut runtime = started();
+        let a = thing("a", 1, "2");
+        runtime.handle(&input(0, vec![listed(0, "2", vec![a.clone()]), listed(1, "2", vec![])]));
+
+        // A change elsewhere re-reconciles `a` from the same stale view: no second write.
+        let a_again = thing("a", 1, "2");
+        let unrelated = pod("default", "p", "uid-p", "3").owned_by(&a_again);
+        let out = runtime.handle(&input(1, vec![added(1, unrelated)]));
+        assert_eq!(out.actions, vec![]);
+        assert_eq!(runtime.reconciler().reconciled, vec!["a", "a"], "an owned pod maps to its owner");
+
+        // The result arrives, then the watch event: settled, and nothing left to do.
+        let mut written = a.clone().at_version("4");
+        written.status = json!({"seen": 1});
+        runtime.handle(&input(2, vec![InputEvent::Result(succeeded(Verb::UpdateStatus, &written))]));
+        let out = runtime.handle(&input(3, vec![modified(0, written)]));
+        assert_eq!(out.actions, vec![]);
+    }
+
+    #[test]
+    fn a_transient_failure_is_retried_after_a_second_through_a_timer() {
+        let mut runtime = started();
+        let a = thing("a", 1, "2");
+        runtime.handle(&input(0, vec![listed(0, "2", vec![a.clone()]), listed(1, "2", vec![])]));
+        let result = failed(Verb::UpdateStatus, &a.key(), StatusReason::ServiceUnavailable);
+        let out = runtime.handle(&input(10, vec![InputEvent::Result(result)]));
+        assert_eq!(out.actions, vec![Action::RequeueAfter { key: "Thing/default/a".into(), after_ms: 1_000 }]);
+        let out = runtime.handle(&input(1_010, vec![timer("Thing/default/a")]));
+        assert_eq!(out.actions, vec![status_write(&a, 1)]);
+    }
+
+    #[test]
+    fn a_requeue_is_a_deduplicated_timer_that_reconciles_the_key_again() {
+        let mut runtime = started();
+        let mut a = thing("a", 1, "2");
+        a.status = json!({"seen": 1});
+        a.spec["requeueMs"] = json!(500);
+        let out = runtime.handle(&input(0, vec![listed(0, "2", vec![a.clone()]), listed(1, "2", vec![])]));
+        assert_eq!(out.actions, vec![Action::RequeueAfter { key: "Thing/default/a".into(), after_ms: 500 }]);
+        let out = runtime.handle(&input(100, vec![timer("unrelated")]));
+        assert_eq!(out.actions, vec![]);
+        let out = runtime.handle(&input(500, vec![timer("Thing/default/a")]));
+        assert_eq!(out.actions, vec![Action::RequeueAfter { key: "Thing/default/a".into(), after_ms: 500 }]);
+        assert_eq!(runtime.reconciler().reconciled, vec!["a", "a"]);
+    }
+
+    #[test]
+    fn init_starts_a_fresh_instance_with_nothing_remembered() {
+        let mut runtime = started();
+        let a = thing("a", 1, "2");
+        runtime.handle(&input(0, vec![listed(0, "2", vec![a.clone()]), listed(1, "2", vec![])]));
+        runtime.init(&ComponentConfig::default());
+        assert_eq!(runtime.cache().len(0), 0);
+        // The write of the previous instance is forgotten: the same view writes again.
+        let out = runtime.handle(&input(5, vec![listed(0, "2", vec![a.clone()]), listed(1, "2", vec![])]));
+        assert_eq!(out.actions, vec![status_write(&a, 1)]);
+    }
+}

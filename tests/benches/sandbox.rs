@@ -1,0 +1,111 @@
+//! The price of the sandbox: the same controllers linked natively and run as
+//! Wasm plugins under wasmtime, measured in one run, reported as ratios.
+//!
+//! Run with `cargo xtask bench` (which builds the plugins and sets
+//! `RECON_PLUGIN_DIR`). Wall-clock time is fine here: this is a benchmark,
+//! not the simulator. Each case alternates native and Wasm runs so both see
+//! the same machine, and reports medians.
+
+use std::time::{Duration, Instant};
+
+use recon_abi::{ComponentConfig, Input, InputEvent, Instance, Object, ObjectMeta};
+use recon_scenario::Scenario;
+
+const ROUNDS: usize = 7;
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Times `native` and `wasm` alternately; returns their medians.
+fn compare(mut native: impl FnMut(), mut wasm: impl FnMut()) -> (Duration, Duration) {
+    let (mut n, mut w) = (Vec::new(), Vec::new());
+    native();
+    wasm();
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        native();
+        n.push(t.elapsed());
+        let t = Instant::now();
+        wasm();
+        w.push(t.elapsed());
+    }
+    (median(n), median(w))
+}
+
+fn report(case: &str, unit: &str, count: usize, (native, wasm): (Duration, Duration)) {
+    let per = |d: Duration| d.as_secs_f64() / count as f64;
+    println!(
+        "{case:<34} native {:>10.2} µs/{unit}  wasm {:>10.2} µs/{unit}  wasm/native speed {:.2}",
+        per(native) * 1e6,
+        per(wasm) * 1e6,
+        native.as_secs_f64() / wasm.as_secs_f64()
+    );
+}
+
+fn scenario_case(name: &str, scenario: &Scenario, plugins: &std::collections::BTreeMap<String, recon_host::CompiledPlugin>) {
+    let entries = recon_tests::run(scenario).entries.len();
+    assert_eq!(recon_tests::run_wasm(scenario, plugins).entries.len(), entries, "same run both ways");
+    let times = compare(
+        || {
+            recon_tests::run(scenario);
+        },
+        || {
+            recon_tests::run_wasm(scenario, plugins);
+        },
+    );
+    report(name, "entry", entries, times);
+}
+
+/// One kubelet call with a typical input: one pod event for its node.
+fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPlugin>) {
+    let config = ComponentConfig { name: "kubelet-node-1".into(), node: Some("node-1".into()), ..Default::default() };
+    let pod = |rv: u64| Object {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        metadata: ObjectMeta {
+            name: "web-0".into(),
+            namespace: "default".into(),
+            uid: "u-1".into(),
+            resource_version: rv.to_string(),
+            ..Default::default()
+        },
+        spec: serde_json::json!({ "nodeName": "node-1", "containers": [{ "name": "web", "image": "nginx" }] }),
+        status: serde_json::json!({ "phase": "Running" }),
+    };
+    let listed =
+        Input { time_ms: 0, events: vec![InputEvent::Listed { watch: 0, resource_version: "1".into(), objects: vec![pod(1)] }], containers: Some(vec![]) };
+    let calls = 2_000;
+    let inputs: Vec<Input> = (0..calls)
+        .map(|i| Input {
+            time_ms: i,
+            events: vec![InputEvent::Watch {
+                watch: 0,
+                event: recon_abi::WatchEvent { event_type: recon_abi::EventType::Modified, object: pod(i + 2) },
+            }],
+            containers: Some(vec![]),
+        })
+        .collect();
+    let drive = |instance: &mut dyn Instance| {
+        instance.init(&config).unwrap();
+        instance.handle(&listed).unwrap();
+        for input in &inputs {
+            instance.handle(input).unwrap();
+        }
+    };
+    let times = compare(
+        || drive(recon_catalog::instantiate("kubelet").unwrap().as_mut()),
+        || drive(&mut plugins["kubelet"].instantiate().unwrap()),
+    );
+    report("kubelet handle() call", "call", calls as usize, times);
+}
+
+fn main() {
+    let plugins = recon_tests::wasm_plugins();
+    println!("sandbox overhead: medians of {ROUNDS} alternating rounds; speed ratio = native time / wasm time");
+    call_case(&plugins);
+    scenario_case("pod-safety-59848 (whole run)", &recon_tests::load("pod-safety-59848"), &plugins);
+    scenario_case("scaled 10 nodes / 100 pods", &recon_tests::scaled_59848(10, 100), &plugins);
+    scenario_case("scaled 50 nodes / 500 pods", &recon_tests::scaled_59848(50, 500), &plugins);
+}
