@@ -4,7 +4,9 @@
 //! Run with `cargo xtask bench` (which builds the plugins and sets
 //! `RECON_PLUGIN_DIR`). Wall-clock time is fine here: this is a benchmark,
 //! not the simulator. Each case alternates native and Wasm runs so both see
-//! the same machine, and reports medians.
+//! the same machine, and reports medians. Under `cargo test` (no `--bench`
+//! argument) it only checks, once and on the smallest case, that both ways
+//! give the same run.
 
 use std::time::{Duration, Instant};
 
@@ -45,8 +47,9 @@ fn report(case: &str, unit: &str, count: usize, (native, wasm): (Duration, Durat
 }
 
 fn scenario_case(name: &str, scenario: &Scenario, plugins: &std::collections::BTreeMap<String, recon_host::CompiledPlugin>) {
-    let entries = recon_tests::run(scenario).entries.len();
-    assert_eq!(recon_tests::run_wasm(scenario, plugins).entries.len(), entries, "same run both ways");
+    let native = recon_tests::run(scenario);
+    let entries = native.entries.len();
+    assert_eq!(recon_tests::run_wasm(scenario, plugins).hash(), native.hash(), "{name}: same run both ways");
     let times = compare(
         || {
             recon_tests::run(scenario);
@@ -103,9 +106,16 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
 
 fn main() {
     let plugins = recon_tests::wasm_plugins();
+    if !std::env::args().any(|a| a == "--bench") {
+        let scenario = recon_tests::load("pod-safety-59848");
+        assert_eq!(recon_tests::run(&scenario).hash(), recon_tests::run_wasm(&scenario, &plugins).hash());
+        println!("sandbox benchmark: smoke run only (use `cargo xtask bench` to measure)");
+        return;
+    }
     println!("sandbox overhead: medians of {ROUNDS} alternating rounds; speed ratio = native time / wasm time");
     call_case(&plugins);
     scenario_case("pod-safety-59848 (whole run)", &recon_tests::load("pod-safety-59848"), &plugins);
     scenario_case("scaled 10 nodes / 100 pods", &recon_tests::scaled_59848(10, 100), &plugins);
     scenario_case("scaled 50 nodes / 500 pods", &recon_tests::scaled_59848(50, 500), &plugins);
+    scenario_case("scaled 100 nodes / 2000 pods", &recon_tests::scaled_59848(100, 2000), &plugins);
 }

@@ -114,3 +114,47 @@ fn expect_flag_fails_when_the_outcome_differs() {
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains("Outcome differs from the scenario's expectation"));
 }
+
+/// A built plugin from `cargo xtask test` (which sets `RECON_PLUGIN_DIR`).
+fn built_plugin(crate_name: &str) -> PathBuf {
+    let dir = std::env::var_os("RECON_PLUGIN_DIR")
+        .expect("RECON_PLUGIN_DIR is not set: run the tests with `cargo xtask test`, which builds the plugins first");
+    PathBuf::from(dir).join(format!("{crate_name}.wasm"))
+}
+
+#[test]
+fn check_plugin_prints_the_manifest_of_a_built_plugin() {
+    let out = recon(&["check-plugin", built_plugin("recon_plugin_kubelet_fixed").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("valid plugin") && text.contains("controller  kubelet-fixed"), "{text}");
+    assert!(text.contains("list mode   Quorum") && text.contains("node agent  yes"), "{text}");
+    assert!(text.contains("fields spec.nodeName=node-1"), "{text}");
+}
+
+#[test]
+fn check_plugin_rejects_a_file_that_is_not_wasm_in_one_line() {
+    let path = scratch("notes.wasm", "these are not the bytes you are looking for");
+    let out = recon(&["check-plugin", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("rejected: notes.wasm is not a WebAssembly module"), "{err}");
+}
+
+#[test]
+fn plugin_flag_swaps_in_the_fixed_kubelet_and_the_violation_disappears() {
+    let plugin = format!("kubelet-node-1={}", built_plugin("recon_plugin_kubelet_fixed").display());
+    let out = recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--plugin", &plugin]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains("No safety property broke.") && text.contains("kubelet-node-1 from t="), "{text}");
+}
+
+#[test]
+fn plugin_flag_for_an_unknown_component_exits_2() {
+    let out = recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--plugin", "kubelet-node-9=x.wasm"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("the scenario has no component \"kubelet-node-9\"") && err.contains("kubelet-node-1"), "{err}");
+}

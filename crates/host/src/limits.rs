@@ -23,7 +23,7 @@ pub struct Limits {
     /// [`recon_abi::Instance::handle`], including the `recon_alloc` call for its
     /// input): one unit per WebAssembly instruction executed, plus one unit per
     /// 8 bytes (or table elements) a bulk memory or table instruction touches.
-    /// Values above `i64::MAX` count as `i64::MAX`. Default: 100,000,000.
+    /// Values above `i64::MAX` count as `i64::MAX`. Default: 1,000,000,000.
     pub fuel_per_call: u64,
     /// How deeply calls may nest inside the plugin: the exported function the
     /// host calls is depth 1. Default: 2,000.
@@ -32,7 +32,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { memory_bytes: 64 << 20, fuel_per_call: 100_000_000, max_call_depth: 2_000 }
+        Limits { memory_bytes: 64 << 20, fuel_per_call: 1_000_000_000, max_call_depth: 2_000 }
     }
 }
 

@@ -62,7 +62,7 @@ impl Trap {
     /// ```
     /// use recon_host::{Limits, Trap};
     /// let limits = Limits::default();
-    /// assert_eq!(Trap::Unreachable.explain(&limits, -3, 1, 65_536), "ran out of fuel (budget 100000000 per call)");
+    /// assert_eq!(Trap::Unreachable.explain(&limits, -3, 1, 65_536), "ran out of fuel (budget 1000000000 per call)");
     /// assert_eq!(Trap::Unreachable.explain(&limits, 10, 1, 65_536), "trapped: executed an unreachable instruction");
     /// ```
     pub fn explain(&self, limits: &Limits, fuel_left: i64, depth: u32, memory_bytes: u64) -> String {
