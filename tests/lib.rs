@@ -62,7 +62,8 @@ pub fn wasm_plugins() -> BTreeMap<String, CompiledPlugin> {
         .iter()
         .map(|b| {
             let path = dir.join(format!("{}.wasm", b.crate_name));
-            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (run `cargo xtask plugins`)", path.display()));
+            let bytes =
+                std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (run `cargo xtask plugins`)", path.display()));
             let module = Module::load(b.name, &bytes, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
             (b.name.to_string(), engine.compile(&module).unwrap_or_else(|e| panic!("{e}")))
         })

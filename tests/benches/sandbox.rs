@@ -46,7 +46,11 @@ fn report(case: &str, unit: &str, count: usize, (native, wasm): (Duration, Durat
     );
 }
 
-fn scenario_case(name: &str, scenario: &Scenario, plugins: &std::collections::BTreeMap<String, recon_host::CompiledPlugin>) {
+fn scenario_case(
+    name: &str,
+    scenario: &Scenario,
+    plugins: &std::collections::BTreeMap<String, recon_host::CompiledPlugin>,
+) {
     let native = recon_tests::run(scenario);
     let entries = native.entries.len();
     assert_eq!(recon_tests::run_wasm(scenario, plugins).hash(), native.hash(), "{name}: same run both ways");
@@ -77,8 +81,11 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
         spec: serde_json::json!({ "nodeName": "node-1", "containers": [{ "name": "web", "image": "nginx" }] }),
         status: serde_json::json!({ "phase": "Running" }),
     };
-    let listed =
-        Input { time_ms: 0, events: vec![InputEvent::Listed { watch: 0, resource_version: "1".into(), objects: vec![pod(1)] }], containers: Some(vec![]) };
+    let listed = Input {
+        time_ms: 0,
+        events: vec![InputEvent::Listed { watch: 0, resource_version: "1".into(), objects: vec![pod(1)] }],
+        containers: Some(vec![]),
+    };
     let calls = 2_000;
     let inputs: Vec<Input> = (0..calls)
         .map(|i| Input {

@@ -68,7 +68,8 @@ fn assert_rest_goes_on(trace: &Trace) {
         trace.entries.iter().filter(|e| matches!(&e.event, Event::StoreWrite { by, .. } if by == who)).count()
     };
     assert!(by("statefulset-controller") >= 2 && by("scheduler") >= 2);
-    assert!(trace.entries.iter().any(|e| e.time_ms > 3_000 && matches!(&e.event, Event::Reconcile { component, .. } if component == "kubelet-node-1")));
+    assert!(trace.entries.iter().any(|e| e.time_ms > 3_000
+        && matches!(&e.event, Event::Reconcile { component, .. } if component == "kubelet-node-1")));
 }
 
 #[test]
@@ -88,7 +89,9 @@ fn an_infinite_loop_runs_out_of_fuel_and_crashes_only_its_component() {
 fn a_trap_crashes_only_its_component() {
     let trace = run_with_kubelet_2(&plugin("unreachable", "{}"));
     let crashes = crashes(&trace);
-    assert!(!crashes.is_empty() && crashes.iter().all(|(c, r)| c == "kubelet-node-2" && r.starts_with("hostile.wasm:")));
+    assert!(
+        !crashes.is_empty() && crashes.iter().all(|(c, r)| c == "kubelet-node-2" && r.starts_with("hostile.wasm:"))
+    );
     assert_rest_goes_on(&trace);
 }
 
@@ -116,5 +119,10 @@ fn undeclared_writes_are_refused_and_change_nothing() {
     assert!(!refused.is_empty());
     assert!(refused[0].contains("hostile may not delete StatefulSets"), "{}", refused[0]);
     assert!(crashes(&trace).is_empty(), "a refusal is not a crash");
-    assert!(!trace.entries.iter().any(|e| matches!(&e.event, Event::StoreWrite { key, removed: true, .. } if key.kind == "StatefulSet")));
+    assert!(
+        !trace
+            .entries
+            .iter()
+            .any(|e| matches!(&e.event, Event::StoreWrite { key, removed: true, .. } if key.kind == "StatefulSet"))
+    );
 }

@@ -156,5 +156,8 @@ fn plugin_flag_for_an_unknown_component_exits_2() {
     let out = recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--plugin", "kubelet-node-9=x.wasm"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("the scenario has no component \"kubelet-node-9\"") && err.contains("kubelet-node-1"), "{err}");
+    assert!(
+        err.contains("the scenario has no component \"kubelet-node-9\"") && err.contains("kubelet-node-1"),
+        "{err}"
+    );
 }

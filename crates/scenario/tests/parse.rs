@@ -2,8 +2,8 @@
 //! normalisation and writing back.
 
 use recon_scenario::{
-    Check, Diagnostic, Millis, Scenario, ScenarioError, StepAction, Window, parse, parse_millis,
-    parse_with_source, to_yaml,
+    Check, Diagnostic, Millis, Scenario, ScenarioError, StepAction, Window, parse, parse_millis, parse_with_source,
+    to_yaml,
 };
 
 /// The problems `text` has, as `(line, column, message)`; panics if it parses.

@@ -335,11 +335,11 @@ impl Sim {
         let consistent = self.servers[server].config.consistent_reads_from_cache;
         let (target, plan) = match request {
             Request::Write(action) => {
-                if let Client::Writer { component, epoch } = client {
-                    if let Some(status) = self.forbidden(component, epoch, &action) {
-                        let (verb, key) = action.write_target().expect("writes have targets");
-                        return self.write_failed(server, client, verb, key, status, cause, 0);
-                    }
+                if let Client::Writer { component, epoch } = client
+                    && let Some(status) = self.forbidden(component, epoch, &action)
+                {
+                    let (verb, key) = action.write_target().expect("writes have targets");
+                    return self.write_failed(server, client, verb, key, status, cause, 0);
                 }
                 return self.send_to_store(server, client, StoreOpKind::Write(action), cause, &text);
             }

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use recon_abi::{
-    Action, ActionResult, ComponentConfig, Container, EventType, Input, InputEvent, Manifest, Object,
-    ObjectKey, Outcome, Status, StatusReason, WatchSpec,
+    Action, ActionResult, ComponentConfig, Container, EventType, Input, InputEvent, Manifest, Object, ObjectKey,
+    Outcome, Status, StatusReason, WatchSpec,
 };
 use recon_scenario::{Check, ListMode};
 
@@ -213,7 +213,8 @@ impl Sim {
         let name = comp.spec.name.clone();
         self.close_watches(c);
         let reason = format!("{reason}; restarting in {}ms (back-off)", delay);
-        let entry = self.trace.push(self.now, &name, Event::ComponentCrashed { component: name.clone(), reason }, causes);
+        let entry =
+            self.trace.push(self.now, &name, Event::ComponentCrashed { component: name.clone(), reason }, causes);
         self.schedule(self.now + delay, Scheduled::Restart { component: c, epoch, cause: entry });
     }
 

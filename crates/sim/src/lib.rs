@@ -35,7 +35,8 @@ mod world;
 
 pub use apiserver::{Client, Reply, Served};
 pub use component::{
-    BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, CRASH_BACKOFF_INITIAL_MS, CRASH_BACKOFF_MAX_MS, CRASH_BACKOFF_RESET_MS, FAILOVER_AFTER,
+    BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, CRASH_BACKOFF_INITIAL_MS, CRASH_BACKOFF_MAX_MS, CRASH_BACKOFF_RESET_MS,
+    FAILOVER_AFTER,
 };
 pub use error::SimError;
 pub use explain::{Explanation, ExplanationStep, Unavailability, explain, explain_all, unavailability};

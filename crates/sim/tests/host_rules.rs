@@ -44,10 +44,15 @@ fn manifest(writes: Vec<WritePermission>) -> Manifest {
 
 /// One API server, one component `c` running the scripted controller, and
 /// a pod created at 100ms and updated at 4s, 8s, 12s… to keep calling it.
-fn sim(behaviour: fn(usize, &Input) -> Result<Output, Crash>, writes: Vec<WritePermission>) -> (Sim, Rc<RefCell<Vec<InputEvent>>>) {
+fn sim(
+    behaviour: fn(usize, &Input) -> Result<Output, Crash>,
+    writes: Vec<WritePermission>,
+) -> (Sim, Rc<RefCell<Vec<InputEvent>>>) {
     let mut script = String::from("  - { at: 100ms, create: { apiVersion: v1, kind: Pod, metadata: { name: p } } }\n");
     for (i, t) in (4..60).step_by(4).enumerate() {
-        script += &format!("  - {{ at: {t}s, apply: {{ apiVersion: v1, kind: Pod, metadata: {{ name: p, labels: {{ n: \"{i}\" }} }} }} }}\n");
+        script += &format!(
+            "  - {{ at: {t}s, apply: {{ apiVersion: v1, kind: Pod, metadata: {{ name: p, labels: {{ n: \"{i}\" }} }} }} }}\n"
+        );
     }
     let yaml = format!(
         "name: host-rules\nduration: 60s\napiServers: [ {{ name: a }} ]\nnodes: [ {{ name: node-1 }} ]\ncomponents:\n  - {{ name: c, controller: scripted, apiServer: a }}\nscript:\n{script}"
@@ -59,7 +64,8 @@ fn sim(behaviour: fn(usize, &Input) -> Result<Output, Crash>, writes: Vec<WriteP
     let sim = Sim::new(
         &scenario,
         Box::new(move |_| {
-            Some(Box::new(Scripted { manifest: m.clone(), behaviour, calls: 0, seen: shared.clone() }) as Box<dyn Instance>)
+            Some(Box::new(Scripted { manifest: m.clone(), behaviour, calls: 0, seen: shared.clone() })
+                as Box<dyn Instance>)
         }),
     )
     .unwrap();
@@ -78,7 +84,12 @@ fn crashes(sim: &Sim) -> Vec<(u64, String)> {
 }
 
 fn starts(sim: &Sim) -> Vec<u64> {
-    sim.trace().entries.iter().filter(|e| matches!(e.event, Event::ComponentStarted { .. })).map(|e| e.time_ms).collect()
+    sim.trace()
+        .entries
+        .iter()
+        .filter(|e| matches!(e.event, Event::ComponentStarted { .. }))
+        .map(|e| e.time_ms)
+        .collect()
 }
 
 #[test]
@@ -101,7 +112,8 @@ fn a_crash_leaves_the_rest_of_the_simulation_running() {
     let (mut sim, _) = sim(|_, _| Err(Crash::new("boom")), vec![]);
     sim.run();
     // kubectl's writes keep landing long after the first crash.
-    let last_write = sim.trace().entries.iter().filter(|e| matches!(e.event, Event::StoreWrite { .. })).last().unwrap();
+    let last_write =
+        sim.trace().entries.iter().filter(|e| matches!(e.event, Event::StoreWrite { .. })).next_back().unwrap();
     assert!(last_write.time_ms >= 56_000);
 }
 
