@@ -12,6 +12,7 @@ use recon_scenario::{Check, ListMode};
 
 use crate::api::{ListRequest, Request, Selection, WatchRequest};
 use crate::apiserver::{Client, Reply, Served};
+use crate::explain::short_uid;
 use crate::network::Endpoint;
 use crate::rng::Rng;
 use crate::trace::{EntryId, Event};
@@ -611,10 +612,6 @@ impl Sim {
             }
         }
     }
-}
-
-fn short_uid(uid: &str) -> &str {
-    uid.get(..8).unwrap_or(uid)
 }
 
 /// One line per input, for the trace.

@@ -55,7 +55,8 @@ pub fn fmt_time(ms: u64) -> String {
     format!("t={}.{:03}s", ms / 1000, ms % 1000)
 }
 
-fn short(uid: &str) -> &str {
+/// The first 8 characters of a uid: enough to tell incarnations apart in prose.
+pub(crate) fn short_uid(uid: &str) -> &str {
     uid.get(..8).unwrap_or(uid)
 }
 
@@ -74,7 +75,7 @@ pub fn describe(e: &Entry) -> String {
                 format!("{verb}")
             };
             let via = if via.is_empty() { String::new() } else { format!(" via {via}") };
-            format!("{by}{via}: {what} {key} (uid {}) at revision {revision}", short(uid))
+            format!("{by}{via}: {what} {key} (uid {}) at revision {revision}", short_uid(uid))
         }
         Event::WriteFailed { verb, key, status, by, .. } => format!("{by}: {verb} {key} failed: {}", status.message),
         Event::Compaction { revision } => format!("store compacted up to revision {revision}"),
@@ -99,7 +100,7 @@ pub fn describe(e: &Entry) -> String {
             format!("{api_server} failed {component}'s {request}: {}", status.message)
         }
         Event::WatchDelivered { component, event_type, key, uid, revision, .. } => {
-            format!("{component} sees {event_type} {key} (uid {}) at revision {revision}", short(uid))
+            format!("{component} sees {event_type} {key} (uid {}) at revision {revision}", short_uid(uid))
         }
         Event::ComponentStarted { component, api_server, restarts: 0 } => {
             format!("{component} starts, connected to {api_server}")
@@ -191,7 +192,7 @@ fn container_origin(trace: &Trace, start: &Entry, detailed: bool) -> Vec<Explana
             fmt_time(start.time_ms),
             pod.namespace,
             pod.name,
-            short(&pod.uid)
+            short_uid(&pod.uid)
         ),
     });
     steps
@@ -303,7 +304,7 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
                         "{}: {} (uid {}) is deleted at revision {r}; the list at revision {revision} still contains it",
                         fmt_time(del.time_ms),
                         o.key,
-                        short(&o.uid)
+                        short_uid(&o.uid)
                     ),
                 });
             }

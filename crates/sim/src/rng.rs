@@ -28,11 +28,7 @@ impl Rng {
     /// An independent generator derived from this seed and a name, so that
     /// adding a component does not shift the numbers every other one draws.
     pub fn derive(seed: u64, name: &str) -> Rng {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in name.bytes() {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        Rng::new(seed ^ h.rotate_left(17))
+        Rng::new(seed ^ fnv1a(name.as_bytes()).rotate_left(17))
     }
 
     /// The next 64 random bits.
@@ -57,6 +53,16 @@ impl Rng {
         let span = high - low + 1;
         low + ((u128::from(self.next_u64()) * u128::from(span)) >> 64) as u64
     }
+}
+
+/// FNV-1a, 64-bit: a stable hash of bytes, the same on every platform and
+/// in every release (unlike `std`'s hashers).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 #[cfg(test)]

@@ -284,11 +284,7 @@ impl Trace {
     /// A stable 64-bit hash of the JSON encoding (FNV-1a), as 16 hex digits.
     /// Equal hashes mean byte-identical traces, on any platform.
     pub fn hash(&self) -> String {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in self.to_json().bytes() {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        format!("{h:016x}")
+        format!("{:016x}", crate::rng::fnv1a(self.to_json().as_bytes()))
     }
 
     /// The violations, in order.
