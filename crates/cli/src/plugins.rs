@@ -34,8 +34,13 @@ pub fn load_swaps(scenario: &Scenario, args: &[String]) -> Result<BTreeMap<Strin
     Ok(swaps)
 }
 
+/// The name a plugin goes by in messages: its file name.
+fn plugin_name(path: &Path) -> String {
+    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
 fn load(engine: &Engine, path: &Path) -> Result<CompiledPlugin, String> {
-    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let name = plugin_name(path);
     let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read the plugin: {e}", path.display()))?;
     let module = Module::load(&name, &bytes, &Limits::default()).map_err(|e| e.to_string())?;
     engine.compile(&module).map_err(|e| e.to_string())
@@ -69,7 +74,7 @@ impl Instance for Failed {
 
 /// `recon check-plugin FILE`: validate, start, print the manifest.
 pub fn check(path: &Path) -> ExitCode {
-    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let name = plugin_name(path);
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
         Err(e) => {

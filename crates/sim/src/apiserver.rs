@@ -196,7 +196,7 @@ impl ServerState {
 
 /// Fills in what the API server sets on create: uid, name from
 /// generateName, generation, no resourceVersion, no deletion state.
-pub(crate) fn prepare_create(mut object: Object, rng: &mut Rng, _now: u64) -> Object {
+pub(crate) fn prepare_create(mut object: Object, rng: &mut Rng) -> Object {
     let m = &mut object.metadata;
     if m.name.is_empty() && !m.generate_name.is_empty() {
         const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -718,7 +718,7 @@ impl Sim {
         let now = self.now;
         match action {
             Action::Create { object } => {
-                let object = prepare_create(object, &mut self.servers[server].rng, now);
+                let object = prepare_create(object, &mut self.servers[server].rng);
                 if object.metadata.name.is_empty() {
                     return Err(Status::new(
                         StatusReason::BadRequest,
@@ -747,7 +747,7 @@ impl Sim {
                 object.metadata.annotations.remove(APPLY_MARK);
                 match self.store.get(&object.key(), None).map_err(status_of)? {
                     None => {
-                        let object = prepare_create(object, &mut self.servers[server].rng, now);
+                        let object = prepare_create(object, &mut self.servers[server].rng);
                         self.store.create(object, now).map_err(status_of)
                     }
                     Some(kv) => {
@@ -915,7 +915,11 @@ impl Sim {
                     Event::CacheRelist { api_server, revision },
                     cause.into_iter().collect(),
                 );
-                self.servers[server].cache.replace(revision, state.into_iter().map(|kv| (kv.key, kv.value)), entry);
+                self.servers[server].cache.replace(
+                    revision,
+                    state.into_iter().map(|kv| (kv.key, kv.value)),
+                    Some(entry),
+                );
                 let watchers = std::mem::take(&mut self.servers[server].watchers);
                 for (_, w) in watchers {
                     let status = Status::new(StatusReason::Gone, "watch closed: the API server's cache was rebuilt");

@@ -120,11 +120,18 @@ impl WatchCache {
         self.window.back()
     }
 
-    /// Replaces the whole state (a relist from the store); the event window restarts.
-    pub fn replace(&mut self, revision: u64, objects: impl IntoIterator<Item = (String, Object)>, entry: EntryId) {
+    /// Replaces the whole state (a relist from the store); the event window
+    /// restarts. `entry` is the trace entry that produced that state (none
+    /// for an empty store).
+    pub fn replace(
+        &mut self,
+        revision: u64,
+        objects: impl IntoIterator<Item = (String, Object)>,
+        entry: Option<EntryId>,
+    ) {
         self.objects = objects.into_iter().collect();
         self.revision = revision;
-        self.revision_entry = Some(entry);
+        self.revision_entry = entry;
         self.window.clear();
         self.window_start = revision;
     }

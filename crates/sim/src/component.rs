@@ -79,8 +79,6 @@ struct Reflector {
     relist_unset: bool,
     /// Open watch: (API server, watcher id).
     watcher: Option<(usize, u64)>,
-    /// Watch-list in progress (waiting for its initial state).
-    in_flight: bool,
 }
 
 impl ComponentState {
@@ -116,12 +114,9 @@ fn selection(w: &WatchSpec) -> Selection {
 }
 
 impl Sim {
-    /// Starts a fresh instance of component `c` (optionally on another API server).
-    pub(crate) fn start_component(&mut self, c: usize, server: Option<usize>) {
-        self.start_component_after(c, server, None)
-    }
-
-    pub(crate) fn start_component_after(&mut self, c: usize, server: Option<usize>, cause: impl Into<Option<EntryId>>) {
+    /// Starts a fresh instance of component `c` (optionally on another API
+    /// server); `cause` is what made it start, if anything.
+    pub(crate) fn start_component(&mut self, c: usize, server: Option<usize>, cause: impl Into<Option<EntryId>>) {
         let cause = cause.into();
         let comp = &mut self.components[c];
         if let Some(s) = server {
@@ -177,7 +172,6 @@ impl Sim {
                 last_rv: 0,
                 relist_unset: false,
                 watcher: None,
-                in_flight: false,
             })
             .collect::<Vec<_>>();
         let watches = reflectors.len();
@@ -222,7 +216,7 @@ impl Sim {
     /// A back-off restart is due (unless something restarted it meanwhile).
     pub(crate) fn on_restart(&mut self, c: usize, epoch: u64, cause: EntryId) {
         if self.components[c].epoch == epoch && self.components[c].instance.is_none() {
-            self.start_component_after(c, None, cause);
+            self.start_component(c, None, cause);
         }
     }
 
@@ -244,7 +238,7 @@ impl Sim {
     }
 
     /// The component's watch connections break; reflectors resume from where they were.
-    pub(crate) fn disconnect_component(&mut self, c: usize, _cause: EntryId) {
+    pub(crate) fn disconnect_component(&mut self, c: usize) {
         let epoch = self.components[c].epoch;
         let Some(instance) = self.components[c].instance.as_mut() else { return };
         for r in &mut instance.reflectors {
@@ -274,7 +268,6 @@ impl Sim {
         let mode = comp.spec.list_mode.unwrap_or(instance.manifest.list_mode);
         let r = &mut instance.reflectors[w];
         r.watcher = None;
-        r.in_flight = true;
         let selection = r.selection.clone();
         let list = |rv: Option<String>| {
             Request::List(ListRequest { selection: selection.clone(), resource_version: rv, ..Default::default() })
@@ -302,7 +295,6 @@ impl Sim {
         let epoch = comp.epoch;
         let Some(instance) = comp.instance.as_mut() else { return };
         let r = &mut instance.reflectors[w];
-        r.in_flight = true;
         let request = Request::Watch(WatchRequest {
             selection: r.selection.clone(),
             resource_version: Some(r.last_rv.to_string()),
@@ -381,7 +373,6 @@ impl Sim {
         let r = &mut instance.reflectors[w];
         r.listed = true;
         r.relist_unset = false;
-        r.in_flight = false;
         r.last_rv = served.revision;
         instance.view[w] = served.objects.iter().map(|o| (o.key(), o.clone())).collect();
         let event =
@@ -425,7 +416,6 @@ impl Sim {
     fn reflector_failed(&mut self, c: usize, w: usize, status: Status) {
         let Some(r) = self.reflector(c, w) else { return };
         r.watcher = None;
-        r.in_flight = false;
         if status.reason == StatusReason::Gone {
             r.relist_unset = true;
         }

@@ -132,7 +132,7 @@ impl Sim {
         sim.bootstrap()?;
         for (i, c) in scenario.components.iter().enumerate() {
             sim.components.push(ComponentState::new(c, &scenario.api_servers, Rng::derive(seed, &c.name)));
-            sim.start_component(i, None);
+            sim.start_component(i, None, None);
         }
         for (i, step) in scenario.script.iter().enumerate() {
             sim.schedule(step.at.0, Scheduled::Script(i));
@@ -155,7 +155,7 @@ impl Sim {
         objects.extend(self.scenario.objects.iter().cloned());
         for (i, object) in objects.into_iter().enumerate() {
             let key = object.key();
-            let object = crate::apiserver::prepare_create(object, &mut self.bootstrap_rng, 0);
+            let object = crate::apiserver::prepare_create(object, &mut self.bootstrap_rng);
             let event = self.store.create(object, 0).map_err(|e| SimError::Bootstrap {
                 object: key.to_string(),
                 reason: e.to_string(),
@@ -182,12 +182,7 @@ impl Sim {
         let state = self.store.range("/", None).expect("reading the current state cannot fail");
         let entry = self.store_entries.get(&revision).copied();
         for server in &mut self.servers {
-            server.cache.replace(
-                revision,
-                state.iter().map(|kv| (kv.key.clone(), kv.value.clone())),
-                entry.unwrap_or(0),
-            );
-            server.cache.revision_entry = entry;
+            server.cache.replace(revision, state.iter().map(|kv| (kv.key.clone(), kv.value.clone())), entry);
         }
         Ok(())
     }
@@ -331,12 +326,12 @@ impl Sim {
                         self.crash_component(c, "restarting (script)", entry);
                     }
                     let server = api_server.as_deref().and_then(|s| self.server_index(s));
-                    self.start_component_after(c, server, entry);
+                    self.start_component(c, server, entry);
                 }
             }
             StepAction::Disconnect { component } => {
                 if let Some(c) = self.component_index(&component) {
-                    self.disconnect_component(c, entry);
+                    self.disconnect_component(c);
                 }
             }
             StepAction::Compact { keep } => {
