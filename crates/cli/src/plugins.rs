@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 
-use recon_abi::{ComponentConfig, Crash, Input, Instance, Manifest, Output};
+use recon_abi::Manifest;
 use recon_host::{CompiledPlugin, Engine, Limits, Module};
 use recon_scenario::Scenario;
 use recon_sim::Instantiate;
@@ -47,29 +47,14 @@ fn load(engine: &Engine, path: &Path) -> Result<CompiledPlugin, String> {
 }
 
 /// Instantiates swapped components from their plugin and the rest from the
-/// built-in catalog by controller name.
+/// built-in catalog by controller name. A plugin that cannot be instantiated
+/// starts as an instance whose every call crashes with the reason, which the
+/// simulator reports and backs off from.
 pub fn instantiate_with(swaps: BTreeMap<String, CompiledPlugin>) -> Instantiate {
     Box::new(move |component| match swaps.get(&component.name) {
-        Some(plugin) => Some(match plugin.instantiate() {
-            Ok(instance) => Box::new(instance) as Box<dyn Instance>,
-            Err(crash) => Box::new(Failed(crash)),
-        }),
+        Some(plugin) => Some(plugin.start()),
         None => recon_catalog::instantiate(&component.controller),
     })
-}
-
-/// A plugin that could not even be instantiated: every start crashes with
-/// the reason, which the simulator reports and backs off from.
-struct Failed(Crash);
-
-impl Instance for Failed {
-    fn init(&mut self, _: &ComponentConfig) -> Result<Manifest, Crash> {
-        Err(self.0.clone())
-    }
-
-    fn handle(&mut self, _: &Input) -> Result<Output, Crash> {
-        Err(self.0.clone())
-    }
 }
 
 /// `recon check-plugin FILE`: validate, start, print the manifest.

@@ -136,8 +136,9 @@ pub enum PluginError {
         /// What failed.
         reason: String,
     },
-    /// The wasmtime engine could not be created on this machine (an
-    /// unsupported platform). Use the browser playground instead.
+    /// The engine could not be started: natively, wasmtime on an unsupported
+    /// platform (use the browser playground instead); in the browser, a
+    /// JavaScript environment without `WebAssembly`.
     #[error("the WebAssembly engine could not be started: {reason}")]
     Engine {
         /// Why.

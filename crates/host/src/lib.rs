@@ -9,12 +9,13 @@
 //!    `recon.log`, no start function, one private 32-bit memory within the
 //!    cap) and **instrument**: rewrite the module so that it meters its own
 //!    fuel, caps its memory and counts its call depth ([`Limits`]).
-//! 2. **Compile** ([`Engine::compile`]), once per module, natively with
-//!    wasmtime. The browser engine compiles the same [`Module::bytes`] with
-//!    the page's `WebAssembly`.
-//! 3. **Instantiate** ([`CompiledPlugin::instantiate`]) for every (re)start
-//!    of a component, and call it through [`recon_abi::Instance`]. Every
-//!    failure is a [`recon_abi::Crash`] of that instance only.
+//! 2. **Compile** ([`Engine::compile`]), once per module: natively with
+//!    wasmtime, in the browser (`wasm32`) with the page's own `WebAssembly`.
+//! 3. **Instantiate** ([`CompiledPlugin::instantiate`], or
+//!    [`CompiledPlugin::start`], which turns a failure into an instance that
+//!    crashes) for every (re)start of a component, and call it through
+//!    [`recon_abi::Instance`]. Every failure is a [`recon_abi::Crash`] of
+//!    that instance only.
 //!
 //! Because the limits are in the module's own code, they do not depend on
 //! the engine: a call runs out of fuel at the same instruction, `memory.grow`
@@ -22,9 +23,15 @@
 //! wasmtime and in any browser, and crash reasons are worded the same
 //! ([`Trap::explain`]). The engines' own limits are only a backstop.
 //!
-//! The engine-independent half (loading) also builds for `wasm32`; the
-//! wasmtime engine ([`Engine`], [`CompiledPlugin`], [`WasmInstance`],
-//! [`check`]) exists only natively.
+//! There are two engines with one API ([`Engine`], [`CompiledPlugin`],
+//! [`WasmInstance`], [`check`]), so callers do not care which one they get:
+//! natively, wasmtime with Cranelift; on `wasm32`, the browser's own
+//! `WebAssembly` through `js-sys`, which compiles and instantiates
+//! synchronously and so must run in a Web Worker. What happens around a call
+//! (writing the input, reading and decoding the result, wording every crash,
+//! bounding the log) is shared; only the raw calls and the meters' access
+//! differ. The browser engine has no fuel backstop of its own, and a few
+//! traps are reported differently (the crate's README says which).
 //!
 //! ```
 //! use recon_abi::{ComponentConfig, Instance};
@@ -40,18 +47,25 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(target_arch = "wasm32")]
+mod browser;
+mod call;
 #[cfg(not(target_arch = "wasm32"))]
 mod engine;
 mod error;
+mod instance;
 mod instrument;
 mod limits;
 mod module;
 mod trap;
 mod validate;
 
+#[cfg(target_arch = "wasm32")]
+pub use browser::{CompiledPlugin, Engine};
 #[cfg(not(target_arch = "wasm32"))]
-pub use engine::{CompiledPlugin, Engine, WasmInstance, check};
+pub use engine::{CompiledPlugin, Engine};
 pub use error::PluginError;
+pub use instance::{WasmInstance, check};
 pub use limits::Limits;
 pub use module::{DEPTH_EXPORT, FUEL_EXPORT, Module};
 pub use trap::Trap;

@@ -1,0 +1,230 @@
+//! A plugin instance, whatever the engine: the ABI's calling protocol (write
+//! the input through `recon_alloc`, call, read the result back, word every
+//! failure) on top of the raw calls of the engine built for this target.
+
+use std::borrow::Cow;
+use std::fmt::Display;
+use std::sync::Arc;
+
+use recon_abi::{ABI_VERSION, ComponentConfig, Crash, Input, Instance, Manifest, Output};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::call::{Call, crash, one_line};
+use crate::{CompiledPlugin, Engine, Limits, Module, PluginError};
+
+/// The engine's side of an instance on this target.
+#[cfg(not(target_arch = "wasm32"))]
+type EngineInstance = crate::engine::Wasmtime;
+/// The engine's side of an instance on this target.
+#[cfg(target_arch = "wasm32")]
+type EngineInstance = crate::browser::Browser;
+
+/// One instantiated module as an engine runs it: its exports, its memory and
+/// the instrumentation's meters. [`WasmInstance`] speaks the ABI on top.
+pub(crate) trait Machine {
+    /// Why a call failed, in the engine's terms.
+    type Error;
+
+    /// Fills the fuel meter with [`Limits::fuel_budget`] and sets the depth
+    /// meter to 0 (and rearms an engine backstop, if the engine has one).
+    /// Fails only on a host bug, with one line.
+    fn reset_meters(&mut self, limits: &Limits) -> Result<(), String>;
+
+    /// The meters: the fuel left and the call depth.
+    fn meters(&mut self) -> (i64, u32);
+
+    /// The size of the memory in bytes.
+    fn memory_bytes(&mut self) -> u64;
+
+    /// Writes `bytes` at `at`; false if they do not fit in memory.
+    fn write(&mut self, at: u64, bytes: &[u8]) -> bool;
+
+    /// The `len` bytes at `at`, or `None` if they are not all in memory.
+    fn read(&mut self, at: u64, len: u64) -> Option<Cow<'_, [u8]>>;
+
+    /// Calls `recon_abi_version`.
+    fn abi_version(&mut self) -> Result<i32, Self::Error>;
+
+    /// Calls `recon_alloc(len)`.
+    fn alloc(&mut self, len: i32) -> Result<i32, Self::Error>;
+
+    /// Calls `recon_init` or `recon_handle`.
+    fn call(&mut self, call: Call, ptr: i32, len: i32) -> Result<i64, Self::Error>;
+
+    /// The trap that failed a call, as every engine names it.
+    fn trap(error: &Self::Error) -> crate::Trap;
+
+    /// The `recon.log` lines since the last time they were taken.
+    fn take_logs(&mut self) -> Vec<String>;
+}
+
+/// One instance of a plugin: one component's life between (re)starts.
+///
+/// The first failed call crashes it for good (memory may be inconsistent
+/// after a trap); the host starts a fresh one, as the ABI says.
+pub struct WasmInstance {
+    name: Arc<str>,
+    limits: Limits,
+    machine: EngineInstance,
+    fuel_used: u64,
+    crashed: bool,
+}
+
+impl WasmInstance {
+    /// Wraps a fresh instance after checking that `recon_abi_version`
+    /// returns [`ABI_VERSION`].
+    pub(crate) fn start(name: Arc<str>, limits: Limits, machine: EngineInstance) -> Result<WasmInstance, Crash> {
+        let mut wasm = WasmInstance { name, limits, machine, fuel_used: 0, crashed: false };
+        wasm.reset_meters()?;
+        let found = wasm.machine.abi_version().map_err(|e| wasm.trapped("recon_abi_version", e))?;
+        if found != ABI_VERSION as i32 {
+            let detail = format!("returned {found}, but this host speaks ABI version {ABI_VERSION}");
+            return Err(wasm.crash("recon_abi_version", detail));
+        }
+        Ok(wasm)
+    }
+
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The fuel the last call consumed (its `recon_alloc` included): the
+    /// same number in every engine. The whole budget if it ran out.
+    pub fn fuel_used(&self) -> u64 {
+        self.fuel_used
+    }
+
+    /// The lines the plugin logged through `recon.log` since the last call of
+    /// this method. At most 1,000 lines of at most 4 KiB are kept; a last
+    /// line says how many more were dropped.
+    pub fn take_logs(&mut self) -> Vec<String> {
+        self.machine.take_logs()
+    }
+
+    fn call<T: DeserializeOwned>(&mut self, call: Call, input: &impl Serialize) -> Result<T, Crash> {
+        if self.crashed {
+            return Err(self.crash(call.export(), "was called after the instance crashed"));
+        }
+        let result = self.try_call(call, input);
+        self.crashed = result.is_err();
+        result
+    }
+
+    fn try_call<T: DeserializeOwned>(&mut self, call: Call, input: &impl Serialize) -> Result<T, Crash> {
+        let export = call.export();
+        let input = serde_json::to_vec(input).map_err(|e| self.crash(export, format!("input did not encode: {e}")))?;
+        let len = i32::try_from(input.len())
+            .map_err(|_| self.crash(export, format!("input of {} bytes does not fit in 32 bits", input.len())))?;
+
+        // The input's allocation and the call share one budget.
+        self.reset_meters()?;
+        let ptr = self.machine.alloc(len).map_err(|e| self.trapped("recon_alloc", e))?;
+        if ptr == 0 {
+            return Err(self.crash("recon_alloc", format!("returned 0 (could not allocate {len} bytes)")));
+        }
+        if !self.machine.write(u64::from(ptr as u32), &input) {
+            let size = self.machine.memory_bytes();
+            let detail =
+                format!("returned {:#x}, where {len} bytes do not fit in a memory of {size} bytes", ptr as u32);
+            return Err(self.crash("recon_alloc", detail));
+        }
+        let packed = self.machine.call(call, ptr, len).map_err(|e| self.trapped(export, e))?;
+        self.read_meters();
+
+        let memory_bytes = self.machine.memory_bytes();
+        call.decode(&self.name, packed, memory_bytes, |at, len| self.machine.read(at, len))
+    }
+
+    /// Fills the budget and empties the stack before a call.
+    fn reset_meters(&mut self) -> Result<(), Crash> {
+        self.machine
+            .reset_meters(&self.limits)
+            .map_err(|reason| self.crash("meters", format!("could not be reset (a host bug): {reason}")))
+    }
+
+    /// Records the fuel used by the call that just ended; returns the meters.
+    fn read_meters(&mut self) -> (i64, u32) {
+        let (fuel_left, depth) = self.machine.meters();
+        self.fuel_used = self.limits.fuel_budget().saturating_sub(fuel_left.max(0)).unsigned_abs();
+        (fuel_left, depth)
+    }
+
+    /// The crash for a call that trapped, explained from the meters.
+    fn trapped(&mut self, export: &str, error: <EngineInstance as Machine>::Error) -> Crash {
+        let (fuel_left, depth) = self.read_meters();
+        let memory_bytes = self.machine.memory_bytes();
+        let reason = EngineInstance::trap(&error).explain(&self.limits, fuel_left, depth, memory_bytes);
+        self.crash(export, reason)
+    }
+
+    fn crash(&self, export: &str, detail: impl Display) -> Crash {
+        crash(&self.name, export, detail)
+    }
+}
+
+impl Instance for WasmInstance {
+    fn init(&mut self, config: &ComponentConfig) -> Result<Manifest, Crash> {
+        let manifest: Manifest = self.call(Call::Init, config)?;
+        if manifest.abi_version != ABI_VERSION {
+            self.crashed = true;
+            let detail = format!(
+                "returned a manifest for ABI version {}, but this host speaks ABI version {ABI_VERSION}",
+                manifest.abi_version
+            );
+            return Err(self.crash("recon_init", detail));
+        }
+        Ok(manifest)
+    }
+
+    fn handle(&mut self, input: &Input) -> Result<Output, Crash> {
+        self.call(Call::Handle, input)
+    }
+}
+
+impl CompiledPlugin {
+    /// A fresh instance for the simulator: [`CompiledPlugin::instantiate`]'s,
+    /// or, if that failed, one whose every call crashes with that reason
+    /// (which the simulator reports and backs off from, like any crash).
+    pub fn start(&self) -> Box<dyn Instance> {
+        match self.instantiate() {
+            Ok(instance) => Box::new(instance),
+            Err(crash) => Box::new(Failed(crash)),
+        }
+    }
+}
+
+/// A plugin that could not even be instantiated: every call crashes with the
+/// reason.
+struct Failed(Crash);
+
+impl Instance for Failed {
+    fn init(&mut self, _: &ComponentConfig) -> Result<Manifest, Crash> {
+        Err(self.0.clone())
+    }
+
+    fn handle(&mut self, _: &Input) -> Result<Output, Crash> {
+        Err(self.0.clone())
+    }
+}
+
+/// Why an instance could not be created, as a crash of the plugin `name`.
+pub(crate) fn not_instantiated(name: &str, error: &impl Display) -> Crash {
+    Crash::new(format!("{name}: could not be instantiated: {}", one_line(error)))
+}
+
+/// An export the host added or validation checked is missing: a host bug.
+pub(crate) fn lost_export(name: &str, what: &str) -> Crash {
+    Crash::new(format!("{name}: lost its export {what} in instrumentation (a host bug)"))
+}
+
+/// Loads, compiles and starts a plugin, and returns its manifest: what
+/// `recon check-plugin` prints. The instance is configured as component
+/// `check` on node `node-1`.
+pub fn check(name: &str, bytes: &[u8], limits: &Limits) -> Result<Manifest, PluginError> {
+    let module = Module::load(name, bytes, limits)?;
+    let mut instance = Engine::new()?.compile(&module)?.instantiate()?;
+    let config = ComponentConfig { name: "check".into(), node: Some("node-1".into()), ..Default::default() };
+    Ok(instance.init(&config)?)
+}

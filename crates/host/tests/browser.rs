@@ -1,0 +1,95 @@
+//! The browser engine in a real browser: run by `wasm-bindgen-test-runner`
+//! in a dedicated Web Worker of headless Chromium, where the simulator runs
+//! in the playground.
+//!
+//! - The run-time tests shared with the wasmtime engine (`common/run_time.rs`):
+//!   hostile and well-behaved plugins give the same crash reasons, byte for
+//!   byte, and the same fuel counts as natively.
+//! - Every shipped scenario gives the same trace with the built-in
+//!   controllers linked into this module and with each of them as a Wasm
+//!   plugin in the browser's `WebAssembly`.
+//!
+//! The plugins' `.wasm` files are built into the test at compile time from
+//! the directory `RECON_PLUGIN_DIR` names (`cargo xtask plugins` prints it).
+//! See the crate's README for the command.
+
+#![cfg(target_arch = "wasm32")]
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use recon_host::{CompiledPlugin, Engine, Limits, Module};
+use recon_sim::{Instantiate, Sim, Trace};
+use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+
+wasm_bindgen_test_configure!(run_in_dedicated_worker);
+
+/// The `.wasm` file of one built-in plugin crate.
+macro_rules! plugin {
+    ($crate_name:literal) => {
+        ($crate_name, include_bytes!(concat!(env!("RECON_PLUGIN_DIR"), "/", $crate_name, ".wasm")).as_slice())
+    };
+}
+
+/// Every built-in controller's plugin, by crate name.
+const PLUGINS: &[(&str, &[u8])] = &[
+    plugin!("recon_plugin_deployment"),
+    plugin!("recon_plugin_kubelet"),
+    plugin!("recon_plugin_kubelet_fixed"),
+    plugin!("recon_plugin_replicaset"),
+    plugin!("recon_plugin_scheduler"),
+    plugin!("recon_plugin_statefulset"),
+    plugin!("recon_plugin_template"),
+];
+
+/// Every built-in compiled by the browser, by controller name.
+fn compiled_plugins() -> BTreeMap<String, CompiledPlugin> {
+    let engine = Engine::new().unwrap();
+    recon_catalog::BUILTINS
+        .iter()
+        .map(|builtin| {
+            let (_, bytes) = PLUGINS
+                .iter()
+                .find(|(crate_name, _)| *crate_name == builtin.crate_name)
+                .unwrap_or_else(|| panic!("add {} to PLUGINS", builtin.crate_name));
+            let module = Module::load(builtin.name, bytes, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+            (builtin.name.to_owned(), engine.compile(&module).unwrap_or_else(|e| panic!("{e}")))
+        })
+        .collect()
+}
+
+fn run(scenario: &recon_scenario::Scenario, instantiate: Instantiate) -> Trace {
+    let mut sim = Sim::new(scenario, instantiate).expect("the scenario builds");
+    sim.run();
+    sim.into_trace()
+}
+
+#[wasm_bindgen_test]
+fn the_tests_run_in_a_dedicated_worker_as_the_simulator_does() {
+    let scope = js_sys::global().constructor().name();
+    assert_eq!(String::from(scope), "DedicatedWorkerGlobalScope");
+}
+
+#[wasm_bindgen_test]
+fn every_shipped_scenario_gives_the_same_trace_linked_in_and_as_browser_plugins() {
+    assert_eq!(PLUGINS.len(), recon_catalog::BUILTINS.len(), "one plugin per built-in");
+    let plugins = compiled_plugins();
+    for (file, text) in common::SCENARIOS {
+        let scenario = recon_scenario::parse(file, text).unwrap_or_else(|e| panic!("{e}"));
+        let linked = run(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller)));
+        let as_plugins = {
+            let plugins = plugins.clone();
+            run(&scenario, Box::new(move |c| plugins.get(&c.controller).map(CompiledPlugin::start)))
+        };
+        assert!(linked.entries.len() > 50, "{file}: a real run");
+        if linked.hash() != as_plugins.hash() {
+            let first = linked
+                .entries
+                .iter()
+                .zip(&as_plugins.entries)
+                .find(|(a, b)| serde_json::to_string(a).unwrap() != serde_json::to_string(b).unwrap());
+            panic!("{file}: traces differ; first difference: {first:#?}");
+        }
+    }
+}
