@@ -1,0 +1,85 @@
+//! What the tooltip says about the thing under the pointer: an entry, a
+//! cache's staleness band, or a partition window.
+
+use recon_sim::explain::{describe, fmt_time};
+use recon_sim::{EntryId, Event, Trace};
+
+use super::model::{MarkKind, PartitionWindow, TimelineModel};
+use super::staleness::StalenessBand;
+
+/// A tooltip's text: a heading line, then plain lines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tooltip {
+    /// First line, in bold: when and where.
+    pub heading: String,
+    /// The rest.
+    pub lines: Vec<String>,
+}
+
+/// An entry's tooltip: its time and lane, then what happened.
+pub fn entry_tooltip(trace: &Trace, model: &TimelineModel, id: EntryId) -> Option<Tooltip> {
+    let entry = trace.get(id)?;
+    let lane = model.lane_of(id).and_then(|l| model.lanes.get(l)).map_or(entry.lane.as_str(), |l| l.name.as_str());
+    let mut lines = vec![describe(entry)];
+    match (&entry.event, model.kind_of(id)) {
+        (Event::ListServed { stale_ms, store_revision, revision, .. }, Some(MarkKind::StaleRead)) => {
+            let behind = store_revision.saturating_sub(*revision);
+            lines.push(format!("Stale read: {behind} revisions and {stale_ms} ms behind the store"));
+        }
+        (_, Some(MarkKind::TimeTravel)) => lines.push("Time travel: this component's view went backwards".into()),
+        (_, Some(MarkKind::Violation)) => lines.push("Safety violation".into()),
+        _ => {}
+    }
+    if !entry.causes.is_empty() {
+        let causes: Vec<String> = entry.causes.iter().map(|c| format!("#{c}")).collect();
+        lines.push(format!("Caused by {}", causes.join(", ")));
+    }
+    Some(Tooltip { heading: format!("{} · {} · #{id}", fmt_time(entry.time_ms), lane), lines })
+}
+
+/// A staleness band's tooltip at a moment: how far behind the cache is then,
+/// and the most it ever was.
+pub fn band_tooltip(band: &StalenessBand, time_ms: f64) -> Tooltip {
+    let at = time_ms.max(0.0).round() as u64;
+    let now = match band.at(time_ms) {
+        Some(sample) if sample.behind() > 0 => format!(
+            "{} revisions behind the store for {} ms (cache at revision {}, store at {})",
+            sample.behind(),
+            sample.lag_ms_at(at),
+            sample.cache_revision,
+            sample.store_revision
+        ),
+        Some(sample) => format!("Up to date with the store (revision {})", sample.store_revision),
+        None => "Before the run".to_string(),
+    };
+    let most = if band.max_behind == 0 {
+        "Never behind the store in this run".to_string()
+    } else {
+        format!("Most behind in this run: {} revisions; longest lag {} ms", band.max_behind, band.max_lag_ms)
+    };
+    Tooltip { heading: format!("{} · {} watch cache", fmt_time(at), band.api_server), lines: vec![now, most] }
+}
+
+/// A partition window's tooltip.
+pub fn partition_tooltip(model: &TimelineModel, window: &PartitionWindow) -> Tooltip {
+    let server = model.lanes.get(window.lane).map_or("", |l| l.name.as_str());
+    let line = match window.until_ms {
+        Some(until) => format!(
+            "Cut off from the store from {} until {} ({} ms): its watch cache receives nothing",
+            fmt_time(window.from_ms),
+            fmt_time(until),
+            until - window.from_ms
+        ),
+        None => format!("Cut off from the store from {} to the end of the run", fmt_time(window.from_ms)),
+    };
+    Tooltip { heading: format!("{server} partitioned"), lines: vec![line] }
+}
+
+/// The partition window on `lane` (the server's or its cache's) covering `time_ms`.
+pub fn partition_at(model: &TimelineModel, lane: usize, time_ms: f64) -> Option<usize> {
+    model.partitions.iter().position(|w| {
+        (w.lane == lane || w.cache_lane == Some(lane))
+            && time_ms >= w.from_ms as f64
+            && w.until_ms.is_none_or(|until| time_ms <= until as f64)
+    })
+}

@@ -1,0 +1,366 @@
+//! The timeline's view of a trace, built once per run: lanes, each lane's
+//! marks sorted by time, the violations, partition windows, staleness bands,
+//! and the time order used to step from entry to entry.
+//!
+//! Everything a frame needs is a binary search away, so drawing costs what
+//! is visible, not what is in the trace.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use recon_scenario::Check;
+use recon_sim::{EntryId, Event, Trace};
+
+use super::lanes::{Lane, LaneRole, cache_lane_name, derive_lanes, lane_name_of};
+use super::staleness::{StalenessBand, staleness_bands};
+
+/// What a mark stands for: its colour, and what survives when several
+/// marks share a pixel. Declared most important first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MarkKind {
+    /// A safety check failed.
+    Violation,
+    /// A component's view went back in time (a violation too).
+    TimeTravel,
+    /// A component instance died.
+    Crash,
+    /// A write committed to the store.
+    Write,
+    /// A list answered with state older than the store's.
+    StaleRead,
+    /// A refused or failed write or request.
+    Failure,
+    /// A node's runtime started or stopped a container.
+    Container,
+    /// A component started or failed over.
+    Lifecycle,
+    /// An API server lost or regained the store.
+    Partition,
+    /// A step of the scenario's script.
+    Script,
+    /// A controller was called.
+    Reconcile,
+    /// A list answered with current state.
+    Read,
+    /// A watch cache applied an event or rebuilt itself; the store compacted.
+    Cache,
+    /// A watch event reached a component.
+    Watch,
+}
+
+impl MarkKind {
+    /// Every kind, most important first (the legend's order).
+    pub const ALL: [MarkKind; 14] = [
+        MarkKind::Violation,
+        MarkKind::TimeTravel,
+        MarkKind::Crash,
+        MarkKind::Write,
+        MarkKind::StaleRead,
+        MarkKind::Failure,
+        MarkKind::Container,
+        MarkKind::Lifecycle,
+        MarkKind::Partition,
+        MarkKind::Script,
+        MarkKind::Reconcile,
+        MarkKind::Read,
+        MarkKind::Cache,
+        MarkKind::Watch,
+    ];
+
+    /// The kind of mark for an event.
+    pub fn of(event: &Event) -> MarkKind {
+        match event {
+            Event::Violation { check: Check::TimeTravel, .. } => MarkKind::TimeTravel,
+            Event::Violation { .. } => MarkKind::Violation,
+            Event::ComponentCrashed { .. } => MarkKind::Crash,
+            Event::StoreWrite { .. } => MarkKind::Write,
+            Event::ListServed { stale_ms, .. } if *stale_ms > 0 => MarkKind::StaleRead,
+            Event::ListServed { .. } => MarkKind::Read,
+            Event::WriteFailed { .. } | Event::RequestFailed { .. } | Event::ActionRefused { .. } => MarkKind::Failure,
+            Event::ContainerStarted { .. } | Event::ContainerStopped { .. } => MarkKind::Container,
+            Event::ComponentStarted { .. } | Event::Failover { .. } => MarkKind::Lifecycle,
+            Event::Partition { .. } => MarkKind::Partition,
+            Event::Script { .. } => MarkKind::Script,
+            Event::Reconcile { .. } => MarkKind::Reconcile,
+            Event::CacheApply { .. } | Event::CacheRelist { .. } | Event::Compaction { .. } => MarkKind::Cache,
+            Event::WatchDelivered { .. } => MarkKind::Watch,
+        }
+    }
+
+    /// Position in [`MarkKind::ALL`] (the declaration order): 0 is the most important.
+    pub fn rank(self) -> usize {
+        self as usize
+    }
+
+    /// Which mark is drawn when several share a pixel column: the highest.
+    pub fn importance(self) -> u8 {
+        (MarkKind::ALL.len() - self.rank()) as u8
+    }
+
+    /// Whether this mark is a failed safety check.
+    pub fn is_violation(self) -> bool {
+        matches!(self, MarkKind::Violation | MarkKind::TimeTravel)
+    }
+
+    /// A short name for the legend.
+    pub fn label(self) -> &'static str {
+        match self {
+            MarkKind::Violation => "violation",
+            MarkKind::TimeTravel => "time travel",
+            MarkKind::Crash => "crash",
+            MarkKind::Write => "write",
+            MarkKind::StaleRead => "stale read",
+            MarkKind::Failure => "failure",
+            MarkKind::Container => "container",
+            MarkKind::Lifecycle => "start / failover",
+            MarkKind::Partition => "partition",
+            MarkKind::Script => "script",
+            MarkKind::Reconcile => "reconcile",
+            MarkKind::Read => "list",
+            MarkKind::Cache => "cache",
+            MarkKind::Watch => "watch event",
+        }
+    }
+}
+
+/// One lane's marks, sorted by time (then id), in parallel arrays so a
+/// frame's scan touches only what it needs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LaneMarks {
+    /// Each mark's time.
+    pub times: Vec<u64>,
+    /// Each mark's entry.
+    pub ids: Vec<EntryId>,
+    /// Each mark's kind.
+    pub kinds: Vec<MarkKind>,
+}
+
+impl LaneMarks {
+    /// The marks with `from_ms <= time <= to_ms`.
+    pub fn range(&self, from_ms: f64, to_ms: f64) -> Range<usize> {
+        let start = self.times.partition_point(|t| (*t as f64) < from_ms);
+        let end = self.times.partition_point(|t| (*t as f64) <= to_ms);
+        start..end.max(start)
+    }
+
+    /// How many marks the lane has.
+    pub fn len(&self) -> usize {
+        self.times.len()
+    }
+
+    /// Whether the lane has no marks.
+    pub fn is_empty(&self) -> bool {
+        self.times.is_empty()
+    }
+}
+
+/// A time an API server could not reach the store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionWindow {
+    /// The API server's lane.
+    pub lane: usize,
+    /// Its cache's lane, if it has one (the cache is frozen too).
+    pub cache_lane: Option<usize>,
+    /// When the partition started.
+    pub from_ms: u64,
+    /// When it healed; `None` if it lasted to the end of the run.
+    pub until_ms: Option<u64>,
+}
+
+/// Everything the timeline draws, derived from one trace.
+#[derive(Clone, Debug, Default)]
+pub struct TimelineModel {
+    /// The lanes, top to bottom.
+    pub lanes: Vec<Lane>,
+    /// Each lane's marks (same index as `lanes`).
+    pub marks: Vec<LaneMarks>,
+    /// The violations, in time order.
+    pub violations: Vec<EntryId>,
+    /// Partition windows, in time order.
+    pub partitions: Vec<PartitionWindow>,
+    /// One band per watch cache.
+    pub bands: Vec<StalenessBand>,
+    /// Time of the first entry.
+    pub start_ms: u64,
+    /// Time of the last entry.
+    pub end_ms: u64,
+    /// Per entry (by id): its lane.
+    entry_lane: Vec<u32>,
+    /// Per entry: its kind.
+    entry_kind: Vec<MarkKind>,
+    /// Per entry: its time.
+    entry_time: Vec<u64>,
+    /// Entry ids in time order (ties by id).
+    order: Vec<EntryId>,
+    /// Per entry: its position in `order`.
+    rank: Vec<u32>,
+}
+
+impl TimelineModel {
+    /// Builds the model of a trace. Entry ids are positions in the trace.
+    pub fn build(trace: &Trace) -> TimelineModel {
+        let lanes = derive_lanes(trace);
+        let lane_index: BTreeMap<&str, usize> = lanes.iter().enumerate().map(|(i, l)| (l.name.as_str(), i)).collect();
+
+        let n = trace.entries.len();
+        let mut entry_lane = Vec::with_capacity(n);
+        let mut entry_kind = Vec::with_capacity(n);
+        let mut entry_time = Vec::with_capacity(n);
+        for entry in &trace.entries {
+            // Every drawn lane is derived from the trace, so the lookup cannot miss.
+            let lane = lane_index.get(lane_name_of(entry).as_ref()).copied().unwrap_or(0);
+            entry_lane.push(lane as u32);
+            entry_kind.push(MarkKind::of(&entry.event));
+            entry_time.push(entry.time_ms);
+        }
+
+        // Entries are recorded in time order; sorting keeps the model right
+        // for any trace, and is linear on sorted input.
+        let mut order: Vec<EntryId> = (0..n as EntryId).collect();
+        order.sort_by_key(|id| (entry_time[*id as usize], *id));
+        let mut rank = vec![0u32; n];
+        for (position, id) in order.iter().enumerate() {
+            rank[*id as usize] = position as u32;
+        }
+
+        let mut marks = vec![LaneMarks::default(); lanes.len()];
+        for id in &order {
+            let i = *id as usize;
+            let lane = &mut marks[entry_lane[i] as usize];
+            lane.times.push(entry_time[i]);
+            lane.ids.push(*id);
+            lane.kinds.push(entry_kind[i]);
+        }
+
+        let violations = order.iter().copied().filter(|id| entry_kind[*id as usize].is_violation()).collect();
+        let partitions = partition_windows(trace, &order, &lane_index);
+        let caches: Vec<(String, usize)> = lanes
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.role == LaneRole::Cache)
+            .filter_map(|(i, l)| l.owner.clone().map(|server| (server, i)))
+            .collect();
+        let bands = staleness_bands(trace, &order, &caches);
+
+        let start_ms = order.first().map_or(0, |id| entry_time[*id as usize]);
+        let end_ms = order.last().map_or(0, |id| entry_time[*id as usize]);
+        TimelineModel {
+            lanes,
+            marks,
+            violations,
+            partitions,
+            bands,
+            start_ms,
+            end_ms,
+            entry_lane,
+            entry_kind,
+            entry_time,
+            order,
+            rank,
+        }
+    }
+
+    /// How many entries the model holds.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether the trace was empty.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// The lane names, top to bottom.
+    pub fn lane_names(&self) -> impl Iterator<Item = &str> {
+        self.lanes.iter().map(|l| l.name.as_str())
+    }
+
+    /// The index of the lane with this name.
+    pub fn lane_named(&self, name: &str) -> Option<usize> {
+        self.lanes.iter().position(|l| l.name == name)
+    }
+
+    /// The lane an entry is drawn on.
+    pub fn lane_of(&self, id: EntryId) -> Option<usize> {
+        self.entry_lane.get(id as usize).map(|l| *l as usize)
+    }
+
+    /// An entry's kind.
+    pub fn kind_of(&self, id: EntryId) -> Option<MarkKind> {
+        self.entry_kind.get(id as usize).copied()
+    }
+
+    /// An entry's time.
+    pub fn time_of(&self, id: EntryId) -> Option<u64> {
+        self.entry_time.get(id as usize).copied()
+    }
+
+    /// The first violation in time.
+    pub fn first_violation(&self) -> Option<EntryId> {
+        self.violations.first().copied()
+    }
+
+    /// The entry after `from` in time; with nothing selected, the first at
+    /// or after `cursor_ms`.
+    pub fn next(&self, from: Option<EntryId>, cursor_ms: f64) -> Option<EntryId> {
+        let position = match from.and_then(|id| self.rank.get(id as usize)) {
+            Some(rank) => *rank as usize + 1,
+            None => self.order.partition_point(|id| (self.entry_time[*id as usize] as f64) < cursor_ms),
+        };
+        self.order.get(position).copied()
+    }
+
+    /// The entry before `from` in time; with nothing selected, the last at
+    /// or before `cursor_ms`.
+    pub fn previous(&self, from: Option<EntryId>, cursor_ms: f64) -> Option<EntryId> {
+        match from.and_then(|id| self.rank.get(id as usize)) {
+            Some(rank) => (*rank as usize).checked_sub(1).map(|p| self.order[p]),
+            None => self.last_at_or_before(cursor_ms),
+        }
+    }
+
+    /// The last entry at or before `time_ms`.
+    pub fn last_at_or_before(&self, time_ms: f64) -> Option<EntryId> {
+        let end = self.order.partition_point(|id| (self.entry_time[*id as usize] as f64) <= time_ms);
+        end.checked_sub(1).map(|p| self.order[p])
+    }
+
+    /// The kinds of mark the run has, most important first (for the legend).
+    pub fn kinds_present(&self) -> Vec<MarkKind> {
+        let mut present = [false; MarkKind::ALL.len()];
+        for kind in &self.entry_kind {
+            present[kind.rank()] = true;
+        }
+        MarkKind::ALL.iter().zip(present).filter(|(_, p)| *p).map(|(k, _)| *k).collect()
+    }
+
+    /// The staleness band drawn on a lane, if it is a cache lane.
+    pub fn band_on(&self, lane: usize) -> Option<&StalenessBand> {
+        self.bands.iter().find(|b| b.lane == lane)
+    }
+
+    /// The scale shared by every band: the most revisions any cache was behind.
+    pub fn max_behind(&self) -> u64 {
+        self.bands.iter().map(|b| b.max_behind).max().unwrap_or(0)
+    }
+}
+
+/// Partition windows from the started/healed entries, in time order.
+fn partition_windows(trace: &Trace, order: &[EntryId], lane_index: &BTreeMap<&str, usize>) -> Vec<PartitionWindow> {
+    let mut open: BTreeMap<String, usize> = BTreeMap::new();
+    let mut windows: Vec<PartitionWindow> = Vec::new();
+    for entry in order.iter().filter_map(|id| trace.get(*id)) {
+        let Event::Partition { api_server, started } = &entry.event else { continue };
+        let Some(&lane) = lane_index.get(api_server.as_str()) else { continue };
+        if *started {
+            if !open.contains_key(api_server) {
+                open.insert(api_server.clone(), windows.len());
+                let cache_lane = lane_index.get(cache_lane_name(api_server).as_str()).copied();
+                windows.push(PartitionWindow { lane, cache_lane, from_ms: entry.time_ms, until_ms: None });
+            }
+        } else if let Some(i) = open.remove(api_server) {
+            windows[i].until_ms = Some(entry.time_ms);
+        }
+    }
+    windows
+}

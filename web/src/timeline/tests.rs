@@ -1,0 +1,619 @@
+//! The timeline's plain-Rust parts, on the #59848 scenario's real trace,
+//! on small hand-made traces, and on the synthetic benchmark trace.
+
+use recon_abi::{EventType, ObjectKey, PodRef, Verb};
+use recon_scenario::Check;
+use recon_sim::trace::ServedFrom;
+use recon_sim::{Entry, EntryId, Event, Sim, Trace};
+
+use super::columns::{BandRun, ColumnMark, aggregate_marks, band_runs};
+use super::hover::{band_tooltip, entry_tooltip, partition_at};
+use super::lanes::{LaneRole, natural_cmp};
+use super::layout::{LaneLayout, hit_test, mark_position};
+use super::model::{MarkKind, TimelineModel};
+use super::staleness::StalenessBand;
+use super::synthetic_trace;
+use super::viewport::{Span, Viewport, tick_label, tick_step, ticks};
+
+const POD_SAFETY: &str = include_str!("../../../scenarios/pod-safety-59848.yaml");
+
+fn run_pod_safety() -> Trace {
+    let scenario = recon_scenario::parse("pod-safety-59848.yaml", POD_SAFETY).expect("the shipped scenario parses");
+    let mut sim = Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).expect("it builds");
+    sim.run();
+    sim.into_trace()
+}
+
+fn names(model: &TimelineModel) -> Vec<&str> {
+    model.lane_names().collect()
+}
+
+/// A trace from (time, lane, event, causes), ids in order.
+fn trace_of(entries: Vec<(u64, &str, Event, Vec<EntryId>)>) -> Trace {
+    let entries = entries
+        .into_iter()
+        .enumerate()
+        .map(|(i, (time_ms, lane, event, causes))| Entry {
+            id: i as EntryId,
+            time_ms,
+            lane: lane.to_string(),
+            event,
+            causes,
+        })
+        .collect();
+    Trace { scenario: "test".into(), seed: 0, entries }
+}
+
+fn watch(component: &str, revision: u64) -> Event {
+    Event::WatchDelivered {
+        component: component.into(),
+        api_server: "apiserver-1".into(),
+        watch: 0,
+        event_type: EventType::Modified,
+        key: ObjectKey::new("Pod", "default", "web-0"),
+        uid: "0123456789".into(),
+        revision,
+    }
+}
+
+fn violation(check: Check) -> Event {
+    Event::Violation { check, message: "broken".into() }
+}
+
+fn write(revision: u64, via: &str) -> Event {
+    Event::StoreWrite {
+        verb: Verb::Update,
+        key: ObjectKey::new("Pod", "default", "web-0"),
+        uid: "0123456789".into(),
+        revision,
+        removed: false,
+        terminating: false,
+        by: "scheduler".into(),
+        via: via.into(),
+    }
+}
+
+// ---- lanes ----
+
+#[test]
+fn pod_safety_lanes_read_top_down_like_the_control_plane() {
+    let model = TimelineModel::build(&run_pod_safety());
+    assert_eq!(
+        names(&model),
+        [
+            "script",
+            "etcd",
+            "apiserver-1",
+            "apiserver-1 cache",
+            "apiserver-2",
+            "apiserver-2 cache",
+            "scheduler",
+            "statefulset-controller",
+            "kubelet-node-1",
+            "node-1",
+            "kubelet-node-2",
+            "node-2",
+            "checks",
+        ]
+    );
+    let lane = |name: &str| &model.lanes[model.lane_named(name).unwrap()];
+    assert_eq!(lane("apiserver-2 cache").role, LaneRole::Cache);
+    assert!(lane("apiserver-2 cache").sub);
+    assert_eq!(lane("apiserver-2 cache").group, lane("apiserver-2").group);
+    assert_eq!(lane("kubelet-node-1").role, LaneRole::NodeAgent);
+    assert_eq!(lane("kubelet-node-1").owner.as_deref(), Some("node-1"));
+    assert_eq!((lane("node-1").role, lane("node-1").sub), (LaneRole::Node, true));
+    assert_eq!(lane("node-1").group, lane("kubelet-node-1").group);
+    assert_ne!(lane("node-1").group, lane("kubelet-node-2").group);
+    assert_eq!(lane("scheduler").role, LaneRole::Controller);
+}
+
+#[test]
+fn cache_and_container_events_are_drawn_on_the_cache_and_node_lanes() {
+    let trace = run_pod_safety();
+    let model = TimelineModel::build(&trace);
+    let lane_name = |id: EntryId| model.lanes[model.lane_of(id).unwrap()].name.as_str();
+    let mut seen_cache = 0;
+    for entry in &trace.entries {
+        match &entry.event {
+            Event::CacheApply { api_server, .. } => {
+                seen_cache += 1;
+                assert_eq!(lane_name(entry.id), format!("{api_server} cache"));
+            }
+            Event::ContainerStarted { node, .. } | Event::ContainerStopped { node, .. } => {
+                assert_eq!(lane_name(entry.id), node);
+            }
+            _ => assert_eq!(lane_name(entry.id), entry.lane),
+        }
+    }
+    assert!(seen_cache > 0);
+    // Every entry is a mark on exactly one lane.
+    assert_eq!(model.marks.iter().map(|m| m.len()).sum::<usize>(), trace.entries.len());
+    for marks in &model.marks {
+        assert!(marks.times.is_sorted());
+    }
+}
+
+#[test]
+fn an_agent_without_containers_is_found_by_its_name_and_odd_lanes_go_last_before_checks() {
+    let node = |name: &str| Event::StoreWrite {
+        verb: Verb::Create,
+        key: ObjectKey::new("Node", "", name),
+        uid: "u".into(),
+        revision: 1,
+        removed: false,
+        terminating: false,
+        by: "scenario".into(),
+        via: String::new(),
+    };
+    let started = |component: &str| Event::ComponentStarted {
+        component: component.into(),
+        api_server: "apiserver-1".into(),
+        restarts: 0,
+    };
+    let trace = trace_of(vec![
+        (0, "etcd", node("node-10"), vec![]),
+        (0, "etcd", node("node-2"), vec![]),
+        (0, "kubelet-node-10", started("kubelet-node-10"), vec![]),
+        (0, "kubelet-node-2", started("kubelet-node-2"), vec![]),
+        (0, "replicaset", started("replicaset"), vec![]),
+        (5, "checks", violation(Check::PodIdentity), vec![]),
+        (6, "mystery", Event::Script { description: "?".into() }, vec![]),
+    ]);
+    let model = TimelineModel::build(&trace);
+    assert_eq!(
+        names(&model),
+        [
+            "script",
+            "etcd",
+            "apiserver-1",
+            "replicaset",
+            "kubelet-node-2",
+            "node-2",
+            "kubelet-node-10",
+            "node-10",
+            "mystery",
+            "checks"
+        ]
+    );
+    // No cache events, no cache lane; the server still has its lane.
+    assert!(model.bands.is_empty());
+}
+
+#[test]
+fn names_sort_the_way_people_count() {
+    let mut nodes = vec!["node-10", "node-2", "node-1", "node-02a", "apiserver"];
+    nodes.sort_by(|a, b| natural_cmp(a, b));
+    assert_eq!(nodes, ["apiserver", "node-1", "node-2", "node-02a", "node-10"]);
+}
+
+// ---- model ----
+
+#[test]
+fn mark_kinds_rank_in_declaration_order_and_the_violation_outranks_everything() {
+    for (i, kind) in MarkKind::ALL.iter().enumerate() {
+        assert_eq!(kind.rank(), i);
+    }
+    let top = MarkKind::ALL.iter().max_by_key(|k| k.importance()).unwrap();
+    assert_eq!(*top, MarkKind::Violation);
+    assert!(MarkKind::Crash.importance() > MarkKind::Write.importance());
+    assert!(MarkKind::Write.importance() > MarkKind::Reconcile.importance());
+    assert!(MarkKind::Reconcile.importance() > MarkKind::Watch.importance());
+}
+
+#[test]
+fn pod_safety_violations_stale_read_and_partition_are_found() {
+    let trace = run_pod_safety();
+    let model = TimelineModel::build(&trace);
+    assert_eq!(model.violations.len(), 3);
+    let first = model.first_violation().unwrap();
+    assert_eq!(model.kind_of(first), Some(MarkKind::TimeTravel));
+    assert_eq!(trace.get(first).unwrap().lane, "kubelet-node-1");
+    let stale: Vec<&Entry> =
+        trace.entries.iter().filter(|e| model.kind_of(e.id) == Some(MarkKind::StaleRead)).collect();
+    assert_eq!(stale.len(), 1, "the kubelet's relist from apiserver-2's frozen cache");
+    assert_eq!(stale[0].lane, "kubelet-node-1");
+    assert!(stale[0].time_ms < model.time_of(first).unwrap() + 1);
+
+    assert_eq!(model.partitions.len(), 1);
+    let window = &model.partitions[0];
+    assert_eq!(model.lanes[window.lane].name, "apiserver-2");
+    assert_eq!(window.cache_lane, model.lane_named("apiserver-2 cache"));
+    assert_eq!((window.from_ms, window.until_ms), (1000, Some(20000)));
+    assert_eq!(partition_at(&model, window.lane, 5000.0), Some(0));
+    assert_eq!(partition_at(&model, window.lane, 500.0), None);
+    assert_eq!(partition_at(&model, model.lane_named("apiserver-1").unwrap(), 5000.0), None);
+}
+
+#[test]
+fn stepping_walks_entries_in_time_order() {
+    let trace = trace_of(vec![
+        (10, "a", watch("a", 1), vec![]),
+        (30, "b", watch("b", 1), vec![]),
+        (20, "a", watch("a", 2), vec![]), // recorded late: time order puts it second
+    ]);
+    let model = TimelineModel::build(&trace);
+    assert_eq!(model.next(Some(0), 0.0), Some(2));
+    assert_eq!(model.next(Some(2), 0.0), Some(1));
+    assert_eq!(model.next(Some(1), 0.0), None);
+    assert_eq!(model.previous(Some(1), 0.0), Some(2));
+    assert_eq!(model.previous(Some(0), 0.0), None);
+    // Nothing selected: from the cursor.
+    assert_eq!(model.next(None, 15.0), Some(2));
+    assert_eq!(model.previous(None, 25.0), Some(2));
+    assert_eq!(model.previous(None, 5.0), None);
+    assert_eq!(model.last_at_or_before(30.0), Some(1));
+    assert_eq!((model.start_ms, model.end_ms), (10, 30));
+}
+
+// ---- staleness ----
+
+fn band<'m>(model: &'m TimelineModel, server: &str) -> &'m StalenessBand {
+    model.bands.iter().find(|b| b.api_server == server).unwrap()
+}
+
+#[test]
+fn the_partitioned_cache_falls_behind_and_catches_up_at_known_times() {
+    let trace = run_pod_safety();
+    let model = TimelineModel::build(&trace);
+    let frozen = band(&model, "apiserver-2");
+    assert_eq!(frozen.lane, model.lane_named("apiserver-2 cache").unwrap());
+    // Before the partition: current.
+    assert_eq!(frozen.at(500.0).unwrap().behind(), 0);
+    // The first write after the partition (revision 10, the cordon) starts the lag.
+    let first_missed = trace
+        .entries
+        .iter()
+        .find_map(|e| match e.event {
+            Event::StoreWrite { revision: 10, .. } => Some(e.time_ms),
+            _ => None,
+        })
+        .unwrap();
+    assert!(first_missed > 2000);
+    let at_4s = frozen.at(4000.0).unwrap();
+    assert_eq!((at_4s.cache_revision, at_4s.store_revision, at_4s.behind()), (9, 21, 12));
+    assert_eq!(at_4s.lag_ms_at(4000), 4000 - first_missed);
+    // After the partition heals, the cache catches up.
+    assert_eq!(frozen.at(25000.0).unwrap().behind(), 0);
+    assert_eq!(frozen.max_behind, 12);
+    let caught_up = frozen.samples.iter().find(|s| s.time_ms > 20000).unwrap().time_ms;
+    assert_eq!(frozen.max_lag_ms, caught_up - first_missed);
+    // The healthy cache lags only by network latency.
+    let healthy = band(&model, "apiserver-1");
+    assert!((1..=3).contains(&healthy.max_behind), "{}", healthy.max_behind);
+    assert!(healthy.max_lag_ms < 20, "{}", healthy.max_lag_ms);
+    assert_eq!(model.max_behind(), 12);
+}
+
+#[test]
+fn the_band_agrees_with_the_simulator_on_how_stale_the_kubelets_list_was() {
+    let trace = run_pod_safety();
+    let model = TimelineModel::build(&trace);
+    let (at, behind, stale_ms) = trace
+        .entries
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::ListServed {
+                api_server,
+                served_from: ServedFrom::Cache,
+                revision,
+                store_revision,
+                stale_ms,
+                ..
+            } if api_server == "apiserver-2" => Some((e.time_ms, store_revision - revision, *stale_ms)),
+            _ => None,
+        })
+        .unwrap();
+    let sample = band(&model, "apiserver-2").at(at as f64).unwrap();
+    assert_eq!(sample.behind(), behind);
+    assert_eq!(sample.lag_ms_at(at), stale_ms);
+}
+
+#[test]
+fn band_samples_are_one_per_change() {
+    let apply = |revision| Event::CacheApply {
+        api_server: "apiserver-1".into(),
+        revision,
+        key: ObjectKey::new("Pod", "default", "web-0"),
+        event_type: EventType::Modified,
+    };
+    let trace = trace_of(vec![
+        (0, "etcd", write(1, "apiserver-1"), vec![]),
+        (0, "apiserver-1", apply(1), vec![0]),
+        (10, "etcd", write(2, "apiserver-1"), vec![]),
+        (12, "etcd", write(3, "apiserver-1"), vec![]),
+        (15, "apiserver-1", apply(2), vec![2]),
+        (15, "apiserver-1", apply(3), vec![3]),
+        (40, "script", Event::Script { description: "end".into() }, vec![]),
+    ]);
+    let model = TimelineModel::build(&trace);
+    let b = band(&model, "apiserver-1");
+    let steps: Vec<(u64, u64, Option<u64>)> =
+        b.samples.iter().map(|s| (s.time_ms, s.behind(), s.missing_since_ms)).collect();
+    assert_eq!(steps, [(0, 0, None), (10, 1, Some(10)), (12, 2, Some(10)), (15, 0, None)]);
+    assert_eq!((b.max_behind, b.max_lag_ms, b.end_ms), (2, 5, 40));
+    let tip = band_tooltip(b, 13.0);
+    assert!(tip.lines[0].starts_with("2 revisions behind the store for 3 ms"), "{tip:?}");
+    assert!(tip.lines[1].contains("2 revisions; longest lag 5 ms"), "{tip:?}");
+}
+
+// ---- viewport ----
+
+fn span() -> Span {
+    Span::new(0, 30_000)
+}
+
+#[test]
+fn fitting_shows_the_whole_run_with_a_margin() {
+    let view = Viewport::fit(span(), 1000.0);
+    assert!(view.start_ms < 0.0 && view.end_ms() > 30_000.0);
+    assert!(view.x_of(0.0) > 0.0 && view.x_of(30_000.0) < 1000.0);
+    assert!((view.end_ms() - view.start_ms - 30_000.0 * 1.04).abs() < 1e-6);
+    assert!(view.shows_all(span()));
+    let mut zoomed = view;
+    zoomed.zoom_at(100.0, 2.0, span());
+    assert!(!zoomed.shows_all(span()));
+    // A run of one instant still gets a sensible scale.
+    let instant = Viewport::fit(Span::new(500, 500), 1000.0);
+    assert!(instant.ms_per_px > 0.0 && instant.x_of(500.0) > 0.0 && instant.x_of(500.0) < 1000.0);
+}
+
+#[test]
+fn zooming_keeps_the_time_under_the_pointer_where_it_is() {
+    let mut view = Viewport::fit(span(), 1000.0);
+    for (x, factor) in [(250.0, 1.6), (731.0, 3.0), (10.0, 1.0 / 1.6), (500.0, 40.0)] {
+        let before = view.time_at(x);
+        view.zoom_at(x, factor, span());
+        assert!((view.time_at(x) - before).abs() < 1e-6, "at {x} by {factor}");
+    }
+    // Zoom in stops at the limit, still anchored.
+    let anchor = view.time_at(400.0);
+    view.zoom_at(400.0, 1e9, span());
+    assert_eq!(view.ms_per_px, super::viewport::MIN_MS_PER_PX);
+    assert!((view.time_at(400.0) - anchor).abs() < 1e-6);
+    // Zooming out stops at twice the whole run.
+    view.zoom_at(400.0, 1e-9, span());
+    assert!(view.end_ms() - view.start_ms <= 2.0 * 30_000.0 * 1.04 + 1e-6);
+}
+
+#[test]
+fn panning_moves_the_content_with_the_pointer_and_stays_near_the_run() {
+    let mut view = Viewport::fit(span(), 1000.0);
+    view.zoom_at(500.0, 10.0, span());
+    let t = view.time_at(300.0);
+    view.pan_by_px(120.0, span());
+    assert!((view.x_of(t) - 420.0).abs() < 1e-6);
+    view.pan_by_px(1e9, span());
+    let centre = view.time_at(500.0);
+    assert!((centre - 0.0).abs() < 1e-6, "the view's centre stops at the run's start");
+    view.pan_by_px(-1e9, span());
+    assert!((view.time_at(500.0) - 30_000.0).abs() < 1e-6);
+}
+
+#[test]
+fn resizing_keeps_the_same_stretch_of_time_in_view() {
+    let mut view = Viewport::fit(span(), 1000.0);
+    view.zoom_at(300.0, 4.0, span());
+    let (start, end) = (view.start_ms, view.end_ms());
+    view.resize(600.0, span());
+    assert!((view.start_ms - start).abs() < 1e-6 && (view.end_ms() - end).abs() < 1e-6);
+    assert_eq!(view.width_px, 600.0);
+    let fitted = Viewport::fit(span(), 1000.0);
+    let mut resized = fitted;
+    resized.resize(1400.0, span());
+    assert!((resized.ms_per_px - Viewport::fit(span(), 1400.0).ms_per_px).abs() < 1e-9);
+}
+
+#[test]
+fn revealing_scrolls_only_when_needed() {
+    let mut view = Viewport::fit(span(), 1000.0);
+    view.zoom_at(0.0, 10.0, span());
+    let inside = view.time_at(500.0);
+    assert!(!view.reveal(inside, 48.0, span()));
+    assert!(view.reveal(25_000.0, 48.0, span()));
+    assert!((view.x_of(25_000.0) - 500.0).abs() < 1e-6);
+    // Near the edge counts as outside.
+    let near_edge = view.time_at(990.0);
+    assert!(view.reveal(near_edge, 48.0, span()));
+}
+
+#[test]
+fn ticks_are_round_and_labelled_in_seconds() {
+    assert_eq!(tick_step(30.0, 90.0), 5000.0);
+    assert_eq!(tick_step(1.0, 90.0), 100.0);
+    assert_eq!(tick_step(0.01, 90.0), 1.0);
+    assert_eq!(tick_label(5000.0, 5000.0), "5s");
+    assert_eq!(tick_label(5200.0, 100.0), "5.2s");
+    assert_eq!(tick_label(5250.0, 50.0), "5.25s");
+    assert_eq!(tick_label(5007.0, 1.0), "5.007s");
+    let view = Viewport::fit(span(), 1000.0);
+    let (step, times) = ticks(&view, 90.0);
+    assert!(step / view.ms_per_px >= 90.0);
+    assert_eq!(times.first(), Some(&0.0));
+    assert!(times.iter().all(|t| t % step == 0.0 && *t <= view.end_ms()));
+}
+
+// ---- aggregation ----
+
+/// One lane: `n` watch deliveries at 1000 ms, a violation among them, one more watch far away.
+fn crowded(n: usize) -> TimelineModel {
+    let mut entries: Vec<(u64, &str, Event, Vec<EntryId>)> =
+        (0..n).map(|i| (1000, "a", watch("a", i as u64), vec![])).collect();
+    entries.insert(n / 2, (1000, "a", violation(Check::TimeTravel), vec![]));
+    entries.push((9000, "a", watch("a", 0), vec![]));
+    TimelineModel::build(&trace_of(entries))
+}
+
+#[test]
+fn a_violation_sharing_a_pixel_with_a_thousand_marks_is_the_one_drawn() {
+    let model = crowded(1000);
+    let lane = model.lane_named("a").unwrap();
+    let view = Viewport { start_ms: 0.0, ms_per_px: 10.0, width_px: 1000.0 };
+    let mut out: Vec<ColumnMark> = Vec::new();
+    aggregate_marks(&model.marks[lane], &view, 8.0, &mut out);
+    assert_eq!(out.len(), 2);
+    assert_eq!((out[0].column, out[0].kind, out[0].count), (100, MarkKind::TimeTravel, 1001));
+    assert_eq!(out[0].id, 500);
+    assert_eq!((out[1].column, out[1].kind), (900, MarkKind::Watch));
+    // Scrolled so the crowd is off screen, only the far mark is gathered.
+    let later = Viewport { start_ms: 5000.0, ..view };
+    aggregate_marks(&model.marks[lane], &later, 8.0, &mut out);
+    assert_eq!(out.iter().map(|c| c.column).collect::<Vec<_>>(), [400]);
+}
+
+#[test]
+fn a_hundred_thousand_entries_draw_at_most_one_mark_per_column() {
+    let trace = synthetic_trace(100_000);
+    let model = TimelineModel::build(&trace);
+    let view = Viewport::fit(Span::new(model.start_ms, model.end_ms), 1200.0);
+    let mut out = Vec::new();
+    let mut drawn = 0;
+    for marks in &model.marks {
+        aggregate_marks(marks, &view, 8.0, &mut out);
+        assert!(out.len() <= 1200 + 16);
+        assert!(out.windows(2).all(|w| w[0].column < w[1].column));
+        drawn += out.len();
+    }
+    assert!(drawn < 20_000, "{drawn}");
+    // Every violation survives aggregation somewhere.
+    let mut shown = 0;
+    for (lane, marks) in model.marks.iter().enumerate() {
+        aggregate_marks(marks, &view, 8.0, &mut out);
+        shown += out.iter().filter(|c| c.kind.is_violation()).count();
+        let violations_here = model.violations.iter().filter(|v| model.lane_of(**v) == Some(lane)).count();
+        assert!(violations_here == 0 || out.iter().any(|c| c.kind.is_violation()));
+    }
+    assert!(shown > 0);
+}
+
+#[test]
+fn a_lag_narrower_than_a_pixel_still_shows_and_equal_columns_merge() {
+    let sample = |time_ms, store_revision, cache_revision| super::staleness::LagSample {
+        time_ms,
+        store_revision,
+        cache_revision,
+        missing_since_ms: None,
+    };
+    let band = StalenessBand {
+        api_server: "s".into(),
+        lane: 0,
+        samples: vec![
+            sample(0, 5, 5),
+            sample(100, 6, 5),   // 1 behind for 2 ms: a fifth of a pixel
+            sample(102, 6, 6),   // current again
+            sample(500, 9, 6),   // 3 behind
+            sample(700, 10, 6),  // 4 behind
+            sample(701, 10, 10), // caught up, 1 ms later
+        ],
+        max_behind: 4,
+        max_lag_ms: 0,
+        end_ms: 1000,
+    };
+    let view = Viewport { start_ms: 0.0, ms_per_px: 10.0, width_px: 100.0 };
+    let mut runs: Vec<BandRun> = Vec::new();
+    band_runs(&band, &view, &mut runs);
+    let lagging: Vec<(i64, i64, u64)> =
+        runs.iter().filter(|r| r.behind > 0).map(|r| (r.from_column, r.to_column, r.behind)).collect();
+    assert_eq!(lagging, [(10, 11, 1), (50, 70, 3), (70, 71, 4)]);
+    // Runs tile the columns without overlapping.
+    assert!(runs.windows(2).all(|w| w[0].to_column <= w[1].from_column));
+    assert!(runs.iter().all(|r| r.from_column < r.to_column));
+}
+
+// ---- hit testing ----
+
+#[test]
+fn clicking_picks_the_nearest_mark_on_the_lane_and_prefers_what_is_drawn() {
+    let model = crowded(50);
+    let layout = LaneLayout::new(&model.lanes);
+    let lane = model.lane_named("a").unwrap();
+    let y = layout.middle(lane);
+    let view = Viewport { start_ms: 0.0, ms_per_px: 10.0, width_px: 1000.0 };
+    // The crowd is at column 100: the violation wins over the watch marks.
+    assert_eq!(hit_test(&model, &layout, &view, 100.4, y, 6.0), Some(25));
+    assert_eq!(hit_test(&model, &layout, &view, 104.0, y, 6.0), Some(25));
+    assert_eq!(hit_test(&model, &layout, &view, 120.0, y, 6.0), None);
+    assert_eq!(hit_test(&model, &layout, &view, 898.0, y, 6.0), Some(51));
+    // Another lane, or the axis, picks nothing.
+    assert_eq!(hit_test(&model, &layout, &view, 100.0, layout.tops[0] + 2.0, 6.0), None);
+    assert_eq!(hit_test(&model, &layout, &view, 100.0, 3.0, 6.0), None);
+    assert_eq!(mark_position(&model, &layout, &view, 51), Some((900.5, y)));
+}
+
+#[test]
+fn lanes_stack_under_the_axis_with_shorter_sub_lanes() {
+    let model = TimelineModel::build(&run_pod_safety());
+    let layout = LaneLayout::new(&model.lanes);
+    let cache = model.lane_named("apiserver-2 cache").unwrap();
+    let server = model.lane_named("apiserver-2").unwrap();
+    assert!(layout.heights[cache] < layout.heights[server]);
+    assert_eq!(layout.tops[cache], layout.bottom(server));
+    assert_eq!(layout.lane_at(layout.middle(cache)), Some(cache));
+    assert_eq!(layout.lane_at(1.0), None);
+    assert_eq!(layout.lane_at(layout.total_height + 5.0), None);
+}
+
+// ---- tooltips ----
+
+#[test]
+fn a_stale_read_tooltip_says_when_where_what_and_how_stale() {
+    let trace = run_pod_safety();
+    let model = TimelineModel::build(&trace);
+    let stale = trace.entries.iter().find(|e| model.kind_of(e.id) == Some(MarkKind::StaleRead)).unwrap();
+    let tip = entry_tooltip(&trace, &model, stale.id).unwrap();
+    assert!(tip.heading.starts_with(&recon_sim::explain::fmt_time(stale.time_ms)), "{tip:?}");
+    assert!(tip.heading.contains("kubelet-node-1"), "{tip:?}");
+    assert_eq!(tip.lines[0], recon_sim::explain::describe(stale));
+    assert!(tip.lines[1].starts_with("Stale read: 12 revisions"), "{tip:?}");
+}
+
+// ---- the synthetic benchmark trace ----
+
+#[test]
+fn the_synthetic_trace_is_a_well_formed_run_with_every_feature() {
+    let trace = synthetic_trace(20_000);
+    assert_eq!(trace.entries.len(), 20_000);
+    for (i, e) in trace.entries.iter().enumerate() {
+        assert_eq!(e.id, i as EntryId);
+        assert!(e.causes.iter().all(|c| *c < e.id), "causes point back");
+    }
+    assert!(trace.entries.windows(2).all(|w| w[0].time_ms <= w[1].time_ms));
+    assert_eq!(synthetic_trace(20_000).hash(), trace.hash(), "deterministic");
+
+    let model = TimelineModel::build(&trace);
+    let lanes = names(&model);
+    assert_eq!(
+        &lanes[..8],
+        [
+            "script",
+            "etcd",
+            "apiserver-1",
+            "apiserver-1 cache",
+            "apiserver-2",
+            "apiserver-2 cache",
+            "apiserver-3",
+            "apiserver-3 cache"
+        ]
+    );
+    let k1 = lanes.iter().position(|l| *l == "kubelet-node-1").unwrap();
+    assert_eq!(lanes[k1 + 1], "node-1");
+    assert_eq!(lanes.last(), Some(&"checks"));
+    assert!(model.violations.len() >= 2 && model.violations.len() <= 10, "{}", model.violations.len());
+    assert!(!model.partitions.is_empty());
+    let kinds = model.kinds_present();
+    for kind in [
+        MarkKind::Write,
+        MarkKind::Cache,
+        MarkKind::Watch,
+        MarkKind::Reconcile,
+        MarkKind::StaleRead,
+        MarkKind::TimeTravel,
+        MarkKind::Container,
+        MarkKind::Failure,
+    ] {
+        assert!(kinds.contains(&kind), "{kind:?}");
+    }
+    assert!(band(&model, "apiserver-3").max_behind > band(&model, "apiserver-1").max_behind);
+    let pod = PodRef { namespace: "default".into(), name: "web-0".into(), uid: String::new() };
+    assert!(trace.to_json().contains(&pod.name));
+}
