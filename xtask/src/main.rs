@@ -1,24 +1,37 @@
 //! `cargo xtask`: the project's commands, so a newcomer needs nothing but cargo.
 //!
-//! - `cargo xtask play`: build the plugins, run the default scenario (#59848)
-//!   and print its explanation. (The browser playground replaces this once it exists.)
-//! - `cargo xtask test`: build the plugins for wasm32, then every test there
-//!   is (the tests that run plugins under wasmtime find them through
-//!   `RECON_PLUGIN_DIR`), plus the wasm32 build of the crates that must run
-//!   in the browser.
+//! - `cargo xtask play`: build the playground (the app, its simulation
+//!   worker and the plugins) and serve it on 127.0.0.1, printing the URL.
+//! - `cargo xtask test`: every test there is: the native suites (the tests
+//!   that run plugins under wasmtime find them through `RECON_PLUGIN_DIR`),
+//!   the browser engine's tests in headless Chromium, and the playground's
+//!   end-to-end tests in headless Chromium.
+//! - `cargo xtask bench`: the benchmarks (see BENCHMARKS.md), native and in
+//!   the browser.
 //! - `cargo xtask plugins`: just build the plugins and print where they are.
-//! - `cargo xtask bench`: the benchmarks (see BENCHMARKS.md).
 //!
-//! Whatever a fresh machine lacks (the wasm32 target) is installed here, or
-//! the command stops and says exactly what to run.
+//! Whatever a fresh machine lacks (the wasm32 target, wasm-bindgen-cli at
+//! the locked version, Trunk, Chromium on Debian) is installed here, or the
+//! command stops and says exactly what to run.
+
+mod browser;
+mod serve;
+mod tools;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 /// The crates that must build for the browser (wasm32-unknown-unknown).
-const WASM_CRATES: &[&str] = &["recon-abi", "recon-store", "recon-scenario", "recon-sim", "recon-sdk", "recon-catalog"];
+const WASM_CRATES: &[&str] =
+    &["recon-abi", "recon-store", "recon-scenario", "recon-sim", "recon-sdk", "recon-catalog", "recon-host"];
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
-const DEFAULT_SCENARIO: &str = "scenarios/pod-safety-59848.yaml";
+/// The port `play` serves on unless told otherwise (`--port N`).
+const PLAY_PORT: u16 = 8080;
+/// Where tests and benchmarks look for the built plugins.
+const PLUGIN_DIR_VAR: &str = "RECON_PLUGIN_DIR";
+/// The package of the end-to-end browser tests, run on their own after
+/// the playground is built and served.
+const E2E_PACKAGE: &str = "recon-e2e";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -27,12 +40,14 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("plugins") => build_plugins().map(|dir| println!("{}", dir.display())),
+        Some("web") => build_web().map(|dir| println!("{}", dir.display())),
         _ => {
-            eprintln!("usage: cargo xtask <play | test | bench> [args]");
-            eprintln!("  play   run the default scenario (#59848) and explain it");
-            eprintln!("  test   run every test (native and the wasm32 build)");
-            eprintln!("  bench    run the benchmarks and print their results");
-            eprintln!("  plugins  build the controller plugins for wasm32 and print their directory");
+            eprintln!("usage: cargo xtask <command> [args]");
+            eprintln!("  play [--port N]  build the playground and serve it on 127.0.0.1 (default port {PLAY_PORT})");
+            eprintln!("  test             run every test: native, and in headless Chromium");
+            eprintln!("  bench            run the benchmarks and print their results");
+            eprintln!("  plugins          build the controller plugins for wasm32 and print their directory");
+            eprintln!("  web              build the playground and print its directory");
             return ExitCode::from(2);
         }
     };
@@ -58,46 +73,74 @@ fn run(cmd: &mut Command) -> Result<(), String> {
 }
 
 fn play(args: &[String]) -> Result<(), String> {
-    build_plugins()?;
-    let scenario = args.first().map(String::as_str).unwrap_or(DEFAULT_SCENARIO);
-    // The scenario's violation makes `recon run` exit 1: for play that is the
-    // expected story, not a failure of the command.
-    let status = cargo()
-        .args(["run", "--quiet", "--release", "--package", "recon-cli", "--", "run", scenario])
-        .status()
-        .map_err(|e| format!("could not start cargo: {e}"))?;
-    match status.code() {
-        Some(0 | 1) => Ok(()),
-        _ => Err(format!("recon run {scenario} failed ({status})")),
+    let port = match args {
+        [] => PLAY_PORT,
+        [flag, port] if flag == "--port" => port.parse().map_err(|_| format!("--port {port}: not a port number"))?,
+        _ => return Err(format!("unexpected arguments {args:?}; usage: cargo xtask play [--port N]")),
+    };
+    let dist = build_web()?;
+    // Another program may hold the usual port: any free one will do then.
+    let addr = serve::start(&dist, port).or_else(|e| {
+        eprintln!("xtask: {e}; using a free port instead");
+        serve::start(&dist, 0)
+    })?;
+    println!();
+    println!("  Recon playground: http://{addr}/");
+    println!("  (the default scenario, #59848, runs as the page opens; plugins to upload are in {}/plugins)", dist.display());
+    println!("  Press Ctrl-C to stop.");
+    loop {
+        std::thread::park();
     }
 }
 
 fn test(args: &[String]) -> Result<(), String> {
+    let root = workspace_root();
     let plugins = build_plugins()?;
-    run(cargo().args(["test", "--workspace", "--all-targets"]).args(args).env(PLUGIN_DIR_VAR, &plugins))?;
-    run(cargo().args(["test", "--workspace", "--doc"]).env(PLUGIN_DIR_VAR, &plugins))?;
+    run(cargo()
+        .args(["test", "--workspace", "--all-targets", "--exclude", E2E_PACKAGE])
+        .args(args)
+        .env(PLUGIN_DIR_VAR, &plugins))?;
+    run(cargo().args(["test", "--workspace", "--doc", "--exclude", E2E_PACKAGE]).env(PLUGIN_DIR_VAR, &plugins))?;
     let mut wasm = cargo();
     wasm.args(["build", "--target", WASM_TARGET]);
     for c in WASM_CRATES {
         wasm.args(["--package", c]);
     }
     run(&mut wasm)?;
-    eprintln!("xtask: all tests passed, and the simulator builds for {WASM_TARGET}");
+
+    // In the browser: the plugin engine's own tests, then the playground.
+    let chromium = tools::ensure_chromium()?;
+    tools::ensure_wasm_bindgen(&root)?;
+    browser::engine_tests(&root, &chromium, &plugins)?;
+    let dist = build_web()?;
+    browser::with_playground(&dist, &chromium, |env| {
+        run(cargo()
+            .args(["test", "--package", E2E_PACKAGE, "--", "--test-threads=1"])
+            .envs(env.iter().cloned())
+            .env(PLUGIN_DIR_VAR, &plugins))
+    })?;
+    eprintln!("xtask: all tests passed, natively and in headless Chromium");
     Ok(())
 }
 
 fn bench(args: &[String]) -> Result<(), String> {
     let plugins = build_plugins()?;
-    run(cargo().args(["bench", "--package", "recon-tests"]).args(args).env(PLUGIN_DIR_VAR, &plugins))
+    run(cargo().args(["bench", "--package", "recon-tests"]).args(args).env(PLUGIN_DIR_VAR, &plugins))?;
+    let chromium = tools::ensure_chromium()?;
+    let dist = build_web()?;
+    browser::with_playground(&dist, &chromium, |env| {
+        run(cargo()
+            .args(["bench", "--package", E2E_PACKAGE])
+            .envs(env.iter().cloned())
+            .env(PLUGIN_DIR_VAR, &plugins)
+            .env("RECON_DIST_DIR", &dist))
+    })
 }
-
-/// Where tests and benchmarks look for the built plugins.
-const PLUGIN_DIR_VAR: &str = "RECON_PLUGIN_DIR";
 
 /// Builds every crate under `plugins/` for wasm32 (release) and returns the
 /// directory holding the `.wasm` files.
 fn build_plugins() -> Result<PathBuf, String> {
-    ensure_wasm_target()?;
+    tools::ensure_wasm_target()?;
     let root = workspace_root();
     let mut build = cargo();
     build.args(["build", "--release", "--target", WASM_TARGET]);
@@ -106,6 +149,31 @@ fn build_plugins() -> Result<PathBuf, String> {
     }
     run(&mut build)?;
     Ok(target_dir(&root).join(WASM_TARGET).join("release"))
+}
+
+/// Builds the playground with Trunk (release) into `<target>/playground`,
+/// with the built-in plugins beside it in `plugins/` for users to download,
+/// study and upload again. Returns the directory.
+fn build_web() -> Result<PathBuf, String> {
+    let root = workspace_root();
+    let plugins = build_plugins()?;
+    tools::ensure_wasm_bindgen(&root)?;
+    tools::ensure_trunk()?;
+    let dist = target_dir(&root).join("playground");
+    // Offline: Trunk must use the wasm-bindgen on PATH, never download one.
+    run(Command::new("trunk")
+        .args(["build", "--release", "--cargo-profile", "web", "--offline", "--dist"])
+        .arg(&dist)
+        .arg(root.join("index.html"))
+        .current_dir(&root))?;
+    let shipped = dist.join("plugins");
+    std::fs::create_dir_all(&shipped).map_err(|e| format!("cannot create {}: {e}", shipped.display()))?;
+    for name in plugin_packages(&root.join("plugins"))? {
+        let file = format!("{}.wasm", name.replace('-', "_"));
+        std::fs::copy(plugins.join(&file), shipped.join(&file))
+            .map_err(|e| format!("cannot copy {file} into the playground: {e}"))?;
+    }
+    Ok(dist)
 }
 
 /// The package names of the crates under `dir`, sorted.
@@ -135,21 +203,4 @@ fn target_dir(root: &Path) -> PathBuf {
         Some(dir) => root.join(dir),
         None => root.join("target"),
     }
-}
-
-/// Installs the wasm32 target with rustup if it is missing.
-fn ensure_wasm_target() -> Result<(), String> {
-    let installed = Command::new("rustup").args(["target", "list", "--installed"]).output().map_err(|_| {
-        format!(
-            "rustup was not found. Install the {WASM_TARGET} target for your toolchain by hand \
-                 (e.g. `rustup target add {WASM_TARGET}`), or install rustup from https://rustup.rs"
-        )
-    })?;
-    let list = String::from_utf8_lossy(&installed.stdout);
-    if list.lines().any(|l| l.trim() == WASM_TARGET) {
-        return Ok(());
-    }
-    eprintln!("xtask: the {WASM_TARGET} target is missing; installing it with rustup");
-    run(Command::new("rustup").args(["target", "add", WASM_TARGET]))
-        .map_err(|e| format!("{e}. Run `rustup target add {WASM_TARGET}` yourself and try again."))
 }

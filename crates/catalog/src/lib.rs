@@ -6,6 +6,9 @@
 //! and the crate that builds each one as a Wasm plugin. The built-ins are
 //! ordinary plugin crates written against `recon-sdk`, linked natively here;
 //! the same crates build as Wasm plugins, which must behave identically.
+//!
+//! It also carries the scenario library ([`SCENARIOS`]), so that the CLI,
+//! the browser app and the tests offer the same scenarios.
 
 use recon_abi::Instance;
 use recon_plugin_kubelet::Kubelet;
@@ -70,6 +73,27 @@ pub const BUILTINS: &[Builtin] = &[
     },
 ];
 
+/// A scenario from the library (`scenarios/` in the repository), embedded at
+/// build time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LibraryScenario {
+    /// The file name without `.yaml`, e.g. `pod-safety-59848`.
+    pub name: &'static str,
+    /// The scenario file's text.
+    pub yaml: &'static str,
+}
+
+/// The scenario library, sorted by name.
+pub const SCENARIOS: &[LibraryScenario] = include!(concat!(env!("OUT_DIR"), "/scenarios.rs"));
+
+/// The scenario everything opens on: Kubernetes issue #59848.
+pub const DEFAULT_SCENARIO: &str = "pod-safety-59848";
+
+/// The library scenario called `name`, if there is one.
+pub fn scenario(name: &str) -> Option<&'static LibraryScenario> {
+    SCENARIOS.iter().find(|s| s.name == name)
+}
+
 /// The built-in called `name`, if there is one.
 pub fn builtin(name: &str) -> Option<&'static Builtin> {
     BUILTINS.iter().find(|b| b.name == name)
@@ -128,6 +152,17 @@ mod tests {
             assert_eq!(listed.crate_name, expected);
             assert_eq!(builtin(listed.name), Some(listed));
         }
+    }
+
+    #[test]
+    fn the_library_holds_the_default_scenario_and_is_sorted() {
+        let default = scenario(DEFAULT_SCENARIO).expect("the default scenario is in the library");
+        assert!(default.yaml.contains("name: pod-safety-59848"));
+        let names: Vec<&str> = SCENARIOS.iter().map(|s| s.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        assert_eq!(names, sorted);
+        assert!(names.len() >= 5, "{names:?}");
     }
 
     #[test]

@@ -4,14 +4,14 @@
 //! Everything here reads the trace only, so the same explanation can be
 //! produced from a saved trace, natively or in the browser.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use recon_scenario::Check;
 
 use crate::trace::{Entry, EntryId, Event, ServedFrom, Trace};
 
 /// A violation explained step by step.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Explanation {
     /// The violation entry.
@@ -25,7 +25,7 @@ pub struct Explanation {
 }
 
 /// One step of an explanation.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ExplanationStep {
     /// The entry this step is about.
@@ -35,7 +35,7 @@ pub struct ExplanationStep {
 }
 
 /// A period during which a component's reads kept failing.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Unavailability {
     /// The component.

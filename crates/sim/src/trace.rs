@@ -7,13 +7,13 @@
 
 use recon_abi::{EventType, ObjectKey, PodRef, Status, Verb};
 use recon_scenario::Check;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Index of an entry in the trace.
 pub type EntryId = u64;
 
 /// A whole run.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Trace {
     /// Scenario name.
@@ -25,7 +25,7 @@ pub struct Trace {
 }
 
 /// One thing that happened.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Entry {
     /// Position in the trace.
@@ -37,12 +37,12 @@ pub struct Entry {
     /// What happened.
     pub event: Event,
     /// Entries that led to this one, most direct first.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub causes: Vec<EntryId>,
 }
 
 /// Where a read was served from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ServedFrom {
     /// The API server's watch cache.
@@ -52,7 +52,7 @@ pub enum ServedFrom {
 }
 
 /// A short reference to one object version, as carried in list entries.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ObjectVersion {
     /// Kind, namespace and name.
@@ -64,7 +64,7 @@ pub struct ObjectVersion {
 }
 
 /// The kinds of trace entries.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
 pub enum Event {
     /// A step of the scenario's script ran (a user action or a fault).

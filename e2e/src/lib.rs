@@ -1,0 +1,166 @@
+//! Driving the built playground in headless Chromium.
+//!
+//! `cargo xtask test` builds the playground, serves it on 127.0.0.1 and
+//! starts chromedriver, then runs these tests with `RECON_E2E_URL`,
+//! `RECON_WEBDRIVER_URL` and `RECON_CHROME` set. Each [`Browser`] is a new
+//! Chromium with a fresh profile, started with the flags this closed
+//! network needs.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use fantoccini::elements::Element;
+use fantoccini::{Client, ClientBuilder, Locator};
+use recon_host::{Engine, Limits, Module};
+use recon_sim::Sim;
+
+/// How long a page may take to show what a test waits for. Generous: a
+/// test fails on a wrong result, not on a slow machine.
+pub const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The environment variable `name`, or a panic that says how to run the tests.
+fn env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| {
+        panic!("{name} is not set: run the browser tests with `cargo xtask test`, which builds and serves the playground")
+    })
+}
+
+/// A headless Chromium on the playground.
+pub struct Browser {
+    client: Client,
+    profile: PathBuf,
+}
+
+static PROFILES: AtomicU32 = AtomicU32::new(0);
+
+impl Browser {
+    /// A fresh browser (new profile) at the playground's `path`, e.g. `""`
+    /// or `"?scenario=pod-safety-59848-quorum"`.
+    pub async fn open(path: &str) -> Browser {
+        let profile = std::env::temp_dir()
+            .join(format!("recon-e2e-{}-{}", std::process::id(), PROFILES.fetch_add(1, Ordering::Relaxed)));
+        let _ = std::fs::remove_dir_all(&profile);
+        std::fs::create_dir_all(&profile).expect("the temporary directory is writable");
+        let args = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--window-size=1400,900",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .chain([format!("--user-data-dir={}", profile.display())])
+        .collect::<Vec<_>>();
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert(
+            "goog:chromeOptions".into(),
+            serde_json::json!({ "binary": env("RECON_CHROME"), "args": args }),
+        );
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = ClientBuilder::new(connector)
+            .capabilities(capabilities)
+            .connect(&env("RECON_WEBDRIVER_URL"))
+            .await
+            .unwrap_or_else(|e| panic!("chromedriver did not start a browser: {e}"));
+        client.goto(&format!("{}{path}", env("RECON_E2E_URL"))).await.expect("the playground loads");
+        Browser { client, profile }
+    }
+
+    /// The WebDriver client, for anything the helpers do not cover.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The first element matching `css`, waiting for it to appear.
+    pub async fn find(&self, css: &str) -> Element {
+        self.client
+            .wait()
+            .at_most(PATIENCE)
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no element {css:?} appeared: {e}"))
+    }
+
+    /// Whether an element matching `css` is on the page now.
+    pub async fn exists(&self, css: &str) -> bool {
+        self.client.find(Locator::Css(css)).await.is_ok()
+    }
+
+    /// Waits until the text of the element matching `css` satisfies `ok`,
+    /// and returns it. Polls: the page updates when the worker answers.
+    pub async fn wait_text(&self, css: &str, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        let mut last = String::new();
+        loop {
+            if let Ok(element) = self.client.find(Locator::Css(css)).await
+                && let Ok(text) = element.text().await
+            {
+                if ok(&text) {
+                    return text;
+                }
+                last = text;
+            }
+            assert!(start.elapsed() < PATIENCE, "{css:?} never showed the expected text; last seen: {last:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The hash of the finished run on the page, waiting for one that is
+    /// not `previous`.
+    pub async fn hash_after(&self, previous: Option<&str>) -> String {
+        self.wait_text("#trace-hash", |h| h.len() == 16 && Some(h) != previous).await
+    }
+
+    /// Closes the browser and deletes its profile.
+    pub async fn close(self) {
+        let _ = self.client.close().await;
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// A built plugin from `cargo xtask test` (which sets `RECON_PLUGIN_DIR`).
+pub fn plugin_path(crate_name: &str) -> PathBuf {
+    PathBuf::from(env("RECON_PLUGIN_DIR")).join(format!("{crate_name}.wasm"))
+}
+
+/// A component running an uploaded plugin: the component, the file's name
+/// (it starts crash messages, so it is part of the trace) and its bytes.
+pub type Swap<'a> = (&'a str, &'a str, &'a [u8]);
+
+/// The trace hash of a library scenario run natively, with some components
+/// running Wasm plugins under wasmtime: what the browser must reproduce.
+pub fn native_hash(scenario: &str, plugins: &[Swap<'_>]) -> String {
+    native_run(scenario, plugins).hash()
+}
+
+/// A library scenario run natively; see [`native_hash`].
+pub fn native_run(scenario: &str, plugins: &[Swap<'_>]) -> recon_sim::Trace {
+    let library = recon_catalog::scenario(scenario).unwrap_or_else(|| panic!("no library scenario {scenario}"));
+    let scenario = recon_scenario::parse(scenario, library.yaml).expect("library scenarios parse");
+    run_scenario(&scenario, plugins)
+}
+
+/// Runs a scenario natively, with the given components as Wasm plugins.
+pub fn run_scenario(scenario: &recon_scenario::Scenario, plugins: &[Swap<'_>]) -> recon_sim::Trace {
+    let engine = Engine::new().expect("wasmtime starts");
+    let compiled: Vec<(String, recon_host::CompiledPlugin)> = plugins
+        .iter()
+        .map(|(component, file_name, bytes)| {
+            let module = Module::load(file_name, bytes, &Limits::default()).expect("valid plugin");
+            (component.to_string(), engine.compile(&module).expect("compiles"))
+        })
+        .collect();
+    let instantiate: recon_sim::Instantiate = Box::new(move |c| match compiled.iter().find(|(n, _)| *n == c.name) {
+        Some((_, plugin)) => Some(plugin.start()),
+        None => recon_catalog::instantiate(&c.controller),
+    });
+    let mut sim = Sim::new(scenario, instantiate).expect("the scenario builds");
+    sim.run();
+    sim.into_trace()
+}

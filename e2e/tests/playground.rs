@@ -1,0 +1,157 @@
+//! The playground in headless Chromium: what a visitor sees and does.
+//! Run by `cargo xtask test` (see the crate docs for the environment).
+
+use std::time::{Duration, Instant};
+
+use recon_e2e::{Browser, native_hash, native_run, plugin_path};
+
+const DEFAULT: &str = "pod-safety-59848";
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_default_scenario_opens_run_with_its_violation_explained() {
+    let page = Browser::open("").await;
+    let headline = page.wait_text("article.violation.selected .headline", |t| !t.is_empty()).await;
+    assert!(headline.contains("node-1") && headline.contains("node-2"), "{headline}");
+    // The violation is selected, and its causal chain lists the stale list.
+    let steps = page.find("article.violation.selected ol.steps").await.text().await.unwrap();
+    assert!(steps.contains("apiserver-2"), "{steps}");
+    // The timeline is drawn, and the hash is the native one.
+    page.find("#timeline-canvas").await;
+    assert_eq!(page.hash_after(None).await, native_hash(DEFAULT, &[]));
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn every_library_scenario_gives_the_native_trace_hash_in_the_browser() {
+    for scenario in recon_catalog::SCENARIOS {
+        let page = Browser::open(&format!("?scenario={}", scenario.name)).await;
+        let hash = page.hash_after(None).await;
+        assert_eq!(hash, native_hash(scenario.name, &[]), "{}", scenario.name);
+        page.close().await;
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn uploading_the_fixed_kubelet_makes_the_violation_disappear() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    let path = plugin_path("recon_plugin_kubelet_fixed");
+    page.find("#upload-kubelet-node-1").await.send_keys(&path.display().to_string()).await.unwrap();
+    page.find("#no-violations").await;
+    let controller = page.find("#controller-kubelet-node-1").await.text().await.unwrap();
+    assert!(controller.contains("recon_plugin_kubelet_fixed.wasm") && controller.contains("kubelet-fixed"), "{controller}");
+    // The plugin ran in the browser's WebAssembly, exactly as under wasmtime.
+    let bytes = std::fs::read(&path).unwrap();
+    let expected = native_hash(DEFAULT, &[("kubelet-node-1", "recon_plugin_kubelet_fixed.wasm", &bytes)]);
+    assert_eq!(page.hash_after(Some(&before)).await, expected);
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_consistent_list_makes_the_violation_disappear() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    page.find("#explanation-0").await;
+    page.find("#list-mode-kubelet-node-1").await.select_by_value("consistent").await.unwrap();
+    let after = page.hash_after(Some(&before)).await;
+    page.find("#no-violations").await;
+    assert!(!page.exists("#explanation-0").await);
+    // The same edit made natively gives the same run.
+    let library = recon_catalog::scenario(DEFAULT).unwrap();
+    let mut scenario = recon_scenario::parse(DEFAULT, library.yaml).unwrap();
+    let kubelet = scenario.components.iter_mut().find(|c| c.name == "kubelet-node-1").unwrap();
+    kubelet.list_mode = Some(recon_abi::ListMode::Consistent);
+    assert_eq!(after, recon_e2e::run_scenario(&scenario, &[]).hash());
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_rejected_upload_says_why_and_keeps_everything() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    let notes = std::env::temp_dir().join(format!("recon-e2e-{}-notes.wasm", std::process::id()));
+    std::fs::write(&notes, "these are notes, not WebAssembly").unwrap();
+    page.find("#upload-kubelet-node-1").await.send_keys(&notes.display().to_string()).await.unwrap();
+    let error = page.wait_text("#error", |t| !t.is_empty()).await;
+    let file = notes.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(error.contains(&file) && error.contains("kubelet-node-1"), "{error}");
+    assert_eq!(error.trim().lines().count(), 1, "one line: {error}");
+    assert_eq!(page.find("#controller-kubelet-node-1").await.text().await.unwrap(), "kubelet");
+    assert_eq!(page.hash_after(None).await, before);
+    page.find("#explanation-0").await;
+    let _ = std::fs::remove_file(notes);
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_invalid_control_value_is_refused_and_nothing_is_lost() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    let lag = page.find("#cache-lag-apiserver-2").await;
+    lag.clear().await.unwrap();
+    lag.send_keys("soon\n").await.unwrap();
+    let error = page.wait_text("#error", |t| !t.is_empty()).await;
+    assert!(error.contains("soon"), "{error}");
+    assert_eq!(page.hash_after(None).await, before);
+    page.close().await;
+}
+
+/// A plugin whose every `recon_handle` loops forever.
+fn looping_plugin() -> Vec<u8> {
+    let manifest = r#"{"name":"looper","abiVersion":1,"watches":[{"kind":"Pod"}]}"#;
+    let wat = format!(
+        r#"(module
+          (memory (export "memory") 1)
+          (data (i32.const 0x100) "{}")
+          (func (export "recon_abi_version") (result i32) i32.const 1)
+          (func (export "recon_alloc") (param i32) (result i32) i32.const 0x1000)
+          (func (export "recon_init") (param i32 i32) (result i64) i64.const {})
+          (func (export "recon_handle") (param i32 i32) (result i64) (loop $forever br $forever) unreachable))"#,
+        manifest.replace('"', "\\\""),
+        (0x100i64 << 32) | manifest.len() as i64,
+    );
+    wat::parse_str(&wat).unwrap()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_looping_plugin_is_contained_and_the_page_keeps_responding() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    let bytes = looping_plugin();
+    let file = std::env::temp_dir().join(format!("recon-e2e-{}-looper.wasm", std::process::id()));
+    std::fs::write(&file, &bytes).unwrap();
+    page.find("#upload-kubelet-node-2").await.send_keys(&file.display().to_string()).await.unwrap();
+    // While the worker burns through the plugin's fuel, the page answers a click at once.
+    page.find("#running").await;
+    let clicked = Instant::now();
+    page.find("#about-toggle").await.click().await.unwrap();
+    page.find("#about").await;
+    let answered = clicked.elapsed();
+    assert!(page.exists("#running").await, "the run was still going when the page answered");
+    assert!(answered < Duration::from_secs(1), "the page took {answered:?} to answer a click");
+    // The run ends: the plugin's component crashed on fuel, the rest went on,
+    // and the trace is the one wasmtime gives for the same module.
+    let after = page.hash_after(Some(&before)).await;
+    let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    let native = native_run(DEFAULT, &[("kubelet-node-2", &name, &bytes)]);
+    assert!(native.to_json().contains("ran out of fuel"));
+    assert_eq!(after, native.hash());
+    let _ = std::fs::remove_file(file);
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn stop_keeps_the_last_finished_run() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    let file = std::env::temp_dir().join(format!("recon-e2e-{}-looper-stop.wasm", std::process::id()));
+    std::fs::write(&file, looping_plugin()).unwrap();
+    page.find("#upload-kubelet-node-2").await.send_keys(&file.display().to_string()).await.unwrap();
+    page.find("#progress").await;
+    page.find("#stop").await.click().await.unwrap();
+    page.wait_text("#notice", |t| t.contains("Stopped")).await;
+    assert_eq!(page.hash_after(None).await, before);
+    assert_eq!(page.find("#controller-kubelet-node-2").await.text().await.unwrap(), "kubelet");
+    let _ = std::fs::remove_file(file);
+    page.close().await;
+}

@@ -1,0 +1,321 @@
+//! The playground page: controls on the left, the timeline and the
+//! explanation of each violation on the right.
+//!
+//! State flows one way: a control edits the scenario ([`settings`]), the
+//! scenario goes to the worker as YAML, the worker's trace comes back and is
+//! drawn. A request that fails (an invalid edit, a rejected plugin) leaves
+//! the last good scenario, uploads and run in place, with the reason shown.
+
+#[cfg(target_arch = "wasm32")]
+mod panels;
+pub mod settings;
+#[cfg(target_arch = "wasm32")]
+mod worker_link;
+
+use std::collections::BTreeMap;
+
+use recon_abi::Manifest;
+use recon_scenario::Scenario;
+use recon_sim::{EntryId, Explanation, Trace, Unavailability};
+
+use crate::Shared;
+use crate::protocol::{FromWorker, Upload};
+
+/// A finished run, ready to show.
+pub struct RunView {
+    /// The trace.
+    pub trace: Shared<Trace>,
+    /// Its hash, as computed by the worker.
+    pub hash: String,
+    /// How long the worker took, in wall-clock milliseconds.
+    pub wall_ms: f64,
+    /// Every violation, explained.
+    pub explanations: Vec<Explanation>,
+    /// Components that could not read, and for how long.
+    pub unavailable: Vec<Unavailability>,
+}
+
+impl RunView {
+    /// Explains a finished trace.
+    pub fn new(trace: Trace, hash: String, wall_ms: f64) -> RunView {
+        let explanations = recon_sim::explain_all(&trace);
+        let unavailable = recon_sim::unavailability(&trace);
+        RunView { trace: Shared::new(trace), hash, wall_ms, explanations, unavailable }
+    }
+
+    /// The violation to show first: the first broken safety property (two
+    /// pods with one identity, say) rather than the time travel that led
+    /// to it, which its explanation walks through anyway.
+    pub fn headline_violation(&self) -> Option<EntryId> {
+        let safety = self.explanations.iter().find(|e| e.check != recon_scenario::Check::TimeTravel);
+        safety.or(self.explanations.first()).map(|e| e.violation)
+    }
+}
+
+/// A plugin the user uploaded for a component, and what it declared.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Uploaded {
+    /// The file.
+    pub upload: Upload,
+    /// Its manifest, from the worker's check.
+    pub manifest: Manifest,
+}
+
+/// What the page runs: a scenario and the plugins replacing its controllers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Setup {
+    /// The library scenario it started from.
+    pub library: String,
+    /// The scenario, with the user's edits.
+    pub scenario: Scenario,
+    /// Uploaded plugins by component.
+    pub uploads: BTreeMap<String, Uploaded>,
+}
+
+/// Progress of the run in flight.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunProgress {
+    /// Virtual time reached.
+    pub time_ms: u64,
+    /// The scenario's duration.
+    pub end_ms: u64,
+    /// Trace entries so far.
+    pub entries: u64,
+}
+
+/// The request in flight.
+#[derive(Clone, Debug)]
+pub enum Pending {
+    /// A run of this setup.
+    Run {
+        /// Request id.
+        id: u64,
+        /// What is being run; it becomes the good setup when the run succeeds.
+        setup: Setup,
+        /// How far it got.
+        progress: RunProgress,
+    },
+    /// A check of an upload.
+    Check {
+        /// Request id.
+        id: u64,
+        /// The upload.
+        upload: Upload,
+    },
+}
+
+impl Pending {
+    fn id(&self) -> u64 {
+        match self {
+            Pending::Run { id, .. } | Pending::Check { id, .. } => *id,
+        }
+    }
+}
+
+/// The outcome of a message from the worker, for the page to act on.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    /// Nothing changes (a stale answer, or progress).
+    Nothing,
+    /// The view changed; redraw.
+    Redraw,
+    /// An upload passed its check; run with it.
+    RunWithUpload,
+}
+
+/// The page's state, independent of the browser so that its rules can be
+/// tested natively: which setup is good, what is pending, what to show.
+pub struct State {
+    /// The setup of the last successful run (what the controls show when
+    /// nothing is pending).
+    pub good: Setup,
+    /// The setup being edited: `good` plus edits not yet run.
+    pub current: Setup,
+    /// The last successful run.
+    pub run: Option<RunView>,
+    /// The request in flight.
+    pub pending: Option<Pending>,
+    /// The selected trace entry.
+    pub selected: Option<EntryId>,
+    /// The message shown in the error banner.
+    pub error: Option<String>,
+    /// A short confirmation (e.g. which plugin now runs where).
+    pub notice: Option<String>,
+    next_id: u64,
+}
+
+impl State {
+    /// The state for a library scenario, before its first run.
+    pub fn new(library: &str, scenario: Scenario) -> State {
+        let setup = Setup { library: library.to_owned(), scenario, uploads: BTreeMap::new() };
+        State {
+            good: setup.clone(),
+            current: setup,
+            run: None,
+            pending: None,
+            selected: None,
+            error: None,
+            notice: None,
+            next_id: 1,
+        }
+    }
+
+    /// A fresh request id.
+    pub fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Handles a message from the worker.
+    pub fn receive(&mut self, message: FromWorker) -> Outcome {
+        let pending_id = self.pending.as_ref().map(Pending::id);
+        match message {
+            FromWorker::Ready => Outcome::Nothing,
+            FromWorker::Progress { id, time_ms, end_ms, entries } => {
+                if let Some(Pending::Run { id: run, progress, .. }) = &mut self.pending
+                    && *run == id
+                {
+                    *progress = RunProgress { time_ms, end_ms, entries };
+                    return Outcome::Redraw;
+                }
+                Outcome::Nothing
+            }
+            FromWorker::Done { id, hash, wall_ms, trace } if pending_id == Some(id) => {
+                let Some(Pending::Run { setup, .. }) = self.pending.take() else { return Outcome::Nothing };
+                let run = RunView::new(trace, hash, wall_ms);
+                self.selected = run.headline_violation();
+                self.run = Some(run);
+                self.good = setup.clone();
+                self.current = setup;
+                Outcome::Redraw
+            }
+            FromWorker::Checked { id, component, manifest } if pending_id == Some(id) => {
+                let Some(Pending::Check { upload, .. }) = self.pending.take() else { return Outcome::Nothing };
+                self.notice = Some(format!("{component} now runs {} ({})", upload.file_name, manifest.name));
+                self.current.uploads.insert(component, Uploaded { upload, manifest });
+                Outcome::RunWithUpload
+            }
+            FromWorker::Failed { id, component, error } if pending_id == Some(id) || id == 0 => {
+                self.pending = None;
+                self.error = Some(match component {
+                    Some(component) => format!("Plugin for {component} rejected: {error}"),
+                    None => error,
+                });
+                // Nothing is lost: back to what last ran.
+                self.current = self.good.clone();
+                Outcome::Redraw
+            }
+            // An answer to a request that has since been replaced.
+            FromWorker::Done { .. } | FromWorker::Checked { .. } | FromWorker::Failed { .. } => Outcome::Nothing,
+        }
+    }
+
+    /// The worker died or hung while a request was pending: keep the good
+    /// state and say what happened.
+    pub fn worker_lost(&mut self, why: &str) {
+        if self.pending.take().is_some() {
+            self.current = self.good.clone();
+        }
+        self.error = Some(why.to_owned());
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+mod page;
+#[cfg(target_arch = "wasm32")]
+pub use page::App;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::{Progress, Runner};
+    use crate::protocol::ToWorker;
+
+    struct Collect(Vec<FromWorker>);
+
+    impl Progress for Collect {
+        fn now_ms(&mut self) -> f64 {
+            0.0
+        }
+        fn report(&mut self, message: FromWorker) {
+            self.0.push(message);
+        }
+    }
+
+    fn default_state() -> State {
+        let library = recon_catalog::scenario(recon_catalog::DEFAULT_SCENARIO).unwrap();
+        State::new(library.name, recon_scenario::parse("default.yaml", library.yaml).unwrap())
+    }
+
+    fn run(state: &mut State, runner: &mut Runner) -> Outcome {
+        let id = state.next_id();
+        let setup = state.current.clone();
+        let scenario = recon_scenario::to_yaml(&setup.scenario);
+        let seed = setup.scenario.seed;
+        let uploads = setup.uploads.values().map(|u| u.upload.clone()).collect();
+        state.pending = Some(Pending::Run { id, setup, progress: RunProgress::default() });
+        let mut out = Collect(Vec::new());
+        runner.handle(ToWorker::Run { id, scenario, seed, uploads }, &mut out);
+        let mut outcome = Outcome::Nothing;
+        for message in out.0 {
+            outcome = state.receive(message);
+        }
+        outcome
+    }
+
+    #[test]
+    fn the_default_run_selects_its_violation_which_names_both_nodes() {
+        let mut state = default_state();
+        let mut runner = Runner::new().unwrap();
+        assert_eq!(run(&mut state, &mut runner), Outcome::Redraw);
+        let view = state.run.as_ref().expect("the run finished");
+        let first = view.explanations.iter().find(|e| Some(e.violation) == state.selected).unwrap();
+        assert_eq!(first.check, recon_scenario::Check::PodIdentity);
+        assert!(first.headline.contains("node-1") && first.headline.contains("node-2"), "{}", first.headline);
+        assert_eq!(view.hash, view.trace.hash());
+    }
+
+    #[test]
+    fn a_failed_edit_keeps_the_last_good_setup_and_run() {
+        let mut state = default_state();
+        let mut runner = Runner::new().unwrap();
+        run(&mut state, &mut runner);
+        let good_hash = state.run.as_ref().unwrap().hash.clone();
+        // A component pointed at an API server that does not exist fails validation in the worker.
+        state.current.scenario.components[0].api_server = "apiserver-9".into();
+        run(&mut state, &mut runner);
+        assert!(state.error.as_deref().unwrap().contains("apiserver-9"), "{:?}", state.error);
+        assert_eq!(state.current, state.good);
+        assert_eq!(state.run.as_ref().unwrap().hash, good_hash);
+    }
+
+    #[test]
+    fn a_rejected_upload_leaves_the_previous_controller() {
+        let mut state = default_state();
+        let mut runner = Runner::new().unwrap();
+        let id = state.next_id();
+        let upload = Upload { component: "kubelet-node-1".into(), file_name: "notes.txt".into(), bytes: b"hello".to_vec() };
+        state.pending = Some(Pending::Check { id, upload: upload.clone() });
+        let mut out = Collect(Vec::new());
+        runner.handle(ToWorker::Check { id, upload }, &mut out);
+        for message in out.0 {
+            state.receive(message);
+        }
+        let error = state.error.expect("the upload is rejected");
+        assert!(error.contains("kubelet-node-1") && error.contains("notes.txt"), "{error}");
+        assert!(!error.contains('\n'), "one line: {error}");
+        assert!(state.current.uploads.is_empty());
+    }
+
+    #[test]
+    fn answers_to_replaced_requests_are_ignored() {
+        let mut state = default_state();
+        let mut runner = Runner::new().unwrap();
+        run(&mut state, &mut runner);
+        let before = state.run.as_ref().unwrap().hash.clone();
+        let stale = FromWorker::Failed { id: 999, component: None, error: "late".into() };
+        assert_eq!(state.receive(stale), Outcome::Nothing);
+        assert!(state.error.is_none());
+        assert_eq!(state.run.as_ref().unwrap().hash, before);
+    }
+}

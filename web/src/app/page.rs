@@ -1,0 +1,235 @@
+//! The Yew component that owns the page: it turns user actions into
+//! [`State`] changes and worker requests.
+
+use gloo::file::callbacks::FileReader;
+use recon_scenario::Scenario;
+use recon_sim::EntryId;
+use yew::prelude::*;
+
+use super::panels;
+use super::settings::Fault;
+use super::worker_link::{Event as WorkerEvent, WATCHDOG_MS, WorkerLink};
+use super::{Pending, RunProgress, State};
+use crate::protocol::{ToWorker, Upload};
+
+/// A change to the scenario made by a control; it may refuse with a reason.
+pub type Edit = Box<dyn FnOnce(&mut Scenario) -> Result<(), String>>;
+
+/// Everything that can happen on the page.
+pub enum Msg {
+    /// Something from the worker.
+    Worker(WorkerEvent),
+    /// A control changed the scenario.
+    Edit(Edit),
+    /// Another library scenario was picked.
+    PickScenario(String),
+    /// Stop the run in flight.
+    Stop,
+    /// A file was chosen or dropped for a component.
+    FileChosen(String, web_sys::File),
+    /// A chosen file has been read.
+    FileRead { component: String, file_name: String, bytes: Result<Vec<u8>, String> },
+    /// Go back to the scenario's own controller for a component.
+    ResetController(String),
+    /// Select a trace entry.
+    Select(EntryId),
+    /// Hide the error banner.
+    DismissError,
+    /// Show or hide the "about" panel.
+    ToggleAbout,
+    /// Add a crash or restart of a component at a time typed by the user.
+    AddFault { component: String, fault: Fault, at: String },
+}
+
+/// The playground page.
+pub struct App {
+    pub(super) state: State,
+    worker: Option<WorkerLink>,
+    readers: Vec<FileReader>,
+    pub(super) show_about: bool,
+}
+
+/// The library scenario named in the page's URL (`?scenario=`), or the default.
+fn scenario_from_url() -> String {
+    let search = web_sys::window().and_then(|w| w.location().search().ok()).unwrap_or_default();
+    let params = web_sys::UrlSearchParams::new_with_str(&search).ok();
+    params
+        .and_then(|p| p.get("scenario"))
+        .filter(|name| recon_catalog::scenario(name).is_some())
+        .unwrap_or_else(|| recon_catalog::DEFAULT_SCENARIO.to_owned())
+}
+
+fn library_state(name: &str) -> Result<State, String> {
+    let library = recon_catalog::scenario(name).ok_or_else(|| format!("there is no scenario {name:?}"))?;
+    let scenario = recon_scenario::parse(&format!("{name}.yaml"), library.yaml).map_err(|e| e.to_string())?;
+    Ok(State::new(name, scenario))
+}
+
+impl Component for App {
+    type Message = Msg;
+    type Properties = ();
+
+    fn create(ctx: &Context<Self>) -> Self {
+        let name = scenario_from_url();
+        let state = library_state(&name).unwrap_or_else(|e| panic!("the library scenario {name} is broken: {e}"));
+        let mut app = App { state, worker: None, readers: Vec::new(), show_about: false };
+        app.start_worker(ctx);
+        app.run(ctx);
+        app
+    }
+
+    fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
+        match msg {
+            Msg::Worker(event) => self.worker_event(ctx, event),
+            Msg::Edit(edit) => {
+                let mut scenario = self.state.current.scenario.clone();
+                match edit(&mut scenario) {
+                    Ok(()) => {
+                        self.state.current.scenario = scenario;
+                        self.state.error = None;
+                        self.run(ctx);
+                    }
+                    Err(error) => self.state.error = Some(error),
+                }
+            }
+            Msg::PickScenario(name) => match library_state(&name) {
+                Ok(state) => {
+                    self.state.current = state.current;
+                    self.state.error = None;
+                    self.state.notice = None;
+                    self.run(ctx);
+                }
+                Err(error) => self.state.error = Some(error),
+            },
+            Msg::Stop => {
+                if self.state.pending.take().is_some() {
+                    self.state.current = self.state.good.clone();
+                    self.state.notice = Some("Stopped; showing the last finished run.".into());
+                    self.restart_worker(ctx);
+                }
+            }
+            Msg::FileChosen(component, file) => {
+                let file_name = file.name();
+                let link = ctx.link().clone();
+                let reader = gloo::file::callbacks::read_as_bytes(&file.into(), move |bytes| {
+                    let bytes = bytes.map_err(|e| e.to_string());
+                    link.send_message(Msg::FileRead { component, file_name, bytes });
+                });
+                self.readers.push(reader);
+            }
+            Msg::FileRead { component, file_name, bytes } => {
+                self.readers.retain(|_| false);
+                match bytes {
+                    Ok(bytes) => self.check(ctx, Upload { component, file_name, bytes }),
+                    Err(e) => self.state.error = Some(format!("{file_name}: could not be read: {e}")),
+                }
+            }
+            Msg::ResetController(component) => {
+                if self.state.current.uploads.remove(&component).is_some() {
+                    self.state.notice = Some(format!("{component} runs its built-in controller again"));
+                    self.run(ctx);
+                }
+            }
+            Msg::Select(id) => self.state.selected = Some(id),
+            Msg::DismissError => self.state.error = None,
+            Msg::ToggleAbout => self.show_about = !self.show_about,
+            Msg::AddFault { component, fault, at } => {
+                let edit: Edit = Box::new(move |scenario| {
+                    let at = super::settings::parse_time(&at)?;
+                    super::settings::add_fault(scenario, &component, fault, at)
+                });
+                ctx.link().send_message(Msg::Edit(edit));
+                return false;
+            }
+        }
+        true
+    }
+
+    fn view(&self, ctx: &Context<Self>) -> Html {
+        panels::page(self, ctx)
+    }
+}
+
+impl App {
+    fn start_worker(&mut self, ctx: &Context<Self>) {
+        match WorkerLink::start(ctx.link().callback(Msg::Worker)) {
+            Ok(link) => self.worker = Some(link),
+            Err(error) => self.state.error = Some(error),
+        }
+    }
+
+    /// Replaces the worker (stopping whatever it was doing).
+    fn restart_worker(&mut self, ctx: &Context<Self>) {
+        let restarted = self.worker.as_mut().map(WorkerLink::restart);
+        match restarted {
+            Some(Ok(())) => {}
+            Some(Err(error)) => self.state.error = Some(error),
+            None => self.start_worker(ctx),
+        }
+    }
+
+    /// Makes sure an idle worker takes the next request: a busy one is
+    /// running something the new request replaces.
+    fn idle_worker(&mut self, ctx: &Context<Self>) -> Option<&mut WorkerLink> {
+        if self.worker.as_ref().is_none_or(WorkerLink::busy) {
+            self.restart_worker(ctx);
+        }
+        self.worker.as_mut()
+    }
+
+    /// Runs the current setup.
+    fn run(&mut self, ctx: &Context<Self>) {
+        let id = self.state.next_id();
+        let setup = self.state.current.clone();
+        let request = ToWorker::Run {
+            id,
+            scenario: recon_scenario::to_yaml(&setup.scenario),
+            seed: setup.scenario.seed,
+            uploads: setup.uploads.values().map(|u| u.upload.clone()).collect(),
+        };
+        let end_ms = setup.scenario.duration.0;
+        self.state.pending = Some(Pending::Run { id, setup, progress: RunProgress { end_ms, ..Default::default() } });
+        if let Some(worker) = self.idle_worker(ctx) {
+            worker.send(&request);
+        }
+    }
+
+    /// Checks an upload before it replaces a controller.
+    fn check(&mut self, ctx: &Context<Self>, upload: Upload) {
+        let id = self.state.next_id();
+        self.state.error = None;
+        self.state.notice = Some(format!("Checking {}…", upload.file_name));
+        self.state.pending = Some(Pending::Check { id, upload: upload.clone() });
+        if let Some(worker) = self.idle_worker(ctx) {
+            worker.send(&ToWorker::Check { id, upload });
+        }
+    }
+
+    fn worker_event(&mut self, ctx: &Context<Self>, event: WorkerEvent) {
+        match event {
+            WorkerEvent::Message(message) => {
+                if let Some(worker) = self.worker.as_mut() {
+                    worker.received(&message);
+                }
+                if self.state.receive(message) == super::Outcome::RunWithUpload {
+                    self.run(ctx);
+                }
+            }
+            WorkerEvent::Broken(why) => {
+                self.state.worker_lost(&why);
+                // A worker that never loaded would fail again: leave it for a reload.
+                if self.worker.as_ref().is_some_and(WorkerLink::ready) {
+                    self.restart_worker(ctx);
+                }
+            }
+            WorkerEvent::Stalled => {
+                let why = format!(
+                    "The simulation stopped answering for {} s and was restarted; the last finished run is kept.",
+                    WATCHDOG_MS / 1000
+                );
+                self.state.worker_lost(&why);
+                self.restart_worker(ctx);
+            }
+        }
+    }
+}

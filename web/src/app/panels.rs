@@ -1,0 +1,432 @@
+//! The page's panels, as functions of the state: the header with the run's
+//! status, the controls, the timeline and the findings.
+
+use recon_scenario::{Scenario, StepAction};
+use recon_sim::explain::fmt_time;
+use web_sys::{DragEvent, HtmlInputElement, HtmlSelectElement};
+use yew::prelude::*;
+
+use super::page::{App, Edit, Msg};
+use super::settings::{self, Fault};
+use super::{Pending, State};
+use crate::timeline::Timeline;
+
+/// A control's change to the scenario, as a message.
+fn edit(f: impl FnOnce(&mut Scenario) -> Result<(), String> + 'static) -> Msg {
+    let edit: Edit = Box::new(f);
+    Msg::Edit(edit)
+}
+
+/// The value of the input or select an event came from.
+fn value_of(e: &Event) -> String {
+    if let Some(select) = e.target_dyn_into::<HtmlSelectElement>() {
+        return select.value();
+    }
+    e.target_dyn_into::<HtmlInputElement>().map(|i| i.value()).unwrap_or_default()
+}
+
+fn checked_of(e: &Event) -> bool {
+    e.target_dyn_into::<HtmlInputElement>().is_some_and(|i| i.checked())
+}
+
+/// The value of the input with this id (inputs whose value matters only
+/// when a button next to them is pressed).
+fn input_value(id: &str) -> String {
+    use wasm_bindgen::JsCast;
+    web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(id))
+        .and_then(|e| e.dyn_into::<HtmlInputElement>().ok())
+        .map(|i| i.value())
+        .unwrap_or_default()
+}
+
+/// Milliseconds as the scenario format writes them.
+fn ms(millis: u64) -> String {
+    if millis % 1000 == 0 { format!("{}s", millis / 1000) } else { format!("{millis}ms") }
+}
+
+/// The whole page.
+pub fn page(app: &App, ctx: &Context<App>) -> Html {
+    let state = &app.state;
+    html! {
+        <div class="app">
+            { header(state, ctx) }
+            { banners(state, ctx) }
+            if app.show_about { { about() } }
+            <div class="main">
+                <aside class="controls">
+                    { servers(state, ctx) }
+                    { components(state, ctx) }
+                    { script(state, ctx) }
+                </aside>
+                <section class="view">
+                    { timeline(state, ctx) }
+                    { findings(state, ctx) }
+                </section>
+            </div>
+        </div>
+    }
+}
+
+fn header(state: &State, ctx: &Context<App>) -> Html {
+    let link = ctx.link();
+    let current = &state.current;
+    let pick = link.callback(|e: Event| Msg::PickScenario(value_of(&e)));
+    let seed = link.callback(|e: Event| {
+        let text = value_of(&e);
+        edit(move |s| {
+            s.seed = text.trim().parse().map_err(|_| format!("the seed must be a whole number, not {text:?}"))?;
+            Ok(())
+        })
+    });
+    html! {
+        <header>
+            <h1>{ "Recon" }</h1>
+            <label class="scenario-pick">
+                { "Scenario " }
+                <select id="scenario-select" onchange={pick}>
+                    { for recon_catalog::SCENARIOS.iter().map(|s| html! {
+                        <option value={s.name} selected={s.name == current.library}>{ s.name }</option>
+                    }) }
+                </select>
+            </label>
+            <label>
+                { "seed " }
+                <input id="seed" type="number" min="0" value={current.scenario.seed.to_string()} onchange={seed} />
+            </label>
+            { status(state, ctx) }
+            <button id="about-toggle" onclick={link.callback(|_| Msg::ToggleAbout)}>{ "About" }</button>
+        </header>
+    }
+}
+
+fn status(state: &State, ctx: &Context<App>) -> Html {
+    let stop = ctx.link().callback(|_| Msg::Stop);
+    match &state.pending {
+        Some(Pending::Run { progress, .. }) => html! {
+            <span class="status running" id="running">
+                <progress id="progress" max={progress.end_ms.max(1).to_string()} value={progress.time_ms.to_string()} />
+                { format!(" {} of {} · {} events ", fmt_time(progress.time_ms), ms(progress.end_ms), progress.entries) }
+                <button id="stop" onclick={stop}>{ "Stop" }</button>
+            </span>
+        },
+        Some(Pending::Check { upload, .. }) => html! {
+            <span class="status running" id="running">
+                { format!("Checking {}… ", upload.file_name) }
+                <button id="stop" onclick={stop}>{ "Stop" }</button>
+            </span>
+        },
+        None => match &state.run {
+            Some(run) => html! {
+                <span class="status" id="run-status">
+                    { format!("{} events · {} violation{} · ", run.trace.entries.len(), run.explanations.len(),
+                        if run.explanations.len() == 1 { "" } else { "s" }) }
+                    { "trace " }
+                    <code id="trace-hash" data-wall-ms={format!("{:.1}", run.wall_ms)}
+                        data-entries={run.trace.entries.len().to_string()}>{ &run.hash }</code>
+                    { format!(" · simulated in {:.0} ms", run.wall_ms) }
+                </span>
+            },
+            None => html! { <span class="status">{ "Starting…" }</span> },
+        },
+    }
+}
+
+fn banners(state: &State, ctx: &Context<App>) -> Html {
+    let dismiss = ctx.link().callback(|_| Msg::DismissError);
+    html! {
+        <>
+            if let Some(error) = &state.error {
+                <div class="banner error" id="error" role="alert">
+                    <pre>{ error }</pre>
+                    <button onclick={dismiss} title="Dismiss">{ "×" }</button>
+                </div>
+            }
+            if let Some(notice) = &state.notice {
+                <div class="banner notice" id="notice">{ notice }</div>
+            }
+        </>
+    }
+}
+
+fn about() -> Html {
+    html! {
+        <div class="about" id="about">
+            <p>
+                { "Recon simulates a Kubernetes control plane: etcd, API servers with watch caches, controllers \
+                   and kubelets, in virtual time, deterministically. Each controller is a sandboxed WebAssembly \
+                   plugin; drop your own .wasm on a component to run it instead. Everything runs in this tab: \
+                   nothing is uploaded anywhere." }
+            </p>
+            <p>
+                { "The timeline has a lane per component; a band under each API server shows how far its watch \
+                   cache trails etcd. Click an event for its causes. Keys (with the timeline focused): ← → step, \
+                   + − zoom, v first violation, 0 fit." }
+            </p>
+        </div>
+    }
+}
+
+fn servers(state: &State, ctx: &Context<App>) -> Html {
+    let link = ctx.link();
+    html! {
+        <section class="panel">
+            <h2>{ "API servers" }</h2>
+            { for state.current.scenario.api_servers.iter().enumerate().map(|(i, server)| {
+                let name = server.name.clone();
+                let cache = link.callback(move |e: Event| {
+                    let on = checked_of(&e);
+                    edit(move |s| { settings::set_cache_enabled(s, i, on); Ok(()) })
+                });
+                let lag = link.callback(move |e: Event| {
+                    let text = value_of(&e);
+                    edit(move |s| { settings::set_cache_lag(s, i, settings::parse_time(&text)?); Ok(()) })
+                });
+                let consistent = link.callback(move |e: Event| {
+                    let on = checked_of(&e);
+                    edit(move |s| { settings::set_consistent_reads(s, i, on); Ok(()) })
+                });
+                let (from_id, until_id) = (format!("partition-from-{name}"), format!("partition-until-{name}"));
+                let add = {
+                    let (from_id, until_id) = (from_id.clone(), until_id.clone());
+                    link.callback(move |_| {
+                        let (from, until) = (input_value(&from_id), input_value(&until_id));
+                        edit(move |s| {
+                            let from = settings::parse_time(&from)?;
+                            let until = if until.trim().is_empty() { None } else { Some(settings::parse_time(&until)?) };
+                            settings::add_partition(s, i, from, until)
+                        })
+                    })
+                };
+                html! {
+                    <fieldset class="server" id={format!("server-{name}")}>
+                        <legend>{ &name }</legend>
+                        <label>
+                            <input type="checkbox" id={format!("cache-enabled-{name}")}
+                                checked={server.watch_cache.enabled} onchange={cache} />
+                            { " watch cache" }
+                        </label>
+                        <label>
+                            { "cache lag " }
+                            <input class="short" id={format!("cache-lag-{name}")}
+                                value={ms(server.watch_cache.lag.0)} onchange={lag} />
+                        </label>
+                        <label title="KEP-2340: a quorum list waits for the cache to catch up instead of reading etcd">
+                            <input type="checkbox" id={format!("consistent-reads-{name}")}
+                                checked={server.consistent_reads_from_cache} onchange={consistent} />
+                            { " consistent reads from cache" }
+                        </label>
+                        <div class="partitions">
+                            { "cut off from etcd:" }
+                            { for server.partitions.iter().enumerate().map(|(k, w)| {
+                                let remove = link.callback(move |_| edit(move |s| { settings::remove_partition(s, i, k); Ok(()) }));
+                                let until = w.until.map_or_else(|| "never heals".to_owned(), |u| format!("until {}", ms(u.0)));
+                                html! {
+                                    <div class="partition">
+                                        { format!("from {} {until} ", ms(w.from.0)) }
+                                        <button class="remove" title="Remove" onclick={remove}>{ "×" }</button>
+                                    </div>
+                                }
+                            }) }
+                            <div class="add-partition">
+                                <input class="short" id={from_id} placeholder="from 2s" />
+                                <input class="short" id={until_id} placeholder="until 8s" />
+                                <button id={format!("add-partition-{name}")} onclick={add}>{ "Add" }</button>
+                            </div>
+                        </div>
+                    </fieldset>
+                }
+            }) }
+        </section>
+    }
+}
+
+fn components(state: &State, ctx: &Context<App>) -> Html {
+    let link = ctx.link();
+    let scenario = &state.current.scenario;
+    html! {
+        <section class="panel">
+            <h2>{ "Components" }</h2>
+            <p class="hint">{ "Drop a .wasm plugin on a component to run it instead of its controller." }</p>
+            { for scenario.components.iter().enumerate().map(|(j, component)| {
+                let name = component.name.clone();
+                let api = link.callback(move |e: Event| {
+                    let server = value_of(&e);
+                    edit(move |s| settings::set_api_server(s, j, &server))
+                });
+                let mode = link.callback(move |e: Event| {
+                    let mode = settings::list_mode_from_name(&value_of(&e));
+                    edit(move |s| { settings::set_list_mode(s, j, mode); Ok(()) })
+                });
+                let chosen = {
+                    let name = name.clone();
+                    link.batch_callback(move |e: Event| {
+                        let input = e.target_dyn_into::<HtmlInputElement>()?;
+                        let file = input.files()?.get(0)?;
+                        input.set_value("");
+                        Some(Msg::FileChosen(name.clone(), file))
+                    })
+                };
+                let dropped = {
+                    let name = name.clone();
+                    link.batch_callback(move |e: DragEvent| {
+                        e.prevent_default();
+                        let file = e.data_transfer()?.files()?.get(0)?;
+                        Some(Msg::FileChosen(name.clone(), file))
+                    })
+                };
+                let over = Callback::from(|e: DragEvent| e.prevent_default());
+                let uploaded = state.current.uploads.get(&name);
+                let controller = match uploaded {
+                    Some(u) => format!("{} (plugin {})", u.upload.file_name, u.manifest.name),
+                    None => component.controller.clone(),
+                };
+                let reset = { let name = name.clone(); link.callback(move |_| Msg::ResetController(name.clone())) };
+                let fault_id = format!("fault-at-{name}");
+                let fault = |fault: Fault| {
+                    let (name, fault_id) = (name.clone(), fault_id.clone());
+                    link.callback(move |_| Msg::AddFault { component: name.clone(), fault, at: input_value(&fault_id) })
+                };
+                let current_mode = settings::list_mode_name(component.list_mode);
+                html! {
+                    <div class={classes!("component", uploaded.is_some().then_some("uploaded"))}
+                        id={format!("component-{name}")} ondragover={over} ondrop={dropped}>
+                        <div class="component-name">{ &name }</div>
+                        <div class="controller" id={format!("controller-{name}")}>{ controller }</div>
+                        <label>
+                            { "API server " }
+                            <select id={format!("api-server-{name}")} onchange={api}>
+                                { for scenario.api_servers.iter().map(|s| html! {
+                                    <option value={s.name.clone()} selected={s.name == component.api_server}>{ &s.name }</option>
+                                }) }
+                            </select>
+                        </label>
+                        <label title="How the component lists after a (re)start: from any cache (resourceVersion=0), a quorum read, or a consistent watch-list">
+                            { "list " }
+                            <select id={format!("list-mode-{name}")} onchange={mode}>
+                                { for ["manifest", "any", "quorum", "consistent"].into_iter().map(|m| html! {
+                                    <option value={m} selected={m == current_mode}>{ if m == "manifest" { "as the controller asks" } else { m } }</option>
+                                }) }
+                            </select>
+                        </label>
+                        <div class="upload-row">
+                            <label class="upload">
+                                { "Upload .wasm" }
+                                <input type="file" accept=".wasm,application/wasm" id={format!("upload-{name}")} onchange={chosen} />
+                            </label>
+                            if uploaded.is_some() {
+                                <button id={format!("reset-{name}")} onclick={reset}>{ "Use built-in" }</button>
+                            }
+                        </div>
+                        <div class="fault-row">
+                            <input class="short" id={fault_id.clone()} placeholder="at 5s" />
+                            <button id={format!("crash-{name}")} onclick={fault(Fault::Crash)}>{ "Crash" }</button>
+                            <button id={format!("restart-{name}")} onclick={fault(Fault::Restart)}>{ "Restart" }</button>
+                        </div>
+                    </div>
+                }
+            }) }
+        </section>
+    }
+}
+
+/// A script step in a few words.
+fn describe_step(action: &StepAction) -> String {
+    let via = |via: &Option<String>| via.as_ref().map(|v| format!(" via {v}")).unwrap_or_default();
+    match action {
+        StepAction::Create { object, via: v } => format!("create {} {}{}", object.kind, object.metadata.name, via(v)),
+        StepAction::Apply { object, via: v } => format!("apply {} {}{}", object.kind, object.metadata.name, via(v)),
+        StepAction::Delete { target, via: v } => format!("delete {} {}{}", target.kind, target.name, via(v)),
+        StepAction::Scale { target, replicas, via: v } => {
+            format!("scale {} {} to {replicas}{}", target.kind, target.name, via(v))
+        }
+        StepAction::Cordon { node } => format!("cordon {node}"),
+        StepAction::Uncordon { node } => format!("uncordon {node}"),
+        StepAction::Crash { component } => format!("crash {component}"),
+        StepAction::Restart { component, api_server } => match api_server {
+            Some(server) => format!("restart {component} on {server}"),
+            None => format!("restart {component}"),
+        },
+        StepAction::Disconnect { component } => format!("disconnect {component}"),
+        StepAction::Compact { keep } => format!("compact etcd, keeping {keep} revisions"),
+    }
+}
+
+fn script(state: &State, ctx: &Context<App>) -> Html {
+    let link = ctx.link();
+    html! {
+        <section class="panel">
+            <h2>{ "Script" }</h2>
+            <ol class="script" id="script">
+                { for state.current.scenario.script.iter().enumerate().map(|(k, step)| {
+                    let remove = link.callback(move |_| edit(move |s| { settings::remove_step(s, k); Ok(()) }));
+                    html! {
+                        <li>
+                            <span class="at">{ ms(step.at.0) }</span>{ " " }{ describe_step(&step.action) }
+                            <button class="remove" title="Remove this step" onclick={remove}>{ "×" }</button>
+                        </li>
+                    }
+                }) }
+            </ol>
+        </section>
+    }
+}
+
+fn timeline(state: &State, ctx: &Context<App>) -> Html {
+    match &state.run {
+        Some(run) => html! {
+            <Timeline trace={run.trace.clone()} selected={state.selected}
+                on_select={ctx.link().callback(Msg::Select)} />
+        },
+        None => html! { <div class="timeline-empty">{ "Running the scenario…" }</div> },
+    }
+}
+
+fn findings(state: &State, ctx: &Context<App>) -> Html {
+    let Some(run) = &state.run else { return html! {} };
+    let link = ctx.link();
+    html! {
+        <section class="findings" id="findings">
+            if run.explanations.is_empty() {
+                <p class="ok" id="no-violations">{ "No violation: every enabled check held for the whole run." }</p>
+            }
+            { for run.explanations.iter().enumerate().map(|(k, explanation)| {
+                let violation = explanation.violation;
+                let select = link.callback(move |_| Msg::Select(violation));
+                let selected = state.selected == Some(violation);
+                html! {
+                    <article class={classes!("violation", selected.then_some("selected"))} id={format!("explanation-{k}")}>
+                        <h3 class="headline" onclick={select}>{ &explanation.headline }</h3>
+                        <ol class="steps">
+                            { for explanation.steps.iter().map(|step| {
+                                let entry = step.entry;
+                                let time = run.trace.get(entry).map(|e| fmt_time(e.time_ms)).unwrap_or_default();
+                                html! {
+                                    <li>
+                                        <a href="#" data-entry={entry.to_string()}
+                                            class={classes!((state.selected == Some(entry)).then_some("selected"))}
+                                            onclick={link.callback(move |e: MouseEvent| { e.prevent_default(); Msg::Select(entry) })}>
+                                            <span class="at">{ time }</span>{ " " }{ &step.text }
+                                        </a>
+                                    </li>
+                                }
+                            }) }
+                        </ol>
+                    </article>
+                }
+            }) }
+            if !run.unavailable.is_empty() {
+                <ul class="unavailable" id="unavailable">
+                    { for run.unavailable.iter().map(|u| {
+                        let until = u.until_ms.map_or_else(|| "the end".to_owned(), fmt_time);
+                        html! {
+                            <li>{ format!("{} could not read from {} until {} ({} failed requests; last: {})",
+                                u.component, fmt_time(u.from_ms), until, u.failures, u.last_error) }</li>
+                        }
+                    }) }
+                </ul>
+            }
+        </section>
+    }
+}

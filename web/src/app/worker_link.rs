@@ -1,0 +1,141 @@
+//! The page's handle on the simulation worker: start it, queue requests
+//! until it is ready, restart it to stop a run, and a watchdog that restarts
+//! it when it stops answering.
+
+use gloo::timers::callback::Timeout;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::Closure;
+use web_sys::{MessageEvent, Worker};
+use yew::Callback;
+
+use crate::protocol::{FromWorker, ToWorker};
+
+/// The worker's script, as Trunk emits it next to `index.html`.
+const WORKER_SCRIPT: &str = "./recon-worker_loader.js";
+
+/// How long a busy worker may stay silent before the page gives up on it.
+/// Runs report progress ten times a second and a plugin call runs out of
+/// fuel within seconds, so only a host bug or an engine without the
+/// instrumented fuel gets here: this is the last resort, not the limit.
+pub const WATCHDOG_MS: u32 = 30_000;
+
+/// What the worker link tells the app.
+pub enum Event {
+    /// A message from the worker.
+    Message(FromWorker),
+    /// The worker failed to load or threw; the text says how.
+    Broken(String),
+    /// A busy worker was silent for [`WATCHDOG_MS`] and has been restarted.
+    Stalled,
+}
+
+/// A running worker and what it has not yet been sent.
+pub struct WorkerLink {
+    worker: Worker,
+    on_event: Callback<Event>,
+    ready: bool,
+    /// Requests waiting for the worker to be ready.
+    queue: Vec<String>,
+    /// Whether a request is in flight (the watchdog only watches then).
+    busy: bool,
+    watchdog: Option<Timeout>,
+    _handlers: Handlers,
+}
+
+/// The closures the worker calls; dropped (and so unhooked) with the link.
+struct Handlers {
+    _message: Closure<dyn FnMut(MessageEvent)>,
+    _error: Closure<dyn FnMut(web_sys::Event)>,
+}
+
+impl WorkerLink {
+    /// Starts a worker that reports to `on_event`.
+    pub fn start(on_event: Callback<Event>) -> Result<WorkerLink, String> {
+        let worker = Worker::new(WORKER_SCRIPT).map_err(|e| format!("the simulation worker did not start: {e:?}"))?;
+        let messages = on_event.clone();
+        let message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+            let text = event.data().as_string().unwrap_or_default();
+            match serde_json::from_str::<FromWorker>(&text) {
+                Ok(message) => messages.emit(Event::Message(message)),
+                Err(e) => messages.emit(Event::Broken(format!("unreadable message from the worker: {e}"))),
+            }
+        });
+        let errors = on_event.clone();
+        let error = Closure::<dyn FnMut(web_sys::Event)>::new(move |event: web_sys::Event| {
+            let text = event
+                .dyn_ref::<web_sys::ErrorEvent>()
+                .map_or_else(|| "it could not be loaded".to_owned(), |e| e.message());
+            errors.emit(Event::Broken(format!("the simulation worker failed: {text}")));
+        });
+        worker.set_onmessage(Some(message.as_ref().unchecked_ref()));
+        worker.set_onerror(Some(error.as_ref().unchecked_ref()));
+        Ok(WorkerLink {
+            worker,
+            on_event,
+            ready: false,
+            queue: Vec::new(),
+            busy: false,
+            watchdog: None,
+            _handlers: Handlers { _message: message, _error: error },
+        })
+    }
+
+    /// Sends a request now, or when the worker is ready.
+    pub fn send(&mut self, request: &ToWorker) {
+        let text = serde_json::to_string(request).expect("requests are plain data");
+        if self.ready {
+            let _ = self.worker.post_message(&text.into());
+        } else {
+            self.queue.push(text);
+        }
+        self.busy = true;
+        self.arm_watchdog();
+    }
+
+    /// Called by the app for every message from this worker.
+    pub fn received(&mut self, message: &FromWorker) {
+        match message {
+            FromWorker::Ready => {
+                self.ready = true;
+                for text in self.queue.drain(..) {
+                    let _ = self.worker.post_message(&text.into());
+                }
+            }
+            FromWorker::Progress { .. } => {}
+            FromWorker::Done { .. } | FromWorker::Checked { .. } | FromWorker::Failed { .. } => self.busy = false,
+        }
+        self.arm_watchdog();
+    }
+
+    /// Whether the worker has loaded and answered.
+    pub fn ready(&self) -> bool {
+        self.ready
+    }
+
+    /// Whether a request is in flight.
+    pub fn busy(&self) -> bool {
+        self.busy
+    }
+
+    /// Stops whatever the worker is doing by replacing it with a fresh one.
+    pub fn restart(&mut self) -> Result<(), String> {
+        self.worker.terminate();
+        *self = WorkerLink::start(self.on_event.clone())?;
+        Ok(())
+    }
+
+    fn arm_watchdog(&mut self) {
+        self.watchdog = None;
+        if !self.busy {
+            return;
+        }
+        let on_event = self.on_event.clone();
+        self.watchdog = Some(Timeout::new(WATCHDOG_MS, move || on_event.emit(Event::Stalled)));
+    }
+}
+
+impl Drop for WorkerLink {
+    fn drop(&mut self) {
+        self.worker.terminate();
+    }
+}

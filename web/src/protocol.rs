@@ -1,0 +1,141 @@
+//! The messages between the page and the simulation worker, as JSON strings.
+//!
+//! The page sends [`ToWorker`], the worker answers with [`FromWorker`]. Every
+//! request carries an id the answers repeat, so the page can ignore answers
+//! to a request it has since replaced.
+
+use recon_abi::Manifest;
+use recon_sim::Trace;
+use serde::{Deserialize, Serialize};
+
+/// A `.wasm` file the user gave for one component.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Upload {
+    /// The component whose controller it replaces.
+    pub component: String,
+    /// The file's name, which starts every message about it.
+    pub file_name: String,
+    /// The file's bytes, as uploaded (the worker validates and instruments them).
+    pub bytes: Vec<u8>,
+}
+
+/// A request from the page.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "type")]
+pub enum ToWorker {
+    /// Run a scenario to its end and send the trace.
+    #[serde(rename_all = "camelCase")]
+    Run {
+        /// Request id.
+        id: u64,
+        /// The scenario, as YAML text.
+        scenario: String,
+        /// The seed.
+        seed: u64,
+        /// Components whose controller is an uploaded plugin.
+        uploads: Vec<Upload>,
+    },
+    /// Validate and start a plugin, and answer with its manifest.
+    #[serde(rename_all = "camelCase")]
+    Check {
+        /// Request id.
+        id: u64,
+        /// The plugin.
+        upload: Upload,
+    },
+}
+
+/// An answer from the worker.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "type")]
+pub enum FromWorker {
+    /// The worker has started and takes requests.
+    Ready,
+    /// A run is under way.
+    #[serde(rename_all = "camelCase")]
+    Progress {
+        /// Request id.
+        id: u64,
+        /// Virtual time reached, in milliseconds.
+        time_ms: u64,
+        /// The scenario's duration, in milliseconds.
+        end_ms: u64,
+        /// Trace entries so far.
+        entries: u64,
+    },
+    /// A run finished.
+    #[serde(rename_all = "camelCase")]
+    Done {
+        /// Request id.
+        id: u64,
+        /// [`Trace::hash`] of the trace, computed in the worker.
+        hash: String,
+        /// Wall-clock milliseconds the simulation took (for the status bar
+        /// and benchmarks; never part of the trace).
+        wall_ms: f64,
+        /// The trace.
+        trace: Trace,
+    },
+    /// A plugin passed validation and started.
+    #[serde(rename_all = "camelCase")]
+    Checked {
+        /// Request id.
+        id: u64,
+        /// The component it is for.
+        component: String,
+        /// What the plugin declared.
+        manifest: Manifest,
+    },
+    /// A request failed: the scenario is invalid or a plugin was rejected.
+    /// The page keeps its previous state.
+    #[serde(rename_all = "camelCase")]
+    Failed {
+        /// Request id.
+        id: u64,
+        /// The component a rejected plugin was for, if that is what failed.
+        component: Option<String>,
+        /// One line (a scenario error may have one line per diagnostic).
+        error: String,
+    },
+}
+
+impl ToWorker {
+    /// The request's id.
+    pub fn id(&self) -> u64 {
+        match self {
+            ToWorker::Run { id, .. } | ToWorker::Check { id, .. } => *id,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trace_crosses_to_the_page_unchanged() {
+        let library = recon_catalog::scenario(recon_catalog::DEFAULT_SCENARIO).unwrap();
+        let scenario = recon_scenario::parse("default.yaml", library.yaml).unwrap();
+        let mut sim = recon_sim::Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).unwrap();
+        sim.run();
+        let trace = sim.into_trace();
+        let hash = trace.hash();
+        let sent = serde_json::to_string(&FromWorker::Done { id: 7, hash: hash.clone(), wall_ms: 1.5, trace }).unwrap();
+        let FromWorker::Done { id, hash: received_hash, trace, .. } = serde_json::from_str(&sent).unwrap() else {
+            panic!("a Done message decodes as Done")
+        };
+        assert_eq!((id, &received_hash), (7, &hash));
+        assert_eq!(trace.hash(), hash, "the decoded trace encodes to the same bytes");
+    }
+
+    #[test]
+    fn requests_round_trip_with_their_uploads() {
+        let upload = Upload { component: "kubelet-node-1".into(), file_name: "k.wasm".into(), bytes: vec![0, 97, 115, 109] };
+        let request = ToWorker::Run { id: 3, scenario: "name: x".into(), seed: 9, uploads: vec![upload.clone()] };
+        let text = serde_json::to_string(&request).unwrap();
+        let ToWorker::Run { id, seed, uploads, .. } = serde_json::from_str(&text).unwrap() else { panic!("a Run") };
+        assert_eq!((id, seed, uploads), (3, 9, vec![upload]));
+        assert_eq!(request.id(), 3);
+    }
+}

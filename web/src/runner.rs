@@ -1,0 +1,127 @@
+//! What the worker does with a request, independent of the browser: the
+//! same code runs natively in tests (plugins under wasmtime) and in the
+//! worker (plugins in the page's WebAssembly), since `recon-host` offers the
+//! same engine API on both.
+
+use std::collections::BTreeMap;
+
+use recon_abi::ComponentConfig;
+use recon_host::{CompiledPlugin, Engine, Limits, Module};
+use recon_sim::{Sim, SimError};
+
+use crate::protocol::{FromWorker, ToWorker, Upload};
+
+/// How often (in simulator steps) the run checks whether to report progress.
+const STEPS_PER_PROGRESS_CHECK: u64 = 256;
+
+/// Runs requests, keeping compiled plugins between runs: changing a control
+/// re-runs with the same uploads, and compiling is the slow part.
+pub struct Runner {
+    engine: Engine,
+    /// Compiled uploads by (file name, FNV-1a of the bytes).
+    compiled: BTreeMap<(String, u64), CompiledPlugin>,
+}
+
+/// Where a run reports progress; `now_ms` is a wall clock (the worker's
+/// `performance.now()`), used only to pace reports and to time the run.
+pub trait Progress {
+    /// Wall-clock milliseconds, from any origin.
+    fn now_ms(&mut self) -> f64;
+    /// Sends one message to the page.
+    fn report(&mut self, message: FromWorker);
+}
+
+/// How often progress is reported, in wall-clock milliseconds.
+const PROGRESS_EVERY_MS: f64 = 100.0;
+
+impl Runner {
+    /// A runner with a fresh engine.
+    pub fn new() -> Result<Runner, String> {
+        Ok(Runner { engine: Engine::new().map_err(|e| e.to_string())?, compiled: BTreeMap::new() })
+    }
+
+    /// Handles one request; every answer goes through `progress.report`.
+    pub fn handle(&mut self, request: ToWorker, progress: &mut dyn Progress) {
+        let answer = match request {
+            ToWorker::Run { id, scenario, seed, uploads } => self.run(id, &scenario, seed, &uploads, progress),
+            ToWorker::Check { id, upload } => self.check(id, &upload),
+        };
+        progress.report(answer);
+    }
+
+    fn check(&mut self, id: u64, upload: &Upload) -> FromWorker {
+        let failed = |error: String| FromWorker::Failed { id, component: Some(upload.component.clone()), error };
+        let plugin = match self.compile(upload) {
+            Ok(plugin) => plugin,
+            Err(error) => return failed(error),
+        };
+        let config = ComponentConfig { name: upload.component.clone(), ..Default::default() };
+        match plugin.start().init(&config) {
+            Ok(manifest) => FromWorker::Checked { id, component: upload.component.clone(), manifest },
+            Err(crash) => failed(crash.to_string()),
+        }
+    }
+
+    fn run(&mut self, id: u64, text: &str, seed: u64, uploads: &[Upload], progress: &mut dyn Progress) -> FromWorker {
+        let failed = |component: Option<String>, error: String| FromWorker::Failed { id, component, error };
+        let (mut scenario, source) = match recon_scenario::parse_with_source("scenario.yaml", text) {
+            Ok(parsed) => parsed,
+            Err(e) => return failed(None, e.to_string()),
+        };
+        scenario.seed = seed;
+        let mut swaps = BTreeMap::new();
+        for upload in uploads {
+            if !scenario.components.iter().any(|c| c.name == upload.component) {
+                let error = format!("{}: the scenario has no component {:?}", upload.file_name, upload.component);
+                return failed(Some(upload.component.clone()), error);
+            }
+            match self.compile(upload) {
+                Ok(plugin) => swaps.insert(upload.component.clone(), plugin),
+                Err(error) => return failed(Some(upload.component.clone()), error),
+            };
+        }
+        let instantiate: recon_sim::Instantiate = Box::new(move |component| match swaps.get(&component.name) {
+            Some(plugin) => Some(plugin.start()),
+            None => recon_catalog::instantiate(&component.controller),
+        });
+        let started = progress.now_ms();
+        let mut sim = match Sim::new(&scenario, instantiate) {
+            Ok(sim) => sim,
+            Err(SimError::UnknownController { path, controller, .. }) => {
+                let known: Vec<&str> = recon_catalog::BUILTINS.iter().map(|b| b.name).collect();
+                let message = format!("unknown controller {controller:?}; the built-in ones are: {}", known.join(", "));
+                return failed(None, recon_scenario::ScenarioError::at("scenario.yaml", &source, &path, message).to_string());
+            }
+            Err(e) => return failed(None, e.to_string()),
+        };
+        let end_ms = scenario.duration.0;
+        let mut last_report = started;
+        let mut steps = 0u64;
+        while sim.step() {
+            steps += 1;
+            if steps % STEPS_PER_PROGRESS_CHECK == 0 {
+                let now = progress.now_ms();
+                if now - last_report >= PROGRESS_EVERY_MS {
+                    last_report = now;
+                    let entries = sim.trace().entries.len() as u64;
+                    progress.report(FromWorker::Progress { id, time_ms: sim.now_ms(), end_ms, entries });
+                }
+            }
+        }
+        let wall_ms = progress.now_ms() - started;
+        let trace = sim.into_trace();
+        FromWorker::Done { id, hash: trace.hash(), wall_ms, trace }
+    }
+
+    /// Validates, instruments and compiles an upload, or says why not in one line.
+    fn compile(&mut self, upload: &Upload) -> Result<CompiledPlugin, String> {
+        let key = (upload.file_name.clone(), recon_sim::rng::fnv1a(&upload.bytes));
+        if let Some(plugin) = self.compiled.get(&key) {
+            return Ok(plugin.clone());
+        }
+        let module = Module::load(&upload.file_name, &upload.bytes, &Limits::default()).map_err(|e| e.to_string())?;
+        let plugin = self.engine.compile(&module).map_err(|e| e.to_string())?;
+        self.compiled.insert(key, plugin.clone());
+        Ok(plugin)
+    }
+}

@@ -1,0 +1,113 @@
+//! The tools the commands need beyond cargo, installed when missing: the
+//! wasm32 target, wasm-bindgen-cli at exactly the version in `Cargo.lock`,
+//! Trunk, and (for the browser tests) Chromium with its WebDriver.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{WASM_TARGET, cargo, run};
+
+/// The Trunk release the playground is built with (newer ones need a newer rustc).
+const TRUNK_VERSION: &str = "0.21.14";
+
+/// What a command prints as its version, or `None` if it cannot be run.
+fn version_of(program: &str) -> Option<String> {
+    let out = Command::new(program).arg("--version").output().ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// Installs the wasm32 target with rustup if it is missing.
+pub fn ensure_wasm_target() -> Result<(), String> {
+    let installed = Command::new("rustup").args(["target", "list", "--installed"]).output().map_err(|_| {
+        format!(
+            "rustup was not found. Install the {WASM_TARGET} target for your toolchain by hand \
+                 (e.g. `rustup target add {WASM_TARGET}`), or install rustup from https://rustup.rs"
+        )
+    })?;
+    let list = String::from_utf8_lossy(&installed.stdout);
+    if list.lines().any(|l| l.trim() == WASM_TARGET) {
+        return Ok(());
+    }
+    eprintln!("xtask: the {WASM_TARGET} target is missing; installing it with rustup");
+    run(Command::new("rustup").args(["target", "add", WASM_TARGET]))
+        .map_err(|e| format!("{e}. Run `rustup target add {WASM_TARGET}` yourself and try again."))
+}
+
+/// The wasm-bindgen version in `Cargo.lock`: the CLI must match it exactly.
+fn locked_wasm_bindgen(root: &Path) -> Result<String, String> {
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).map_err(|e| format!("cannot read Cargo.lock: {e}"))?;
+    let mut lines = lock.lines();
+    while let Some(line) = lines.next() {
+        if line == "name = \"wasm-bindgen\"" {
+            let version = lines.next().and_then(|l| l.strip_prefix("version = \"")?.strip_suffix('"'));
+            return version.map(str::to_owned).ok_or_else(|| "Cargo.lock has no wasm-bindgen version".into());
+        }
+    }
+    Err("Cargo.lock does not mention wasm-bindgen".into())
+}
+
+/// Installs wasm-bindgen-cli (which brings `wasm-bindgen-test-runner`) at
+/// the locked version unless it is already on PATH.
+pub fn ensure_wasm_bindgen(root: &Path) -> Result<(), String> {
+    let version = locked_wasm_bindgen(root)?;
+    if version_of("wasm-bindgen").is_some_and(|v| v.split_whitespace().nth(1) == Some(version.as_str())) {
+        return Ok(());
+    }
+    eprintln!("xtask: installing wasm-bindgen-cli {version} (the version in Cargo.lock); this takes a few minutes, once");
+    run(cargo().args(["install", "wasm-bindgen-cli", "--version", &version])).map_err(|e| {
+        format!("{e}. Install it yourself with `cargo install wasm-bindgen-cli --version {version}` and try again.")
+    })
+}
+
+/// Installs Trunk unless it is on PATH at the expected version.
+pub fn ensure_trunk() -> Result<(), String> {
+    if version_of("trunk").is_some_and(|v| v.split_whitespace().nth(1) == Some(TRUNK_VERSION)) {
+        return Ok(());
+    }
+    eprintln!("xtask: installing trunk {TRUNK_VERSION}; this takes a few minutes, once");
+    run(cargo().args(["install", "trunk", "--version", TRUNK_VERSION, "--locked"])).map_err(|e| {
+        format!("{e}. Install it yourself with `cargo install trunk --version {TRUNK_VERSION} --locked` and try again.")
+    })
+}
+
+/// Chromium and its WebDriver, for the browser tests.
+pub struct Chromium {
+    /// The browser.
+    pub browser: PathBuf,
+    /// The WebDriver server for it.
+    pub driver: PathBuf,
+}
+
+/// Finds Chromium and chromedriver (`CHROME` and `CHROMEDRIVER` override
+/// the search), installing Debian's packages when they are missing and
+/// this is a Debian machine where we may.
+pub fn ensure_chromium() -> Result<Chromium, String> {
+    if let Some(found) = find_chromium() {
+        return Ok(found);
+    }
+    let debian = Path::new("/usr/bin/apt-get").exists();
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    let how = "Install Chromium and its WebDriver (Debian: `apt-get install chromium chromium-driver`), \
+               or point CHROME and CHROMEDRIVER at them, and try again.";
+    if !(debian && root) {
+        return Err(format!("the browser tests need Chromium and chromedriver, which were not found. {how}"));
+    }
+    eprintln!("xtask: installing Debian's chromium and chromium-driver for the browser tests");
+    run(Command::new("apt-get").arg("update")).map_err(|e| format!("{e}. {how}"))?;
+    run(Command::new("apt-get").args(["install", "-y", "chromium", "chromium-driver"]).env("DEBIAN_FRONTEND", "noninteractive"))
+        .map_err(|e| format!("{e}. {how}"))?;
+    find_chromium().ok_or_else(|| format!("chromium was installed but not found. {how}"))
+}
+
+fn find_chromium() -> Option<Chromium> {
+    let pick = |var: &str, names: &[&str]| -> Option<PathBuf> {
+        if let Some(path) = std::env::var_os(var) {
+            return Some(PathBuf::from(path));
+        }
+        let path = std::env::var_os("PATH")?;
+        std::env::split_paths(&path).flat_map(|dir| names.iter().map(move |n| dir.join(n))).find(|p| p.is_file())
+    };
+    let browser = pick("CHROME", &["chromium", "chromium-browser", "google-chrome"])?;
+    let driver = pick("CHROMEDRIVER", &["chromedriver"])?;
+    Some(Chromium { browser, driver })
+}
