@@ -72,7 +72,7 @@ async fn a_rejected_upload_says_why_and_keeps_everything() {
     let notes = std::env::temp_dir().join(format!("recon-e2e-{}-notes.wasm", std::process::id()));
     std::fs::write(&notes, "these are notes, not WebAssembly").unwrap();
     page.find("#upload-kubelet-node-1").await.send_keys(&notes.display().to_string()).await.unwrap();
-    let error = page.wait_text("#error", |t| !t.is_empty()).await;
+    let error = page.wait_text("#error pre", |t| !t.is_empty()).await;
     let file = notes.file_name().unwrap().to_string_lossy().into_owned();
     assert!(error.contains(&file) && error.contains("kubelet-node-1"), "{error}");
     assert_eq!(error.trim().lines().count(), 1, "one line: {error}");
@@ -90,7 +90,7 @@ async fn an_invalid_control_value_is_refused_and_nothing_is_lost() {
     let lag = page.find("#cache-lag-apiserver-2").await;
     lag.clear().await.unwrap();
     lag.send_keys("soon\n").await.unwrap();
-    let error = page.wait_text("#error", |t| !t.is_empty()).await;
+    let error = page.wait_text("#error pre", |t| !t.is_empty()).await;
     assert!(error.contains("soon"), "{error}");
     assert_eq!(page.hash_after(None).await, before);
     page.close().await;
