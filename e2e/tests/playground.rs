@@ -136,6 +136,8 @@ async fn a_looping_plugin_is_contained_and_the_page_keeps_responding() {
     let native = native_run(DEFAULT, &[("kubelet-node-2", &name, &bytes)]);
     assert!(native.to_json().contains("ran out of fuel"));
     assert_eq!(after, native.hash());
+    let crashes = page.find("#crashes").await.text().await.unwrap();
+    assert!(crashes.contains("kubelet-node-2 crashed") && crashes.contains("ran out of fuel"), "{crashes}");
     let _ = std::fs::remove_file(file);
     page.close().await;
 }
@@ -153,5 +155,69 @@ async fn stop_keeps_the_last_finished_run() {
     assert_eq!(page.hash_after(None).await, before);
     assert_eq!(page.find("#controller-kubelet-node-2").await.text().await.unwrap(), "kubelet");
     let _ = std::fs::remove_file(file);
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_perfetto_export_has_one_track_per_component() {
+    let page = Browser::open("").await;
+    page.hash_after(None).await;
+    // Keep what the page hands to the download, to read it back.
+    let capture = "window.__saved = []; const create = URL.createObjectURL; \
+                   URL.createObjectURL = (blob) => { window.__saved.push(blob); return create(blob); };";
+    page.client().execute(capture, vec![]).await.unwrap();
+    page.find("#export-perfetto").await.click().await.unwrap();
+    let read = "const done = arguments[arguments.length - 1]; window.__saved[0].text().then(done);";
+    let text = page.client().execute_async(read, vec![]).await.unwrap();
+    let value: serde_json::Value = serde_json::from_str(text.as_str().unwrap()).expect("the export is JSON");
+    let events = value["traceEvents"].as_array().expect("Chrome trace format: traceEvents");
+    let tracks: Vec<&str> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    let library = recon_catalog::scenario(DEFAULT).unwrap();
+    let scenario = recon_scenario::parse(DEFAULT, library.yaml).unwrap();
+    for component in &scenario.components {
+        assert_eq!(tracks.iter().filter(|t| **t == component.name).count(), 1, "{}: {tracks:?}", component.name);
+    }
+    assert!(events.iter().any(|e| e["ph"] == "s") && events.iter().any(|e| e["ph"] == "f"), "flow arrows");
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn every_step_of_the_causal_chain_selects_its_event() {
+    let page = Browser::open("").await;
+    page.hash_after(None).await;
+    let steps = page.client().find_all(fantoccini::Locator::Css("article.violation.selected ol.steps a")).await.unwrap();
+    assert!(steps.len() >= 5, "the chain has its steps");
+    for step in steps {
+        let entry = step.attr("data-entry").await.unwrap().expect("each step names its entry");
+        step.click().await.unwrap();
+        let selected = page.find("#timeline-selected").await;
+        assert_eq!(selected.attr("data-entry").await.unwrap().as_deref(), Some(entry.as_str()));
+    }
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_inspector_shows_node_1s_stale_view_at_the_relist() {
+    let page = Browser::open("").await;
+    page.hash_after(None).await;
+    let steps = page.client().find_all(fantoccini::Locator::Css("article.violation.selected ol.steps a")).await.unwrap();
+    // The moment the relist has landed: node-1's kubelet starts the old web-0.
+    let mut acts = None;
+    for step in steps {
+        let text = step.text().await.unwrap();
+        if text.contains("kubelet-node-1 starts a container") {
+            acts = Some(step);
+        }
+    }
+    acts.expect("the chain includes the stale start").click().await.unwrap();
+    page.find("#inspect").await.click().await.unwrap();
+    let view = page.wait_text("#view-kubelet-node-1", |t| t.contains("still holds")).await;
+    assert!(view.contains("Pod web-0") && view.contains("apiserver-2"), "{view}");
+    let other = page.find("#view-kubelet-node-2").await.text().await.unwrap();
+    assert!(!other.contains("still holds"), "{other}");
     page.close().await;
 }

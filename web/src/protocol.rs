@@ -36,6 +36,21 @@ pub enum ToWorker {
         /// Components whose controller is an uploaded plugin.
         uploads: Vec<Upload>,
     },
+    /// Run a scenario up to a moment and answer with every component's view
+    /// against the store then (the inspector).
+    #[serde(rename_all = "camelCase")]
+    Inspect {
+        /// Request id.
+        id: u64,
+        /// The scenario, as YAML text.
+        scenario: String,
+        /// The seed.
+        seed: u64,
+        /// Components whose controller is an uploaded plugin.
+        uploads: Vec<Upload>,
+        /// The moment, in virtual milliseconds.
+        at_ms: u64,
+    },
     /// Validate and start a plugin, and answer with its manifest.
     #[serde(rename_all = "camelCase")]
     Check {
@@ -77,6 +92,14 @@ pub enum FromWorker {
         /// The trace.
         trace: Trace,
     },
+    /// The views at a moment, for an `Inspect` request.
+    #[serde(rename_all = "camelCase")]
+    Snapshot {
+        /// Request id.
+        id: u64,
+        /// What every component held, against the store.
+        snapshot: recon_sim::inspect::Snapshot,
+    },
     /// A plugin passed validation and started.
     #[serde(rename_all = "camelCase")]
     Checked {
@@ -104,7 +127,7 @@ impl ToWorker {
     /// The request's id.
     pub fn id(&self) -> u64 {
         match self {
-            ToWorker::Run { id, .. } | ToWorker::Check { id, .. } => *id,
+            ToWorker::Run { id, .. } | ToWorker::Inspect { id, .. } | ToWorker::Check { id, .. } => *id,
         }
     }
 }

@@ -44,6 +44,13 @@ impl Runner {
     pub fn handle(&mut self, request: ToWorker, progress: &mut dyn Progress) {
         let answer = match request {
             ToWorker::Run { id, scenario, seed, uploads } => self.run(id, &scenario, seed, &uploads, progress),
+            ToWorker::Inspect { id, scenario, seed, uploads, at_ms } => match self.build(id, &scenario, seed, &uploads) {
+                Ok((mut sim, _)) => {
+                    sim.run_until(at_ms);
+                    FromWorker::Snapshot { id, snapshot: sim.snapshot() }
+                }
+                Err(failed) => failed,
+            },
             ToWorker::Check { id, upload } => self.check(id, &upload),
         };
         progress.report(answer);
@@ -62,39 +69,44 @@ impl Runner {
         }
     }
 
-    fn run(&mut self, id: u64, text: &str, seed: u64, uploads: &[Upload], progress: &mut dyn Progress) -> FromWorker {
+    /// Parses the scenario and builds its simulation, with uploads compiled;
+    /// returns it and the scenario's duration, or the `Failed` answer.
+    fn build(&mut self, id: u64, text: &str, seed: u64, uploads: &[Upload]) -> Result<(Sim, u64), FromWorker> {
         let failed = |component: Option<String>, error: String| FromWorker::Failed { id, component, error };
-        let (mut scenario, source) = match recon_scenario::parse_with_source("scenario.yaml", text) {
-            Ok(parsed) => parsed,
-            Err(e) => return failed(None, e.to_string()),
-        };
+        let (mut scenario, source) =
+            recon_scenario::parse_with_source("scenario.yaml", text).map_err(|e| failed(None, e.to_string()))?;
         scenario.seed = seed;
         let mut swaps = BTreeMap::new();
         for upload in uploads {
             if !scenario.components.iter().any(|c| c.name == upload.component) {
                 let error = format!("{}: the scenario has no component {:?}", upload.file_name, upload.component);
-                return failed(Some(upload.component.clone()), error);
+                return Err(failed(Some(upload.component.clone()), error));
             }
-            match self.compile(upload) {
-                Ok(plugin) => swaps.insert(upload.component.clone(), plugin),
-                Err(error) => return failed(Some(upload.component.clone()), error),
-            };
+            let plugin = self.compile(upload).map_err(|error| failed(Some(upload.component.clone()), error))?;
+            swaps.insert(upload.component.clone(), plugin);
         }
         let instantiate: recon_sim::Instantiate = Box::new(move |component| match swaps.get(&component.name) {
             Some(plugin) => Some(plugin.start()),
             None => recon_catalog::instantiate(&component.controller),
         });
-        let started = progress.now_ms();
-        let mut sim = match Sim::new(&scenario, instantiate) {
-            Ok(sim) => sim,
+        match Sim::new(&scenario, instantiate) {
+            Ok(sim) => Ok((sim, scenario.duration.0)),
             Err(SimError::UnknownController { path, controller, .. }) => {
                 let known: Vec<&str> = recon_catalog::BUILTINS.iter().map(|b| b.name).collect();
                 let message = format!("unknown controller {controller:?}; the built-in ones are: {}", known.join(", "));
-                return failed(None, recon_scenario::ScenarioError::at("scenario.yaml", &source, &path, message).to_string());
+                let error = recon_scenario::ScenarioError::at("scenario.yaml", &source, &path, message);
+                Err(failed(None, error.to_string()))
             }
-            Err(e) => return failed(None, e.to_string()),
+            Err(e) => Err(failed(None, e.to_string())),
+        }
+    }
+
+    fn run(&mut self, id: u64, text: &str, seed: u64, uploads: &[Upload], progress: &mut dyn Progress) -> FromWorker {
+        let started = progress.now_ms();
+        let (mut sim, end_ms) = match self.build(id, text, seed, uploads) {
+            Ok(built) => built,
+            Err(failed) => return failed,
         };
-        let end_ms = scenario.duration.0;
         let mut last_report = started;
         let mut steps = 0u64;
         while sim.step() {

@@ -104,7 +104,7 @@ impl ComponentState {
     }
 }
 
-fn selection(w: &WatchSpec) -> Selection {
+pub(crate) fn selection(w: &WatchSpec) -> Selection {
     Selection {
         kind: w.kind.clone(),
         namespace: w.namespace.clone(),

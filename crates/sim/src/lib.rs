@@ -28,6 +28,8 @@ mod checks;
 mod component;
 mod error;
 pub mod explain;
+pub mod export;
+pub mod inspect;
 pub mod network;
 pub mod rng;
 pub mod trace;

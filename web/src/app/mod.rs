@@ -7,6 +7,8 @@
 //! the last good scenario, uploads and run in place, with the reason shown.
 
 #[cfg(target_arch = "wasm32")]
+mod download;
+#[cfg(target_arch = "wasm32")]
 mod panels;
 pub mod settings;
 #[cfg(target_arch = "wasm32")]
@@ -33,6 +35,43 @@ pub struct RunView {
     pub explanations: Vec<Explanation>,
     /// Components that could not read, and for how long.
     pub unavailable: Vec<Unavailability>,
+    /// Components whose controller crashed, in order of their first crash.
+    pub crashes: Vec<CrashSummary>,
+}
+
+/// A component's crashes in one run (a plugin that traps or runs out of
+/// fuel crashes on every call, so one line per component is enough).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CrashSummary {
+    /// The component.
+    pub component: String,
+    /// How many times it crashed.
+    pub count: usize,
+    /// Its first crash.
+    pub first: EntryId,
+    /// Why it crashed last.
+    pub reason: String,
+}
+
+/// Every component's crashes, scripted ones included.
+pub fn crashes(trace: &Trace) -> Vec<CrashSummary> {
+    let mut summaries: Vec<CrashSummary> = Vec::new();
+    for entry in &trace.entries {
+        let recon_sim::Event::ComponentCrashed { component, reason } = &entry.event else { continue };
+        match summaries.iter_mut().find(|s| &s.component == component) {
+            Some(summary) => {
+                summary.count += 1;
+                summary.reason = reason.clone();
+            }
+            None => summaries.push(CrashSummary {
+                component: component.clone(),
+                count: 1,
+                first: entry.id,
+                reason: reason.clone(),
+            }),
+        }
+    }
+    summaries
 }
 
 impl RunView {
@@ -40,7 +79,8 @@ impl RunView {
     pub fn new(trace: Trace, hash: String, wall_ms: f64) -> RunView {
         let explanations = recon_sim::explain_all(&trace);
         let unavailable = recon_sim::unavailability(&trace);
-        RunView { trace: Shared::new(trace), hash, wall_ms, explanations, unavailable }
+        let crashes = crashes(&trace);
+        RunView { trace: Shared::new(trace), hash, wall_ms, explanations, unavailable, crashes }
     }
 
     /// The violation to show first: the first broken safety property (two
@@ -95,6 +135,13 @@ pub enum Pending {
         /// How far it got.
         progress: RunProgress,
     },
+    /// A snapshot of every component's view at a moment of the good run.
+    Inspect {
+        /// Request id.
+        id: u64,
+        /// The moment.
+        at_ms: u64,
+    },
     /// A check of an upload.
     Check {
         /// Request id.
@@ -107,7 +154,7 @@ pub enum Pending {
 impl Pending {
     fn id(&self) -> u64 {
         match self {
-            Pending::Run { id, .. } | Pending::Check { id, .. } => *id,
+            Pending::Run { id, .. } | Pending::Inspect { id, .. } | Pending::Check { id, .. } => *id,
         }
     }
 }
@@ -141,6 +188,8 @@ pub struct State {
     pub error: Option<String>,
     /// A short confirmation (e.g. which plugin now runs where).
     pub notice: Option<String>,
+    /// The inspector's snapshot of the shown run, if one was asked for.
+    pub snapshot: Option<recon_sim::inspect::Snapshot>,
     next_id: u64,
 }
 
@@ -156,6 +205,7 @@ impl State {
             selected: None,
             error: None,
             notice: None,
+            snapshot: None,
             next_id: 1,
         }
     }
@@ -185,8 +235,14 @@ impl State {
                 let run = RunView::new(trace, hash, wall_ms);
                 self.selected = run.headline_violation();
                 self.run = Some(run);
+                self.snapshot = None;
                 self.good = setup.clone();
                 self.current = setup;
+                Outcome::Redraw
+            }
+            FromWorker::Snapshot { id, snapshot } if pending_id == Some(id) => {
+                self.pending = None;
+                self.snapshot = Some(snapshot);
                 Outcome::Redraw
             }
             FromWorker::Checked { id, component, manifest } if pending_id == Some(id) => {
@@ -206,7 +262,10 @@ impl State {
                 Outcome::Redraw
             }
             // An answer to a request that has since been replaced.
-            FromWorker::Done { .. } | FromWorker::Checked { .. } | FromWorker::Failed { .. } => Outcome::Nothing,
+            FromWorker::Done { .. }
+            | FromWorker::Snapshot { .. }
+            | FromWorker::Checked { .. }
+            | FromWorker::Failed { .. } => Outcome::Nothing,
         }
     }
 
@@ -305,6 +364,45 @@ mod tests {
         assert!(error.contains("kubelet-node-1") && error.contains("notes.txt"), "{error}");
         assert!(!error.contains('\n'), "one line: {error}");
         assert!(state.current.uploads.is_empty());
+    }
+
+    #[test]
+    fn crashes_are_summarised_per_component() {
+        let mut state = default_state();
+        let mut runner = Runner::new().unwrap();
+        run(&mut state, &mut runner);
+        let view = state.run.as_ref().unwrap();
+        // The scenario's own restart of node-1's kubelet is a crash of that component.
+        let kubelet = view.crashes.iter().find(|c| c.component == "kubelet-node-1").expect("the scripted restart");
+        assert_eq!(kubelet.count, 1);
+        assert!(matches!(view.trace.get(kubelet.first).unwrap().event, recon_sim::Event::ComponentCrashed { .. }));
+        assert!(view.crashes.iter().all(|c| c.component != "scheduler"));
+    }
+
+    #[test]
+    fn the_inspector_shows_node_1s_kubelet_holding_the_deleted_pod_after_the_relist() {
+        let mut state = default_state();
+        let mut runner = Runner::new().unwrap();
+        run(&mut state, &mut runner);
+        let (id, at_ms) = (state.next_id(), 5_010);
+        state.pending = Some(Pending::Inspect { id, at_ms });
+        let setup = state.good.clone();
+        let request = ToWorker::Inspect {
+            id,
+            scenario: recon_scenario::to_yaml(&setup.scenario),
+            seed: setup.scenario.seed,
+            uploads: Vec::new(),
+            at_ms,
+        };
+        let mut out = Collect(Vec::new());
+        runner.handle(request, &mut out);
+        for message in out.0 {
+            state.receive(message);
+        }
+        let snapshot = state.snapshot.as_ref().expect("a snapshot");
+        let kubelet = snapshot.components.iter().find(|c| c.component == "kubelet-node-1").unwrap();
+        assert!(kubelet.deleted.iter().any(|o| o.key.name == "web-0"), "{kubelet:?}");
+        assert!(state.pending.is_none() && state.error.is_none());
     }
 
     #[test]

@@ -39,6 +39,19 @@ pub enum Msg {
     ToggleAbout,
     /// Add a crash or restart of a component at a time typed by the user.
     AddFault { component: String, fault: Fault, at: String },
+    /// Save the trace in a format.
+    Export(Export),
+    /// Put every component's view beside the store at a moment of the run.
+    Inspect(u64),
+}
+
+/// The formats a trace can be saved in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Export {
+    /// The trace's own stable JSON (what `recon run --trace` writes).
+    Json,
+    /// The Chrome trace event format, for Perfetto.
+    Perfetto,
 }
 
 /// The playground page.
@@ -140,6 +153,35 @@ impl Component for App {
                 });
                 ctx.link().send_message(Msg::Edit(edit));
                 return false;
+            }
+            Msg::Inspect(at_ms) => {
+                let id = self.state.next_id();
+                let setup = self.state.good.clone();
+                let request = ToWorker::Inspect {
+                    id,
+                    scenario: recon_scenario::to_yaml(&setup.scenario),
+                    seed: setup.scenario.seed,
+                    uploads: setup.uploads.values().map(|u| u.upload.clone()).collect(),
+                    at_ms,
+                };
+                self.state.pending = Some(Pending::Inspect { id, at_ms });
+                if let Some(worker) = self.idle_worker(ctx) {
+                    worker.send(&request);
+                }
+            }
+            Msg::Export(format) => {
+                let Some(run) = &self.state.run else { return false };
+                let stem = format!("{}-seed{}", run.trace.scenario, run.trace.seed);
+                let saved = match format {
+                    Export::Json => super::download::save(&format!("{stem}.trace.json"), "application/json", &run.trace.to_json()),
+                    Export::Perfetto => {
+                        let text = recon_sim::export::chrome_trace(&run.trace);
+                        super::download::save(&format!("{stem}.perfetto.json"), "application/json", &text)
+                    }
+                };
+                if let Err(error) = saved {
+                    self.state.error = Some(error);
+                }
             }
         }
         true

@@ -6,7 +6,7 @@ use recon_sim::explain::fmt_time;
 use web_sys::{DragEvent, HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
-use super::page::{App, Edit, Msg};
+use super::page::{App, Edit, Export, Msg};
 use super::settings::{self, Fault};
 use super::{Pending, State};
 use crate::timeline::Timeline;
@@ -62,7 +62,10 @@ pub fn page(app: &App, ctx: &Context<App>) -> Html {
                 </aside>
                 <section class="view">
                     { timeline(state, ctx) }
-                    { findings(state, ctx) }
+                    <div class="below">
+                        { findings(state, ctx) }
+                        { inspector(state, ctx) }
+                    </div>
                 </section>
             </div>
         </div>
@@ -111,6 +114,12 @@ fn status(state: &State, ctx: &Context<App>) -> Html {
                 <button id="stop" onclick={stop}>{ "Stop" }</button>
             </span>
         },
+        Some(Pending::Inspect { at_ms, .. }) => html! {
+            <span class="status running" id="running">
+                { format!("Inspecting {}… ", fmt_time(*at_ms)) }
+                <button id="stop" onclick={stop}>{ "Stop" }</button>
+            </span>
+        },
         Some(Pending::Check { upload, .. }) => html! {
             <span class="status running" id="running">
                 { format!("Checking {}… ", upload.file_name) }
@@ -125,7 +134,11 @@ fn status(state: &State, ctx: &Context<App>) -> Html {
                     { "trace " }
                     <code id="trace-hash" data-wall-ms={format!("{:.1}", run.wall_ms)}
                         data-entries={run.trace.entries.len().to_string()}>{ &run.hash }</code>
-                    { format!(" · simulated in {:.0} ms", run.wall_ms) }
+                    { format!(" · simulated in {:.0} ms ", run.wall_ms) }
+                    <button id="export-json" title="The trace as JSON (what recon run --trace writes)"
+                        onclick={ctx.link().callback(|_| Msg::Export(Export::Json))}>{ "Export" }</button>
+                    <button id="export-perfetto" title="The trace in Chrome's trace format, for ui.perfetto.dev"
+                        onclick={ctx.link().callback(|_| Msg::Export(Export::Perfetto))}>{ "Perfetto" }</button>
                 </span>
             },
             None => html! { <span class="status">{ "Starting…" }</span> },
@@ -416,6 +429,23 @@ fn findings(state: &State, ctx: &Context<App>) -> Html {
                     </article>
                 }
             }) }
+            if !run.crashes.is_empty() {
+                <ul class="crashes" id="crashes">
+                    { for run.crashes.iter().map(|c| {
+                        let first = c.first;
+                        let times = if c.count == 1 { "once".to_owned() } else { format!("{} times", c.count) };
+                        html! {
+                            <li>
+                                <a href="#" data-entry={first.to_string()}
+                                    onclick={link.callback(move |e: MouseEvent| { e.prevent_default(); Msg::Select(first) })}>
+                                    { format!("{} crashed {times}", c.component) }
+                                </a>
+                                { format!(": {}", c.reason) }
+                            </li>
+                        }
+                    }) }
+                </ul>
+            }
             if !run.unavailable.is_empty() {
                 <ul class="unavailable" id="unavailable">
                     { for run.unavailable.iter().map(|u| {
@@ -426,6 +456,57 @@ fn findings(state: &State, ctx: &Context<App>) -> Html {
                         }
                     }) }
                 </ul>
+            }
+        </section>
+    }
+}
+
+/// An object version in a few words.
+fn object(o: &recon_sim::trace::ObjectVersion) -> String {
+    format!("{} {} (uid {}, revision {})", o.key.kind, o.key.name, o.uid.get(..8).unwrap_or(&o.uid), o.revision)
+}
+
+/// The inspector: every component's view beside the store, at the selected moment.
+fn inspector(state: &State, ctx: &Context<App>) -> Html {
+    let Some(run) = &state.run else { return html! {} };
+    let selected = state.selected.and_then(|id| run.trace.get(id));
+    let button = selected.map(|entry| {
+        let at_ms = entry.time_ms;
+        html! {
+            <button id="inspect" onclick={ctx.link().callback(move |_| Msg::Inspect(at_ms))}>
+                { format!("What did each component hold at {}?", fmt_time(at_ms)) }
+            </button>
+        }
+    });
+    html! {
+        <section class="inspector" id="inspector">
+            <h2>{ "Caches against etcd" }</h2>
+            { for button }
+            if let Some(snapshot) = &state.snapshot {
+                <p class="hint">{ format!("At {}, etcd at revision {}.", fmt_time(snapshot.time_ms), snapshot.store_revision) }</p>
+                { for snapshot.components.iter().map(|view| html! {
+                    <div class={classes!("view-diff", (!view.is_current()).then_some("stale"))}
+                        id={format!("view-{}", view.component)}>
+                        <div class="component-name">
+                            { &view.component }
+                            <span class="hint">{ format!(" via {} · holds {} objects", view.api_server, view.held) }</span>
+                        </div>
+                        if !view.running {
+                            <div class="hint">{ "not running (crashed or restarting): holds nothing" }</div>
+                        } else if view.is_current() {
+                            <div class="ok">{ "matches etcd for everything it watches" }</div>
+                        }
+                        { for view.deleted.iter().map(|o| html! {
+                            <div class="deleted">{ format!("still holds {}, which etcd no longer has", object(o)) }</div>
+                        }) }
+                        { for view.outdated.iter().map(|o| html! {
+                            <div class="outdated">{ format!("holds {}; etcd has revision {}", object(&o.held), o.current) }</div>
+                        }) }
+                        { for view.missing.iter().map(|o| html! {
+                            <div class="missing">{ format!("lacks {}", object(o)) }</div>
+                        }) }
+                    </div>
+                }) }
             }
         </section>
     }

@@ -102,7 +102,9 @@ impl WorkerLink {
                 }
             }
             FromWorker::Progress { .. } => {}
-            FromWorker::Done { .. } | FromWorker::Checked { .. } | FromWorker::Failed { .. } => self.busy = false,
+            FromWorker::Done { .. } | FromWorker::Snapshot { .. } | FromWorker::Checked { .. } | FromWorker::Failed { .. } => {
+                self.busy = false
+            }
         }
         self.arm_watchdog();
     }

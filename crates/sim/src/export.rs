@@ -1,0 +1,142 @@
+//! The trace in other tools' formats.
+//!
+//! [`chrome_trace`] writes the Chrome trace event format, which Perfetto
+//! (ui.perfetto.dev) and `chrome://tracing` open: one track per trace lane,
+//! one short slice per entry, and a flow arrow from each cause to its effect.
+
+use serde_json::{Value, json};
+
+use crate::explain::describe;
+use crate::trace::{Event, Trace};
+
+/// The process id every track belongs to.
+const PID: u64 = 1;
+
+/// The trace as a Chrome trace event file (JSON object format).
+///
+/// Virtual milliseconds become microseconds; entries that share a
+/// millisecond are spread one microsecond apart, in trace order, so that
+/// slices never overlap and the order stays visible. Each entry is a 1 µs
+/// slice named by its kind, with its description, id and fields in `args`.
+pub fn chrome_trace(trace: &Trace) -> String {
+    // Tracks, numbered in order of first appearance; times spread so that
+    // no two slices share a microsecond.
+    let mut lanes: Vec<&str> = Vec::new();
+    let mut tids = Vec::with_capacity(trace.entries.len());
+    let mut ts = Vec::with_capacity(trace.entries.len());
+    let mut last_us: Option<u64> = None;
+    for entry in &trace.entries {
+        let tid = match lanes.iter().position(|l| *l == entry.lane) {
+            Some(i) => i as u64 + 1,
+            None => {
+                lanes.push(&entry.lane);
+                lanes.len() as u64
+            }
+        };
+        tids.push(tid);
+        let us = last_us.map_or(entry.time_ms * 1000, |last| (entry.time_ms * 1000).max(last + 1));
+        last_us = Some(us);
+        ts.push(us);
+    }
+    let mut events: Vec<Value> = Vec::new();
+    for entry in &trace.entries {
+        let fields = serde_json::to_value(&entry.event).expect("events are plain data");
+        events.push(json!({
+            "name": kind(&entry.event),
+            "cat": if matches!(entry.event, Event::Violation { .. }) { "violation" } else { "recon" },
+            "ph": "X",
+            "ts": ts[entry.id as usize],
+            "dur": 1,
+            "pid": PID,
+            "tid": tids[entry.id as usize],
+            "args": { "entry": entry.id, "what": describe(entry), "event": fields },
+        }));
+    }
+    // Flow arrows: from each cause's slice to the effect's.
+    let mut flow = 0u64;
+    for entry in &trace.entries {
+        let (to, at) = (tids[entry.id as usize], ts[entry.id as usize]);
+        for &cause in &entry.causes {
+            let Some(from) = trace.get(cause) else { continue };
+            let (from_tid, from_at) = (tids[from.id as usize], ts[from.id as usize]);
+            flow += 1;
+            events.push(json!({
+                "name": "cause", "cat": "cause", "ph": "s", "id": flow, "ts": from_at, "pid": PID, "tid": from_tid,
+            }));
+            events.push(json!({
+                "name": "cause", "cat": "cause", "ph": "f", "bp": "e", "id": flow, "ts": at, "pid": PID, "tid": to,
+            }));
+        }
+    }
+    let process = format!("recon: {} (seed {})", trace.scenario, trace.seed);
+    let mut all = vec![json!({ "name": "process_name", "ph": "M", "pid": PID, "args": { "name": process } })];
+    for (i, lane) in lanes.iter().enumerate() {
+        let tid = i as u64 + 1;
+        all.push(json!({ "name": "thread_name", "ph": "M", "pid": PID, "tid": tid, "args": { "name": lane } }));
+        all.push(
+            json!({ "name": "thread_sort_index", "ph": "M", "pid": PID, "tid": tid, "args": { "sort_index": tid } }),
+        );
+    }
+    all.extend(events);
+    json!({ "traceEvents": all, "displayTimeUnit": "ms" }).to_string()
+}
+
+/// An event's kind, as its JSON tag names it (`storeWrite`, `listServed`, …).
+fn kind(event: &Event) -> String {
+    let value = serde_json::to_value(event).expect("events are plain data");
+    value.get("kind").and_then(Value::as_str).unwrap_or("event").to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::Entry;
+
+    fn trace() -> Trace {
+        let entry = |id: u64, time_ms: u64, lane: &str, causes: Vec<u64>| Entry {
+            id,
+            time_ms,
+            lane: lane.into(),
+            event: Event::Script { description: format!("step {id}") },
+            causes,
+        };
+        Trace {
+            scenario: "t".into(),
+            seed: 3,
+            entries: vec![
+                entry(0, 0, "script", vec![]),
+                entry(1, 0, "etcd", vec![0]),
+                entry(2, 5, "script", vec![1, 0]),
+            ],
+        }
+    }
+
+    #[test]
+    fn one_track_per_lane_one_slice_per_entry_one_flow_per_cause() {
+        let value: Value = serde_json::from_str(&chrome_trace(&trace())).unwrap();
+        let events = value["traceEvents"].as_array().unwrap();
+        let named = |ph: &str, name: &str| events.iter().filter(|e| e["ph"] == ph && e["name"] == name).count();
+        assert_eq!(named("M", "thread_name"), 2);
+        assert_eq!(events.iter().filter(|e| e["ph"] == "X").count(), 3);
+        assert_eq!(events.iter().filter(|e| e["ph"] == "s").count(), 3);
+        assert_eq!(events.iter().filter(|e| e["ph"] == "f").count(), 3);
+        let thread = |tid: u64| {
+            events.iter().find(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == tid).unwrap()["args"]["name"]
+                .clone()
+        };
+        assert_eq!((thread(1), thread(2)), (json!("script"), json!("etcd")));
+    }
+
+    #[test]
+    fn entries_in_the_same_millisecond_do_not_overlap() {
+        let value: Value = serde_json::from_str(&chrome_trace(&trace())).unwrap();
+        let slices: Vec<u64> = value["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "X")
+            .map(|e| e["ts"].as_u64().unwrap())
+            .collect();
+        assert_eq!(slices, vec![0, 1, 5000]);
+    }
+}
