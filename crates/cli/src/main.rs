@@ -3,6 +3,7 @@
 //! `recon run scenarios/pod-safety-59848.yaml` runs a scenario with the
 //! built-in controllers, prints what happened and why, and exits with 1 if
 //! a safety property broke, 0 if none did, 2 if the input was bad.
+//! `recon explore` searches for a fault schedule that breaks one.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,6 +12,7 @@ use clap::{Parser, Subcommand};
 use recon_scenario::ScenarioError;
 use recon_sim::{Sim, SimError, Trace};
 
+mod explore;
 mod plugins;
 mod report;
 
@@ -55,6 +57,44 @@ enum Command {
         /// The plugin (`.wasm`).
         plugin: PathBuf,
     },
+    /// Search for a fault schedule that breaks the scenario's controllers.
+    ///
+    /// Runs the scenario's workload (its hand-written faults removed)
+    /// fault-free, derives perturbation plans from that run (stale state,
+    /// unobserved state, intermediate state), runs them on every core,
+    /// shrinks the first failing one to a minimal scenario, writes it and
+    /// explains it. Exit status: 1 when something broke, 0 when nothing
+    /// did, 2 on bad input.
+    Explore {
+        /// The scenario file (YAML).
+        scenario: PathBuf,
+        /// Run a component's controller from a Wasm plugin instead:
+        /// `COMPONENT=FILE.wasm` (repeatable).
+        #[arg(long = "plugin", value_name = "COMPONENT=FILE")]
+        plugins: Vec<String>,
+        /// Run at most this many plans.
+        #[arg(long, default_value_t = 10_000)]
+        budget: usize,
+        /// Override the scenario's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Worker threads (default: every core).
+        #[arg(long)]
+        jobs: Option<usize>,
+        /// Run only shard I of N: the plans whose index is I modulo N.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
+        /// Run every plan instead of stopping at the first failure.
+        #[arg(long = "continue")]
+        keep_going: bool,
+        /// Where to write the minimal failing scenario (default: `<scenario>.found.yaml` here).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Also fail a run whose final store state or per-object create/delete
+        /// counts differ from the fault-free run's.
+        #[arg(long)]
+        differential: bool,
+    },
     /// List the built-in controllers a scenario can name.
     Controllers,
 }
@@ -64,6 +104,19 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run { scenario, seed, trace, timeline, expect, plugins } => {
             run(&scenario, seed, trace, timeline, expect, &plugins)
+        }
+        Command::Explore { scenario, plugins, budget, seed, jobs, shard, keep_going, out, differential } => {
+            explore::explore(explore::Args {
+                scenario,
+                plugins,
+                budget,
+                seed,
+                jobs,
+                shard,
+                keep_going,
+                out,
+                differential,
+            })
         }
         Command::CheckPlugin { plugin } => plugins::check(&plugin),
         Command::Controllers => {
@@ -78,6 +131,18 @@ fn main() -> ExitCode {
 fn bad_input(message: impl std::fmt::Display) -> ExitCode {
     eprintln!("{message}");
     ExitCode::from(2)
+}
+
+/// A scenario the simulator cannot build: exit 2, pointing at the cause.
+fn sim_error(file: &str, source: &recon_scenario::SourceMap, e: SimError) -> ExitCode {
+    match e {
+        SimError::UnknownController { path, controller, .. } => {
+            let known: Vec<&str> = recon_catalog::BUILTINS.iter().map(|b| b.name).collect();
+            let message = format!("unknown controller {controller:?}; the built-in ones are: {}", known.join(", "));
+            bad_input(ScenarioError::at(file, source, &path, message))
+        }
+        e => bad_input(format!("{file}: {e}")),
+    }
 }
 
 fn run(
@@ -106,12 +171,7 @@ fn run(
     };
     let mut sim = match Sim::new(&scenario, plugins::instantiate_with(swaps)) {
         Ok(sim) => sim,
-        Err(SimError::UnknownController { path, controller, .. }) => {
-            let known: Vec<&str> = recon_catalog::BUILTINS.iter().map(|b| b.name).collect();
-            let message = format!("unknown controller {controller:?}; the built-in ones are: {}", known.join(", "));
-            return bad_input(ScenarioError::at(&file, &source, &path, message));
-        }
-        Err(e) => return bad_input(format!("{file}: {e}")),
+        Err(e) => return sim_error(&file, &source, e),
     };
     sim.run();
     let trace: Trace = sim.into_trace();

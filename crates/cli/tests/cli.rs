@@ -161,3 +161,49 @@ fn plugin_flag_for_an_unknown_component_exits_2() {
         "{err}"
     );
 }
+
+#[test]
+fn explore_finds_shrinks_and_writes_a_scenario_that_replays() {
+    let out_path = scratch("found.yaml", "");
+    let workload = scenario("pod-safety-59848-workload.yaml");
+    let out = recon(&["explore", workload.to_str().unwrap(), "--out", out_path.to_str().unwrap(), "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("First failing plan: #"), "{text}");
+    assert!(text.contains("Shrunk to 2 fault(s)"), "{text}");
+    assert!(text.contains("[pod identity] pod default/web-0 runs on two nodes at once"), "{text}");
+    assert!(stderr(&out).contains("plans/s"), "progress on stderr: {}", stderr(&out));
+    // The written scenario is ordinary and replays to the same violation.
+    let replay = recon(&["run", out_path.to_str().unwrap(), "--expect"]);
+    assert_eq!(replay.status.code(), Some(1));
+    let replayed = stdout(&replay);
+    assert!(replayed.contains("[pod identity]") && replayed.contains("Outcome matches"), "{replayed}");
+    // Same input, same answer, with any number of threads.
+    let again_path = scratch("found-again.yaml", "");
+    let again = recon(&["explore", workload.to_str().unwrap(), "--out", again_path.to_str().unwrap(), "--jobs", "3"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(std::fs::read_to_string(&out_path).unwrap(), std::fs::read_to_string(&again_path).unwrap());
+}
+
+#[test]
+fn explore_finds_nothing_against_the_fixed_kubelet_and_exits_0() {
+    let text = std::fs::read_to_string(scenario("pod-safety-59848-workload.yaml")).unwrap();
+    let fixed = text.replace("controller: kubelet\n", "controller: kubelet-fixed\n");
+    assert_eq!(fixed.matches("kubelet-fixed").count(), 2);
+    let path = scratch("fixed-workload.yaml", &fixed);
+    let out = recon(&["explore", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("No violation found in"), "{}", stdout(&out));
+}
+
+#[test]
+fn explore_shards_and_bad_arguments() {
+    let workload = scenario("pod-safety-59848-workload.yaml");
+    let out = recon(&["explore", workload.to_str().unwrap(), "--shard", "3/2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--shard"), "{}", stderr(&out));
+    assert_eq!(recon(&["explore", "does-not-exist.yaml"]).status.code(), Some(2));
+    // A shard with a budget of one plan runs exactly one plan.
+    let out = recon(&["explore", workload.to_str().unwrap(), "--shard", "1/4", "--budget", "1"]);
+    assert!(stdout(&out).contains("running 1 (shard 1/4, budget 1)"), "{}", stdout(&out));
+}

@@ -1,0 +1,186 @@
+//! `recon explore`: search for a fault schedule that breaks the scenario's
+//! controllers, shrink it, write it as a scenario and explain it.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use recon_explore::{Explorer, Progress, SearchOptions, search, shard};
+use recon_sim::{Instantiate, Sim};
+
+use crate::{bad_input, plugins, report};
+
+/// The `recon explore` arguments.
+pub struct Args {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// `COMPONENT=FILE.wasm` swaps.
+    pub plugins: Vec<String>,
+    /// At most this many plans (of this shard).
+    pub budget: usize,
+    /// Seed override.
+    pub seed: Option<u64>,
+    /// Worker threads; default every core.
+    pub jobs: Option<usize>,
+    /// `i/n`.
+    pub shard: Option<String>,
+    /// Run every plan instead of stopping at the first failure.
+    pub keep_going: bool,
+    /// Where to write the minimal scenario.
+    pub out: Option<PathBuf>,
+    /// Also compare each run with the fault-free one.
+    pub differential: bool,
+}
+
+fn parse_shard(text: &str) -> Option<(usize, usize)> {
+    let (i, n) = text.split_once('/')?;
+    let (i, n) = (i.trim().parse().ok()?, n.trim().parse().ok()?);
+    (n > 0 && i < n).then_some((i, n))
+}
+
+/// Runs `recon explore`.
+pub fn explore(args: Args) -> ExitCode {
+    let file = args.scenario.display().to_string();
+    let text = match std::fs::read_to_string(&args.scenario) {
+        Ok(t) => t,
+        Err(e) => return bad_input(format!("{file}: cannot read the scenario: {e}")),
+    };
+    let (mut scenario, source) = match recon_scenario::parse_with_source(&file, &text) {
+        Ok(parsed) => parsed,
+        Err(e) => return bad_input(e),
+    };
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    let (shard_i, shard_n) = match args.shard.as_deref().map(parse_shard) {
+        None => (0, 1),
+        Some(Some(s)) => s,
+        Some(None) => return bad_input("--shard: expected i/n with 0 <= i < n, e.g. 0/4"),
+    };
+    if args.jobs == Some(0) {
+        return bad_input("--jobs: at least 1");
+    }
+    let swaps = match plugins::load_swaps(&scenario, &args.plugins) {
+        Ok(swaps) => swaps,
+        Err(message) => return bad_input(message),
+    };
+    let factory = move || -> Instantiate { plugins::instantiate_with(swaps.clone()) };
+    let explorer = match Explorer::new(&scenario, &factory, args.differential) {
+        Ok(e) => e,
+        Err(e) => return crate::sim_error(&file, &source, e),
+    };
+    if let Some(finding) = explorer.reference_finding() {
+        println!("The workload breaks {} without any fault: {}", finding.broken, finding.message);
+        println!("Nothing to search for; `recon run` explains it.");
+        return ExitCode::from(1);
+    }
+    let all = explorer.plans();
+    let total_plans = all.len();
+    let plans: Vec<_> = shard(all, shard_i, shard_n).into_iter().take(args.budget).collect();
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    println!("scenario  {} (workload: {} script steps, no faults)", scenario.name, explorer.workload.script.len());
+    println!("seed      {}", scenario.seed);
+    println!("reference {} trace entries, trace {}", explorer.trace.entries.len(), explorer.trace.hash());
+    println!(
+        "plans     {total_plans} from the reference run; running {} (shard {shard_i}/{shard_n}, budget {}) on {jobs} thread(s)",
+        plans.len(),
+        args.budget
+    );
+
+    let reporter = Reporter::new();
+    let options = SearchOptions { jobs, stop_at_first: !args.keep_going };
+    let result = search(&explorer, &plans, &factory, options, &|p| reporter.update(p, false));
+    reporter.update(
+        &Progress { done: result.run, total: plans.len(), failures: result.failures.len(), elapsed: result.elapsed },
+        true,
+    );
+
+    let Some(first) = result.failures.first() else {
+        println!();
+        println!("No violation found in {} plan(s).", result.run);
+        return ExitCode::SUCCESS;
+    };
+    println!();
+    if args.keep_going {
+        println!("{} failing plan(s):", result.failures.len());
+        for f in &result.failures {
+            println!("- #{}: {} — {}", f.index, f.plan.describe(), f.finding.broken);
+        }
+        println!();
+    }
+    println!("First failing plan: #{} ({} plans run)", first.index, result.run);
+    println!("  {}", first.plan.describe());
+    println!("  why this plan: {}", first.plan.rationale);
+    println!("  broke: {}: {}", first.finding.broken, first.finding.message);
+    let started = Instant::now();
+    let shrunk = explorer.shrink(&first.plan, &first.finding, &factory);
+    println!(
+        "Shrunk to {} fault(s) in {} run(s), {:.2}s:",
+        shrunk.plan.faults.len(),
+        shrunk.runs,
+        started.elapsed().as_secs_f64()
+    );
+    for f in &shrunk.plan.faults {
+        println!("  - {}", f.describe());
+    }
+    let found = explorer.found_scenario(&shrunk);
+    let out = args.out.unwrap_or_else(|| default_out(&args.scenario));
+    if let Err(e) = std::fs::write(&out, recon_scenario::to_yaml(&found)) {
+        eprintln!("cannot write the scenario to {}: {e}", out.display());
+        return ExitCode::from(2);
+    }
+    println!("Wrote {} (replay: recon run {})", out.display(), out.display());
+    println!();
+    let mut sim = match Sim::new(&found, factory()) {
+        Ok(sim) => sim,
+        Err(e) => return crate::sim_error(&file, &source, e),
+    };
+    sim.run();
+    report::print(&found, &sim.into_trace(), false);
+    ExitCode::from(1)
+}
+
+/// `scenarios/x.yaml` → `x.found.yaml` in the current directory.
+fn default_out(scenario: &Path) -> PathBuf {
+    let stem = scenario.file_stem().map_or_else(|| "scenario".into(), |s| s.to_string_lossy().into_owned());
+    PathBuf::from(format!("{stem}.found.yaml"))
+}
+
+/// Progress on standard error: rewritten in place on a terminal, a line a
+/// second otherwise.
+struct Reporter {
+    last: Mutex<Option<Instant>>,
+    terminal: bool,
+}
+
+impl Reporter {
+    fn new() -> Reporter {
+        Reporter { last: Mutex::new(None), terminal: std::io::stderr().is_terminal() }
+    }
+
+    fn update(&self, p: &Progress, last: bool) {
+        let every = if self.terminal { Duration::from_millis(100) } else { Duration::from_secs(1) };
+        let mut printed = self.last.lock().expect("no panics while printing");
+        if !last && printed.is_some_and(|t| t.elapsed() < every) {
+            return;
+        }
+        *printed = Some(Instant::now());
+        let rate = p.done as f64 / p.elapsed.as_secs_f64().max(1e-9);
+        let line = format!(
+            "plans {}/{}  violations {}  {:.0} plans/s  {:.2}s",
+            p.done,
+            p.total,
+            p.failures,
+            rate,
+            p.elapsed.as_secs_f64()
+        );
+        let mut err = std::io::stderr().lock();
+        let _ = if self.terminal {
+            write!(err, "\r{line}\x1b[K{}", if last { "\n" } else { "" })
+        } else {
+            writeln!(err, "{line}")
+        };
+    }
+}
