@@ -110,7 +110,13 @@ pub fn explore(args: Args) -> ExitCode {
         }
         println!();
     }
-    println!("First failing plan: #{} ({} plans run)", first.index, result.run);
+    println!(
+        "First failing plan: #{} (found after {:.2}s; {} plans run in {:.2}s)",
+        first.index,
+        first.found_after.as_secs_f64(),
+        result.run,
+        result.elapsed.as_secs_f64()
+    );
     println!("  {}", first.plan.describe());
     println!("  why this plan: {}", first.plan.rationale);
     println!("  broke: {}: {}", first.finding.broken, first.finding.message);

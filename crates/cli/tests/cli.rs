@@ -207,3 +207,13 @@ fn explore_shards_and_bad_arguments() {
     let out = recon(&["explore", workload.to_str().unwrap(), "--shard", "1/4", "--budget", "1"]);
     assert!(stdout(&out).contains("running 1 (shard 1/4, budget 1)"), "{}", stdout(&out));
 }
+
+#[test]
+fn explore_with_the_fixed_kubelet_as_a_wasm_plugin_on_every_thread_finds_nothing() {
+    let plugin = built_plugin("recon_plugin_kubelet_fixed");
+    let workload = scenario("pod-safety-59848-workload.yaml");
+    let (one, two) = (format!("kubelet-node-1={}", plugin.display()), format!("kubelet-node-2={}", plugin.display()));
+    let out = recon(&["explore", workload.to_str().unwrap(), "--plugin", &one, "--plugin", &two, "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("No violation found in 131 plan(s)."), "{}", stdout(&out));
+}

@@ -159,6 +159,9 @@ pub struct Failure {
     pub plan: Plan,
     /// What it broke.
     pub finding: Finding,
+    /// When it was found, since the search started (wall clock: for
+    /// reports only, it varies from run to run).
+    pub found_after: Duration,
 }
 
 /// What a search found.
@@ -205,6 +208,7 @@ pub fn search(
                     index: *index,
                     plan: plan.clone(),
                     finding,
+                    found_after: start.elapsed(),
                 });
                 failed.fetch_add(1, Ordering::SeqCst);
                 if options.stop_at_first {
