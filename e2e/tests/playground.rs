@@ -221,3 +221,54 @@ async fn the_inspector_shows_node_1s_stale_view_at_the_relist() {
     assert!(!other.contains("still holds"), "{other}");
     page.close().await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_share_link_replays_the_run_in_a_fresh_browser() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    // Change something and upload a plugin, so that the link has to carry both.
+    page.find("#list-mode-kubelet-node-2").await.select_by_value("quorum").await.unwrap();
+    let edited = page.hash_after(Some(&before)).await;
+    let path = plugin_path("recon_plugin_kubelet_fixed");
+    page.find("#upload-kubelet-node-1").await.send_keys(&path.display().to_string()).await.unwrap();
+    let uploaded = page.hash_after(Some(&edited)).await;
+    page.find("#share").await.click().await.unwrap();
+    let url = page.find("#share-url").await.prop("value").await.unwrap().expect("the link is shown");
+    page.close().await;
+
+    let fragment = &url[url.find('#').expect("the run is in the fragment")..];
+    let fresh = Browser::open(fragment).await;
+    assert_eq!(fresh.hash_after(None).await, uploaded);
+    let controller = fresh.find("#controller-kubelet-node-1").await.text().await.unwrap();
+    assert!(controller.contains("recon_plugin_kubelet_fixed.wasm"), "{controller}");
+    fresh.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_damaged_share_link_says_so_and_opens_the_default_scenario() {
+    let page = Browser::open("").await;
+    let default = page.hash_after(None).await;
+    page.find("#share").await.click().await.unwrap();
+    let url = page.find("#share-url").await.prop("value").await.unwrap().unwrap();
+    page.close().await;
+
+    let fragment = &url[url.find('#').unwrap()..];
+    let cut = &fragment[..fragment.len() * 2 / 3];
+    let page = Browser::open(cut).await;
+    let error = page.wait_text("#error pre", |t| !t.is_empty()).await;
+    assert!(error.contains("damaged"), "{error}");
+    assert_eq!(page.hash_after(None).await, default);
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_link_to_an_event_that_does_not_exist_says_so() {
+    let library = recon_catalog::scenario(DEFAULT).unwrap();
+    let made = recon_web::share::make(DEFAULT, library.yaml, &[], Some(999_999));
+    let page = Browser::open(&made.fragment).await;
+    let error = page.wait_text("#error pre", |t| !t.is_empty()).await;
+    assert!(error.contains("999999"), "{error}");
+    assert_eq!(page.hash_after(None).await, native_hash(DEFAULT, &[]));
+    page.find("article.violation.selected").await;
+    page.close().await;
+}

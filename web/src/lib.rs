@@ -17,6 +17,7 @@ pub mod app;
 pub mod bench_page;
 pub mod protocol;
 pub mod runner;
+pub mod share;
 pub mod shared;
 pub mod timeline;
 #[cfg(target_arch = "wasm32")]

@@ -16,7 +16,6 @@ mod worker_link;
 
 use std::collections::BTreeMap;
 
-use recon_abi::Manifest;
 use recon_scenario::Scenario;
 use recon_sim::{EntryId, Explanation, Trace, Unavailability};
 
@@ -97,8 +96,9 @@ impl RunView {
 pub struct Uploaded {
     /// The file.
     pub upload: Upload,
-    /// Its manifest, from the worker's check.
-    pub manifest: Manifest,
+    /// The controller's name from its manifest, once the worker checked it
+    /// (a plugin that arrived in a share link is checked by running it).
+    pub controller: Option<String>,
 }
 
 /// What the page runs: a scenario and the plugins replacing its controllers.
@@ -190,6 +190,8 @@ pub struct State {
     pub notice: Option<String>,
     /// The inspector's snapshot of the shown run, if one was asked for.
     pub snapshot: Option<recon_sim::inspect::Snapshot>,
+    /// An entry to select when the next run finishes (from a share link).
+    pub select_on_done: Option<EntryId>,
     next_id: u64,
 }
 
@@ -206,6 +208,7 @@ impl State {
             error: None,
             notice: None,
             snapshot: None,
+            select_on_done: None,
             next_id: 1,
         }
     }
@@ -234,6 +237,18 @@ impl State {
                 let Some(Pending::Run { setup, .. }) = self.pending.take() else { return Outcome::Nothing };
                 let run = RunView::new(trace, hash, wall_ms);
                 self.selected = run.headline_violation();
+                if let Some(wanted) = self.select_on_done.take() {
+                    match run.trace.get(wanted) {
+                        Some(_) => self.selected = Some(wanted),
+                        None => {
+                            self.error = Some(format!(
+                                "The link points at event {wanted}, but this run has {} events; showing its \
+                                 violation instead.",
+                                run.trace.entries.len()
+                            ))
+                        }
+                    }
+                }
                 self.run = Some(run);
                 self.snapshot = None;
                 self.good = setup.clone();
@@ -248,7 +263,7 @@ impl State {
             FromWorker::Checked { id, component, manifest } if pending_id == Some(id) => {
                 let Some(Pending::Check { upload, .. }) = self.pending.take() else { return Outcome::Nothing };
                 self.notice = Some(format!("{component} now runs {} ({})", upload.file_name, manifest.name));
-                self.current.uploads.insert(component, Uploaded { upload, manifest });
+                self.current.uploads.insert(component, Uploaded { upload, controller: Some(manifest.name) });
                 Outcome::RunWithUpload
             }
             FromWorker::Failed { id, component, error } if pending_id == Some(id) || id == 0 => {

@@ -43,6 +43,8 @@ pub enum Msg {
     Export(Export),
     /// Put every component's view beside the store at a moment of the run.
     Inspect(u64),
+    /// Make a link that replays the shown run.
+    Share,
 }
 
 /// The formats a trace can be saved in.
@@ -60,6 +62,8 @@ pub struct App {
     worker: Option<WorkerLink>,
     readers: Vec<FileReader>,
     pub(super) show_about: bool,
+    /// The last share link made, shown for copying.
+    pub(super) share_url: Option<String>,
 }
 
 /// The library scenario named in the page's URL (`?scenario=`), or the default.
@@ -70,6 +74,26 @@ fn scenario_from_url() -> String {
         .and_then(|p| p.get("scenario"))
         .filter(|name| recon_catalog::scenario(name).is_some())
         .unwrap_or_else(|| recon_catalog::DEFAULT_SCENARIO.to_owned())
+}
+
+/// The state a share link in the page's URL asks for, if there is one;
+/// a damaged link is an error message and the default scenario.
+fn state_from_link() -> Option<Result<State, String>> {
+    let hash = web_sys::window()?.location().hash().ok()?;
+    if !hash.starts_with(crate::share::PREFIX) {
+        return None;
+    }
+    Some(crate::share::read(&hash).and_then(|link| {
+        let scenario = recon_scenario::parse("shared.yaml", &link.scenario)
+            .map_err(|e| format!("The scenario in this share link is invalid; showing the default scenario.\n{e}"))?;
+        let mut state = State::new(&link.library, scenario);
+        for upload in link.uploads {
+            let uploaded = super::Uploaded { upload: upload.clone(), controller: None };
+            state.current.uploads.insert(upload.component.clone(), uploaded);
+        }
+        state.select_on_done = link.select;
+        Ok(state)
+    }))
 }
 
 fn library_state(name: &str) -> Result<State, String> {
@@ -84,8 +108,17 @@ impl Component for App {
 
     fn create(ctx: &Context<Self>) -> Self {
         let name = scenario_from_url();
-        let state = library_state(&name).unwrap_or_else(|e| panic!("the library scenario {name} is broken: {e}"));
-        let mut app = App { state, worker: None, readers: Vec::new(), show_about: false };
+        let library = || library_state(&name).unwrap_or_else(|e| panic!("the library scenario {name} is broken: {e}"));
+        let state = match state_from_link() {
+            Some(Ok(state)) => state,
+            Some(Err(error)) => {
+                let mut state = library();
+                state.error = Some(error);
+                state
+            }
+            None => library(),
+        };
+        let mut app = App { state, worker: None, readers: Vec::new(), show_about: false, share_url: None };
         app.start_worker(ctx);
         app.run(ctx);
         app
@@ -168,6 +201,25 @@ impl Component for App {
                 if let Some(worker) = self.idle_worker(ctx) {
                     worker.send(&request);
                 }
+            }
+            Msg::Share => {
+                let good = &self.state.good;
+                let uploads: Vec<Upload> = good.uploads.values().map(|u| u.upload.clone()).collect();
+                let yaml = recon_scenario::to_yaml(&good.scenario);
+                let made = crate::share::make(&good.library, &yaml, &uploads, self.state.selected);
+                if let Some(window) = web_sys::window() {
+                    let location = window.location();
+                    let base = location.href().unwrap_or_default();
+                    let base = base.split('#').next().unwrap_or_default().to_owned();
+                    let url = format!("{base}{}", made.fragment);
+                    // Replace, not push: the link is the page's state, not a new page.
+                    if let Ok(history) = window.history() {
+                        let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url));
+                    }
+                    let _ = window.navigator().clipboard().write_text(&url);
+                    self.share_url = Some(url);
+                }
+                self.state.notice = Some(made.left_out.unwrap_or_else(|| "Link copied: it replays this run exactly.".into()));
             }
             Msg::Export(format) => {
                 let Some(run) = &self.state.run else { return false };

@@ -52,7 +52,7 @@ pub fn page(app: &App, ctx: &Context<App>) -> Html {
     html! {
         <div class="app">
             { header(state, ctx) }
-            { banners(state, ctx) }
+            { banners(app, ctx) }
             if app.show_about { { about() } }
             <div class="main">
                 <aside class="controls">
@@ -99,6 +99,7 @@ fn header(state: &State, ctx: &Context<App>) -> Html {
                 <input id="seed" type="number" min="0" value={current.scenario.seed.to_string()} onchange={seed} />
             </label>
             { status(state, ctx) }
+            <button id="share" title="A link that replays this run exactly" onclick={link.callback(|_| Msg::Share)}>{ "Share" }</button>
             <button id="about-toggle" onclick={link.callback(|_| Msg::ToggleAbout)}>{ "About" }</button>
         </header>
     }
@@ -146,7 +147,8 @@ fn status(state: &State, ctx: &Context<App>) -> Html {
     }
 }
 
-fn banners(state: &State, ctx: &Context<App>) -> Html {
+fn banners(app: &App, ctx: &Context<App>) -> Html {
+    let state = &app.state;
     let dismiss = ctx.link().callback(|_| Msg::DismissError);
     html! {
         <>
@@ -158,6 +160,12 @@ fn banners(state: &State, ctx: &Context<App>) -> Html {
             }
             if let Some(notice) = &state.notice {
                 <div class="banner notice" id="notice">{ notice }</div>
+            }
+            if let Some(url) = &app.share_url {
+                <div class="banner notice">
+                    { "Share this run: " }
+                    <input id="share-url" class="share-url" readonly=true value={url.clone()} />
+                </div>
             }
         </>
     }
@@ -292,7 +300,10 @@ fn components(state: &State, ctx: &Context<App>) -> Html {
                 let over = Callback::from(|e: DragEvent| e.prevent_default());
                 let uploaded = state.current.uploads.get(&name);
                 let controller = match uploaded {
-                    Some(u) => format!("{} (plugin {})", u.upload.file_name, u.manifest.name),
+                    Some(u) => match &u.controller {
+                        Some(name) => format!("{} (plugin {name})", u.upload.file_name),
+                        None => format!("{} (plugin)", u.upload.file_name),
+                    },
                     None => component.controller.clone(),
                 };
                 let reset = { let name = name.clone(); link.callback(move |_| Msg::ResetController(name.clone())) };
