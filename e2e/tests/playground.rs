@@ -272,3 +272,30 @@ async fn a_link_to_an_event_that_does_not_exist_says_so() {
     page.find("article.violation.selected").await;
     page.close().await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn two_embeds_on_one_page_render_their_own_runs() {
+    let page = Browser::open("?scenario=pod-safety-59848-quorum").await;
+    let quorum = page.hash_after(None).await;
+    page.find("#embed").await.click().await.unwrap();
+    let snippet = page.find("#embed-snippet").await.prop("value").await.unwrap().expect("a snippet");
+    assert!(snippet.starts_with("<iframe src=\"") && snippet.contains("?embed=1#run="), "{snippet}");
+    // A blog post with the snippet and a second embed of the default scenario.
+    let default_embed = format!("<iframe src=\"{}?embed=1\" width=\"900\" height=\"500\"></iframe>", std::env::var("RECON_E2E_URL").unwrap());
+    let client = page.client();
+    client.goto("about:blank").await.unwrap();
+    client
+        .execute("document.body.innerHTML = arguments[0] + arguments[1];", vec![snippet.into(), default_embed.into()])
+        .await
+        .unwrap();
+    let mut hashes = Vec::new();
+    for frame in 0..2u16 {
+        client.clone().enter_frame(frame).await.unwrap();
+        hashes.push(page.hash_after(None).await);
+        assert!(page.exists("#open-full").await, "the embed links to the full playground");
+        assert!(!page.exists("aside.controls").await, "an embed has no controls");
+        client.clone().enter_parent_frame().await.unwrap();
+    }
+    assert_eq!(hashes, vec![quorum, native_hash(DEFAULT, &[])]);
+    page.close().await;
+}

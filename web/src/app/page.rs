@@ -45,6 +45,8 @@ pub enum Msg {
     Inspect(u64),
     /// Make a link that replays the shown run.
     Share,
+    /// Make an `<iframe>` snippet that embeds the shown run.
+    EmbedSnippet,
 }
 
 /// The formats a trace can be saved in.
@@ -64,16 +66,50 @@ pub struct App {
     pub(super) show_about: bool,
     /// The last share link made, shown for copying.
     pub(super) share_url: Option<String>,
+    /// The last embed snippet made, shown for copying.
+    pub(super) embed_snippet: Option<String>,
+    /// Embedded in another page (`?embed=1`): the timeline and the
+    /// explanation only, with a link to the full playground.
+    pub(super) embed: Option<Embed>,
+}
+
+/// What an embedded page needs to know.
+pub struct Embed {
+    /// This page's URL without `embed=1`: the full playground on the same run.
+    pub full_url: String,
+}
+
+/// Whether the page is embedded, and where its full version is.
+fn embed_from_url() -> Option<Embed> {
+    if url_param("embed").as_deref() != Some("1") {
+        return None;
+    }
+    let location = web_sys::window()?.location();
+    let search = location.search().ok().unwrap_or_default();
+    let params = web_sys::UrlSearchParams::new_with_str(&search).ok()?;
+    params.delete("embed");
+    let query = String::from(params.to_string());
+    let query = if query.is_empty() { String::new() } else { format!("?{query}") };
+    Some(Embed { full_url: format!("{}{query}{}", base_url(), location.hash().ok().unwrap_or_default()) })
 }
 
 /// The library scenario named in the page's URL (`?scenario=`), or the default.
 fn scenario_from_url() -> String {
-    let search = web_sys::window().and_then(|w| w.location().search().ok()).unwrap_or_default();
-    let params = web_sys::UrlSearchParams::new_with_str(&search).ok();
-    params
-        .and_then(|p| p.get("scenario"))
+    url_param("scenario")
         .filter(|name| recon_catalog::scenario(name).is_some())
         .unwrap_or_else(|| recon_catalog::DEFAULT_SCENARIO.to_owned())
+}
+
+/// A parameter of the page's URL (`?name=value`).
+fn url_param(name: &str) -> Option<String> {
+    let search = web_sys::window().and_then(|w| w.location().search().ok()).unwrap_or_default();
+    web_sys::UrlSearchParams::new_with_str(&search).ok()?.get(name)
+}
+
+/// The page's URL without its query and fragment: where the playground lives.
+pub(super) fn base_url() -> String {
+    let href = web_sys::window().and_then(|w| w.location().href().ok()).unwrap_or_default();
+    href.split(['?', '#']).next().unwrap_or_default().to_owned()
 }
 
 /// The state a share link in the page's URL asks for, if there is one;
@@ -118,7 +154,15 @@ impl Component for App {
             }
             None => library(),
         };
-        let mut app = App { state, worker: None, readers: Vec::new(), show_about: false, share_url: None };
+        let mut app = App {
+            state,
+            worker: None,
+            readers: Vec::new(),
+            show_about: false,
+            share_url: None,
+            embed_snippet: None,
+            embed: embed_from_url(),
+        };
         app.start_worker(ctx);
         app.run(ctx);
         app
@@ -203,23 +247,32 @@ impl Component for App {
                 }
             }
             Msg::Share => {
-                let good = &self.state.good;
-                let uploads: Vec<Upload> = good.uploads.values().map(|u| u.upload.clone()).collect();
-                let yaml = recon_scenario::to_yaml(&good.scenario);
-                let made = crate::share::make(&good.library, &yaml, &uploads, self.state.selected);
+                let (fragment, left_out) = self.share_fragment();
+                let url = format!("{}{fragment}", base_url());
                 if let Some(window) = web_sys::window() {
-                    let location = window.location();
-                    let base = location.href().unwrap_or_default();
-                    let base = base.split('#').next().unwrap_or_default().to_owned();
-                    let url = format!("{base}{}", made.fragment);
                     // Replace, not push: the link is the page's state, not a new page.
                     if let Ok(history) = window.history() {
                         let _ = history.replace_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url));
                     }
                     let _ = window.navigator().clipboard().write_text(&url);
-                    self.share_url = Some(url);
                 }
-                self.state.notice = Some(made.left_out.unwrap_or_else(|| "Link copied: it replays this run exactly.".into()));
+                self.share_url = Some(url);
+                self.state.notice = Some(left_out.unwrap_or_else(|| "Link copied: it replays this run exactly.".into()));
+            }
+            Msg::EmbedSnippet => {
+                let (fragment, left_out) = self.share_fragment();
+                let title = format!("Recon: {}", self.state.good.scenario.name).replace('"', "'");
+                let snippet = format!(
+                    "<iframe src=\"{}?embed=1{fragment}\" title=\"{title}\" width=\"100%\" height=\"520\" \
+                     style=\"border: 1px solid #d8dde5; border-radius: 6px\" loading=\"lazy\"></iframe>",
+                    base_url()
+                );
+                if let Some(window) = web_sys::window() {
+                    let _ = window.navigator().clipboard().write_text(&snippet);
+                }
+                self.embed_snippet = Some(snippet);
+                self.state.notice =
+                    Some(left_out.unwrap_or_else(|| "Embed snippet copied: paste it into your page.".into()));
             }
             Msg::Export(format) => {
                 let Some(run) = &self.state.run else { return false };
@@ -245,6 +298,15 @@ impl Component for App {
 }
 
 impl App {
+    /// The share-link fragment for the shown run, and what it had to leave out.
+    fn share_fragment(&self) -> (String, Option<String>) {
+        let good = &self.state.good;
+        let uploads: Vec<Upload> = good.uploads.values().map(|u| u.upload.clone()).collect();
+        let yaml = recon_scenario::to_yaml(&good.scenario);
+        let made = crate::share::make(&good.library, &yaml, &uploads, self.state.selected);
+        (made.fragment, made.left_out)
+    }
+
     fn start_worker(&mut self, ctx: &Context<Self>) {
         match WorkerLink::start(ctx.link().callback(Msg::Worker)) {
             Ok(link) => self.worker = Some(link),

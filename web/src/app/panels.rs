@@ -49,6 +49,24 @@ fn ms(millis: u64) -> String {
 /// The whole page.
 pub fn page(app: &App, ctx: &Context<App>) -> Html {
     let state = &app.state;
+    if let Some(embed) = &app.embed {
+        return html! {
+            <div class="app embed">
+                <header>
+                    <strong>{ &state.good.scenario.name }</strong>
+                    { status(state, ctx) }
+                    <a id="open-full" href={embed.full_url.clone()} target="_blank" rel="noopener">
+                        { "Open in Recon ↗" }
+                    </a>
+                </header>
+                { banners(app, ctx) }
+                <section class="view">
+                    { timeline(state, ctx) }
+                    <div class="below">{ findings(state, ctx) }</div>
+                </section>
+            </div>
+        };
+    }
     html! {
         <div class="app">
             { header(state, ctx) }
@@ -100,6 +118,8 @@ fn header(state: &State, ctx: &Context<App>) -> Html {
             </label>
             { status(state, ctx) }
             <button id="share" title="A link that replays this run exactly" onclick={link.callback(|_| Msg::Share)}>{ "Share" }</button>
+            <button id="embed" title="An <iframe> snippet that shows this run in your page"
+                onclick={link.callback(|_| Msg::EmbedSnippet)}>{ "Embed" }</button>
             <button id="about-toggle" onclick={link.callback(|_| Msg::ToggleAbout)}>{ "About" }</button>
         </header>
     }
@@ -160,6 +180,12 @@ fn banners(app: &App, ctx: &Context<App>) -> Html {
             }
             if let Some(notice) = &state.notice {
                 <div class="banner notice" id="notice">{ notice }</div>
+            }
+            if let Some(snippet) = &app.embed_snippet {
+                <div class="banner notice">
+                    { "Embed this run: " }
+                    <input id="embed-snippet" class="share-url" readonly=true value={snippet.clone()} />
+                </div>
             }
             if let Some(url) = &app.share_url {
                 <div class="banner notice">
