@@ -299,3 +299,29 @@ async fn two_embeds_on_one_page_render_their_own_runs() {
     assert_eq!(hashes, vec![quorum, native_hash(DEFAULT, &[])]);
     page.close().await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_editor_points_at_errors_as_you_type_and_runs_what_you_apply() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    page.find("#editor-toggle").await.click().await.unwrap();
+    let text = page.find("#editor-text").await.prop("value").await.unwrap().unwrap();
+    let set = "const t = document.querySelector('#editor-text'); t.value = arguments[0]; \
+               t.dispatchEvent(new Event('input', { bubbles: true }));";
+    // A field the format does not have: the error names its line.
+    let broken = text.replacen("seed: 1\n", "seed: 1\nseeed: 2\n", 1);
+    let line = broken.lines().position(|l| l.starts_with("seeed")).unwrap() + 1;
+    page.client().execute(set, vec![broken.into()]).await.unwrap();
+    let errors = page.wait_text("#editor-errors", |t| !t.is_empty()).await;
+    assert!(errors.contains(&format!("line {line}")) && errors.contains("seeed"), "{errors}");
+    assert_eq!(page.find("#editor-apply").await.attr("disabled").await.unwrap().as_deref(), Some("true"));
+    // Fixed and applied: the page runs the edited scenario.
+    let edited = text.replacen("seed: 1\n", "seed: 7\n", 1);
+    page.client().execute(set, vec![edited.clone().into()]).await.unwrap();
+    page.wait_text("#editor-status", |t| t.starts_with("valid")).await;
+    page.find("#editor-apply").await.click().await.unwrap();
+    let after = page.hash_after(Some(&before)).await;
+    let scenario = recon_scenario::parse("edited.yaml", &edited).unwrap();
+    assert_eq!(after, recon_e2e::run_scenario(&scenario, &[]).hash());
+    page.close().await;
+}

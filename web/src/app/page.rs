@@ -47,6 +47,10 @@ pub enum Msg {
     Share,
     /// Make an `<iframe>` snippet that embeds the shown run.
     EmbedSnippet,
+    /// Show or hide the scenario editor.
+    ToggleEditor,
+    /// Run the scenario text from the editor.
+    ApplyText(String),
 }
 
 /// The formats a trace can be saved in.
@@ -71,6 +75,8 @@ pub struct App {
     /// Embedded in another page (`?embed=1`): the timeline and the
     /// explanation only, with a link to the full playground.
     pub(super) embed: Option<Embed>,
+    /// Whether the scenario editor is open.
+    pub(super) show_editor: bool,
 }
 
 /// What an embedded page needs to know.
@@ -162,6 +168,7 @@ impl Component for App {
             share_url: None,
             embed_snippet: None,
             embed: embed_from_url(),
+            show_editor: false,
         };
         app.start_worker(ctx);
         app.run(ctx);
@@ -259,6 +266,15 @@ impl Component for App {
                 self.share_url = Some(url);
                 self.state.notice = Some(left_out.unwrap_or_else(|| "Link copied: it replays this run exactly.".into()));
             }
+            Msg::ToggleEditor => self.show_editor = !self.show_editor,
+            Msg::ApplyText(text) => match recon_scenario::parse("scenario.yaml", &text) {
+                Ok(scenario) => {
+                    self.state.current.scenario = scenario;
+                    self.state.error = None;
+                    self.run(ctx);
+                }
+                Err(e) => self.state.error = Some(e.to_string()),
+            },
             Msg::EmbedSnippet => {
                 let (fragment, left_out) = self.share_fragment();
                 let title = format!("Recon: {}", self.state.good.scenario.name).replace('"', "'");

@@ -74,6 +74,7 @@ pub fn page(app: &App, ctx: &Context<App>) -> Html {
             if app.show_about { { about() } }
             <div class="main">
                 <aside class="controls">
+                    { scenario_panel(app, ctx) }
                     { servers(state, ctx) }
                     { components(state, ctx) }
                     { script(state, ctx) }
@@ -212,6 +213,25 @@ fn about() -> Html {
                    + − zoom, v first violation, 0 fit." }
             </p>
         </div>
+    }
+}
+
+/// The scenario's description, and its text in the editor when open.
+fn scenario_panel(app: &App, ctx: &Context<App>) -> Html {
+    let scenario = &app.state.current.scenario;
+    let toggle = ctx.link().callback(|_| Msg::ToggleEditor);
+    html! {
+        <section class="panel">
+            <h2>{ "Scenario" }</h2>
+            <p class="description" id="scenario-description">{ &scenario.description }</p>
+            <button id="editor-toggle" onclick={toggle}>
+                { if app.show_editor { "Hide the scenario file" } else { "Edit the scenario file" } }
+            </button>
+            if app.show_editor {
+                <crate::editor::ScenarioEditor text={AttrValue::from(recon_scenario::to_yaml(scenario))}
+                    on_apply={ctx.link().callback(Msg::ApplyText)} />
+            }
+        </section>
     }
 }
 
