@@ -283,11 +283,11 @@ async fn two_embeds_on_one_page_render_their_own_runs() {
     // A blog post with the snippet and a second embed of the default scenario.
     let default_embed = format!("<iframe src=\"{}?embed=1\" width=\"900\" height=\"500\"></iframe>", std::env::var("RECON_E2E_URL").unwrap());
     let client = page.client();
-    client.goto("about:blank").await.unwrap();
-    client
-        .execute("document.body.innerHTML = arguments[0] + arguments[1];", vec![snippet.into(), default_embed.into()])
-        .await
-        .unwrap();
+    // The host page must come from the same local server: Chromium blocks a
+    // public page (about:blank counts as one) from framing a loopback one.
+    client.goto(&format!("{}blog-post.html", std::env::var("RECON_E2E_URL").unwrap())).await.unwrap();
+    let write = "document.open(); document.write(arguments[0] + arguments[1]); document.close();";
+    client.execute(write, vec![snippet.into(), default_embed.into()]).await.unwrap();
     let mut hashes = Vec::new();
     for frame in 0..2u16 {
         client.clone().enter_frame(frame).await.unwrap();
