@@ -470,14 +470,14 @@ fn findings(state: &State, ctx: &Context<App>) -> Html {
                         <h3 class="headline" onclick={select}>{ &explanation.headline }</h3>
                         <ol class="steps">
                             { for explanation.steps.iter().map(|step| {
+                                // Each step's text starts with its time.
                                 let entry = step.entry;
-                                let time = run.trace.get(entry).map(|e| fmt_time(e.time_ms)).unwrap_or_default();
                                 html! {
                                     <li>
                                         <a href="#" data-entry={entry.to_string()}
                                             class={classes!((state.selected == Some(entry)).then_some("selected"))}
                                             onclick={link.callback(move |e: MouseEvent| { e.prevent_default(); Msg::Select(entry) })}>
-                                            <span class="at">{ time }</span>{ " " }{ &step.text }
+                                            { &step.text }
                                         </a>
                                     </li>
                                 }
