@@ -75,7 +75,9 @@ fn the_tests_run_in_a_dedicated_worker_as_the_simulator_does() {
 fn every_shipped_scenario_gives_the_same_trace_linked_in_and_as_browser_plugins() {
     assert_eq!(PLUGINS.len(), recon_catalog::BUILTINS.len(), "one plugin per built-in");
     let plugins = compiled_plugins();
-    for (file, text) in common::SCENARIOS {
+    // The scenario library, embedded by recon-catalog: the browser cannot read `scenarios/`.
+    for library in recon_catalog::SCENARIOS {
+        let (file, text) = (library.name, library.yaml);
         let scenario = recon_scenario::parse(file, text).unwrap_or_else(|e| panic!("{e}"));
         let linked = run(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller)));
         let as_plugins = {

@@ -165,17 +165,3 @@ fn instrumentation_lowers_the_memory_maximum_to_the_cap_and_exports_the_meters()
     assert_eq!(instrumented(u64::MAX).0, Some(65_536), "a 32-bit memory addresses at most 4 GiB");
 }
 
-// --- the browser tests --------------------------------------------------------
-
-#[test]
-fn the_browser_tests_run_every_shipped_scenario() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
-    let mut shipped: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.ends_with(".yaml"))
-        .collect();
-    shipped.sort();
-    let listed: Vec<&str> = SCENARIOS.iter().map(|(name, _)| *name).collect();
-    assert_eq!(listed, shipped, "list every shipped scenario in tests/common/mod.rs");
-}

@@ -10,16 +10,6 @@ pub mod run_time;
 use recon_abi::{ComponentConfig, Input, InputEvent, Instance};
 use recon_host::{CompiledPlugin, Engine, Limits, Module};
 
-/// Every shipped scenario, by file name, for the browser tests, which cannot
-/// read `scenarios/`. A native test checks that none is missing.
-pub const SCENARIOS: &[(&str, &str)] = &[
-    ("pod-safety-59848-consistent.yaml", include_str!("../../../../scenarios/pod-safety-59848-consistent.yaml")),
-    ("pod-safety-59848-fixed-kubelet.yaml", include_str!("../../../../scenarios/pod-safety-59848-fixed-kubelet.yaml")),
-    ("pod-safety-59848-no-partition.yaml", include_str!("../../../../scenarios/pod-safety-59848-no-partition.yaml")),
-    ("pod-safety-59848-quorum.yaml", include_str!("../../../../scenarios/pod-safety-59848-quorum.yaml")),
-    ("pod-safety-59848.yaml", include_str!("../../../../scenarios/pod-safety-59848.yaml")),
-];
-
 /// Where the test plugins keep things in their memory.
 pub const MANIFEST_AT: u32 = 0x100;
 pub const OUTPUT_AT: u32 = 0x400;
