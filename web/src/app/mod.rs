@@ -76,7 +76,10 @@ pub fn crashes(trace: &Trace) -> Vec<CrashSummary> {
 impl RunView {
     /// Explains a finished trace.
     pub fn new(trace: Trace, hash: String, wall_ms: f64) -> RunView {
-        let explanations = recon_sim::explain_all(&trace);
+        // Broken safety properties first, the time travel that led to them after:
+        // the first one listed is the one a reader should see.
+        let mut explanations = recon_sim::explain_all(&trace);
+        explanations.sort_by_key(|e| e.check == recon_scenario::Check::TimeTravel);
         let unavailable = recon_sim::unavailability(&trace);
         let crashes = crashes(&trace);
         RunView { trace: Shared::new(trace), hash, wall_ms, explanations, unavailable, crashes }
@@ -343,7 +346,8 @@ mod tests {
         let mut runner = Runner::new().unwrap();
         assert_eq!(run(&mut state, &mut runner), Outcome::Redraw);
         let view = state.run.as_ref().expect("the run finished");
-        let first = view.explanations.iter().find(|e| Some(e.violation) == state.selected).unwrap();
+        let first = &view.explanations[0];
+        assert_eq!(Some(first.violation), state.selected, "the first explanation listed is the selected one");
         assert_eq!(first.check, recon_scenario::Check::PodIdentity);
         assert!(first.headline.contains("node-1") && first.headline.contains("node-2"), "{}", first.headline);
         assert_eq!(view.hash, view.trace.hash());
