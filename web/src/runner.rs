@@ -44,7 +44,8 @@ impl Runner {
     pub fn handle(&mut self, request: ToWorker, progress: &mut dyn Progress) {
         let answer = match request {
             ToWorker::Run { id, scenario, seed, uploads } => self.run(id, &scenario, seed, &uploads, progress),
-            ToWorker::Inspect { id, scenario, seed, uploads, at_ms } => match self.build(id, &scenario, seed, &uploads) {
+            ToWorker::Inspect { id, scenario, seed, uploads, at_ms } => match self.build(id, &scenario, seed, &uploads)
+            {
                 Ok((mut sim, _)) => {
                     sim.run_until(at_ms);
                     FromWorker::Snapshot { id, snapshot: sim.snapshot() }
@@ -92,8 +93,7 @@ impl Runner {
         match Sim::new(&scenario, instantiate) {
             Ok(sim) => Ok((sim, scenario.duration.0)),
             Err(SimError::UnknownController { path, controller, .. }) => {
-                let known: Vec<&str> = recon_catalog::BUILTINS.iter().map(|b| b.name).collect();
-                let message = format!("unknown controller {controller:?}; the built-in ones are: {}", known.join(", "));
+                let message = recon_catalog::unknown_controller(&controller);
                 let error = recon_scenario::ScenarioError::at("scenario.yaml", &source, &path, message);
                 Err(failed(None, error.to_string()))
             }

@@ -99,6 +99,13 @@ pub fn builtin(name: &str) -> Option<&'static Builtin> {
     BUILTINS.iter().find(|b| b.name == name)
 }
 
+/// Why a scenario's controller name is refused: it is no built-in, and
+/// these are (for every front end's error message).
+pub fn unknown_controller(name: &str) -> String {
+    let known: Vec<&str> = BUILTINS.iter().map(|b| b.name).collect();
+    format!("unknown controller {name:?}; the built-in ones are: {}", known.join(", "))
+}
+
 /// A fresh instance of the built-in controller called `name`, or `None` if
 /// there is no such built-in. Call `init` on it before anything else. A
 /// native built-in never fails; it is an [`Instance`] so that it runs through

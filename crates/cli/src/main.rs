@@ -137,9 +137,7 @@ fn bad_input(message: impl std::fmt::Display) -> ExitCode {
 fn sim_error(file: &str, source: &recon_scenario::SourceMap, e: SimError) -> ExitCode {
     match e {
         SimError::UnknownController { path, controller, .. } => {
-            let known: Vec<&str> = recon_catalog::BUILTINS.iter().map(|b| b.name).collect();
-            let message = format!("unknown controller {controller:?}; the built-in ones are: {}", known.join(", "));
-            bad_input(ScenarioError::at(file, source, &path, message))
+            bad_input(ScenarioError::at(file, source, &path, recon_catalog::unknown_controller(&controller)))
         }
         e => bad_input(format!("{file}: {e}")),
     }

@@ -115,6 +115,18 @@ pub struct Setup {
     pub uploads: BTreeMap<String, Uploaded>,
 }
 
+impl Setup {
+    /// The scenario as the worker and share links carry it.
+    pub fn scenario_text(&self) -> String {
+        recon_scenario::to_yaml(&self.scenario)
+    }
+
+    /// The uploaded plugins, as the worker and share links carry them.
+    pub fn upload_list(&self) -> Vec<Upload> {
+        self.uploads.values().map(|u| u.upload.clone()).collect()
+    }
+}
+
 /// Progress of the run in flight.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct RunProgress {
@@ -305,8 +317,8 @@ pub use page::App;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::{Progress, Runner};
     use crate::protocol::ToWorker;
+    use crate::runner::{Progress, Runner};
 
     struct Collect(Vec<FromWorker>);
 
@@ -327,9 +339,9 @@ mod tests {
     fn run(state: &mut State, runner: &mut Runner) -> Outcome {
         let id = state.next_id();
         let setup = state.current.clone();
-        let scenario = recon_scenario::to_yaml(&setup.scenario);
+        let scenario = setup.scenario_text();
         let seed = setup.scenario.seed;
-        let uploads = setup.uploads.values().map(|u| u.upload.clone()).collect();
+        let uploads = setup.upload_list();
         state.pending = Some(Pending::Run { id, setup, progress: RunProgress::default() });
         let mut out = Collect(Vec::new());
         runner.handle(ToWorker::Run { id, scenario, seed, uploads }, &mut out);
@@ -372,7 +384,8 @@ mod tests {
         let mut state = default_state();
         let mut runner = Runner::new().unwrap();
         let id = state.next_id();
-        let upload = Upload { component: "kubelet-node-1".into(), file_name: "notes.txt".into(), bytes: b"hello".to_vec() };
+        let upload =
+            Upload { component: "kubelet-node-1".into(), file_name: "notes.txt".into(), bytes: b"hello".to_vec() };
         state.pending = Some(Pending::Check { id, upload: upload.clone() });
         let mut out = Collect(Vec::new());
         runner.handle(ToWorker::Check { id, upload }, &mut out);
@@ -408,7 +421,7 @@ mod tests {
         let setup = state.good.clone();
         let request = ToWorker::Inspect {
             id,
-            scenario: recon_scenario::to_yaml(&setup.scenario),
+            scenario: setup.scenario_text(),
             seed: setup.scenario.seed,
             uploads: Vec::new(),
             at_ms,

@@ -243,9 +243,9 @@ impl Component for App {
                 let setup = self.state.good.clone();
                 let request = ToWorker::Inspect {
                     id,
-                    scenario: recon_scenario::to_yaml(&setup.scenario),
+                    scenario: setup.scenario_text(),
                     seed: setup.scenario.seed,
-                    uploads: setup.uploads.values().map(|u| u.upload.clone()).collect(),
+                    uploads: setup.upload_list(),
                     at_ms,
                 };
                 self.state.pending = Some(Pending::Inspect { id, at_ms });
@@ -264,7 +264,8 @@ impl Component for App {
                     let _ = window.navigator().clipboard().write_text(&url);
                 }
                 self.share_url = Some(url);
-                self.state.notice = Some(left_out.unwrap_or_else(|| "Link copied: it replays this run exactly.".into()));
+                self.state.notice =
+                    Some(left_out.unwrap_or_else(|| "Link copied: it replays this run exactly.".into()));
             }
             Msg::ToggleEditor => self.show_editor = !self.show_editor,
             Msg::ApplyText(text) => match recon_scenario::parse("scenario.yaml", &text) {
@@ -294,7 +295,9 @@ impl Component for App {
                 let Some(run) = &self.state.run else { return false };
                 let stem = format!("{}-seed{}", run.trace.scenario, run.trace.seed);
                 let saved = match format {
-                    Export::Json => super::download::save(&format!("{stem}.trace.json"), "application/json", &run.trace.to_json()),
+                    Export::Json => {
+                        super::download::save(&format!("{stem}.trace.json"), "application/json", &run.trace.to_json())
+                    }
                     Export::Perfetto => {
                         let text = recon_sim::export::chrome_trace(&run.trace);
                         super::download::save(&format!("{stem}.perfetto.json"), "application/json", &text)
@@ -317,9 +320,7 @@ impl App {
     /// The share-link fragment for the shown run, and what it had to leave out.
     fn share_fragment(&self) -> (String, Option<String>) {
         let good = &self.state.good;
-        let uploads: Vec<Upload> = good.uploads.values().map(|u| u.upload.clone()).collect();
-        let yaml = recon_scenario::to_yaml(&good.scenario);
-        let made = crate::share::make(&good.library, &yaml, &uploads, self.state.selected);
+        let made = crate::share::make(&good.library, &good.scenario_text(), &good.upload_list(), self.state.selected);
         (made.fragment, made.left_out)
     }
 
@@ -355,9 +356,9 @@ impl App {
         let setup = self.state.current.clone();
         let request = ToWorker::Run {
             id,
-            scenario: recon_scenario::to_yaml(&setup.scenario),
+            scenario: setup.scenario_text(),
             seed: setup.scenario.seed,
-            uploads: setup.uploads.values().map(|u| u.upload.clone()).collect(),
+            uploads: setup.upload_list(),
         };
         let end_ms = setup.scenario.duration.0;
         self.state.pending = Some(Pending::Run { id, setup, progress: RunProgress { end_ms, ..Default::default() } });

@@ -51,7 +51,12 @@ pub fn set_consistent_reads(scenario: &mut Scenario, server: usize, on: bool) {
 
 /// Adds a partition window to an API server: from `from` until `until`
 /// (`None`: never heals).
-pub fn add_partition(scenario: &mut Scenario, server: usize, from: Millis, until: Option<Millis>) -> Result<(), String> {
+pub fn add_partition(
+    scenario: &mut Scenario,
+    server: usize,
+    from: Millis,
+    until: Option<Millis>,
+) -> Result<(), String> {
     if let Some(until) = until
         && until <= from
     {

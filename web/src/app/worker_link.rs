@@ -102,9 +102,10 @@ impl WorkerLink {
                 }
             }
             FromWorker::Progress { .. } => {}
-            FromWorker::Done { .. } | FromWorker::Snapshot { .. } | FromWorker::Checked { .. } | FromWorker::Failed { .. } => {
-                self.busy = false
-            }
+            FromWorker::Done { .. }
+            | FromWorker::Snapshot { .. }
+            | FromWorker::Checked { .. }
+            | FromWorker::Failed { .. } => self.busy = false,
         }
         self.arm_watchdog();
     }
