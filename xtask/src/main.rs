@@ -8,6 +8,8 @@
 //!   end-to-end tests in headless Chromium.
 //! - `cargo xtask bench`: the benchmarks (see BENCHMARKS.md), native and in
 //!   the browser.
+//! - `cargo xtask e2e [ARGS]`: only the playground's end-to-end tests (ARGS
+//!   go to `cargo test`, e.g. `--test playground -- share`).
 //! - `cargo xtask plugins`: just build the plugins and print where they are.
 //!
 //! Whatever a fresh machine lacks (the wasm32 target, wasm-bindgen-cli at
@@ -39,6 +41,7 @@ fn main() -> ExitCode {
         Some("play") => play(&args[1..]),
         Some("test") => test(&args[1..]),
         Some("bench") => bench(&args[1..]),
+        Some("e2e") => e2e(&args[1..]),
         Some("plugins") => build_plugins().map(|dir| println!("{}", dir.display())),
         Some("web") => build_web().map(|dir| println!("{}", dir.display())),
         _ => {
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
             eprintln!("  play [--port N]  build the playground and serve it on 127.0.0.1 (default port {PLAY_PORT})");
             eprintln!("  test             run every test: native, and in headless Chromium");
             eprintln!("  bench            run the benchmarks and print their results");
+            eprintln!("  e2e [ARGS]       build and serve the playground, run only its browser tests (ARGS go to cargo test)");
             eprintln!("  plugins          build the controller plugins for wasm32 and print their directory");
             eprintln!("  web              build the playground and print its directory");
             return ExitCode::from(2);
@@ -112,15 +116,38 @@ fn test(args: &[String]) -> Result<(), String> {
     let chromium = tools::ensure_chromium()?;
     tools::ensure_wasm_bindgen(&root)?;
     browser::engine_tests(&root, &chromium, &plugins)?;
-    let dist = build_web()?;
-    browser::with_playground(&dist, &chromium, |env| {
-        run(cargo()
-            .args(["test", "--package", E2E_PACKAGE, "--", "--test-threads=1"])
-            .envs(env.iter().cloned())
-            .env(PLUGIN_DIR_VAR, &plugins))
-    })?;
+    playground_tests(&chromium, &plugins, &[])?;
     eprintln!("xtask: all tests passed, natively and in headless Chromium");
     Ok(())
+}
+
+/// `cargo xtask e2e [ARGS]`: only the playground's end-to-end tests, for
+/// working on the page; ARGS go to `cargo test` (a test binary with
+/// `--test NAME`, a name filter after `--`).
+fn e2e(args: &[String]) -> Result<(), String> {
+    let plugins = build_plugins()?;
+    let chromium = tools::ensure_chromium()?;
+    tools::ensure_wasm_bindgen(&workspace_root())?;
+    playground_tests(&chromium, &plugins, args)
+}
+
+/// Builds and serves the playground, starts chromedriver and runs the
+/// end-to-end tests against them, one at a time (each starts a browser).
+fn playground_tests(chromium: &tools::Chromium, plugins: &Path, args: &[String]) -> Result<(), String> {
+    let dist = build_web()?;
+    let (cargo_args, test_args) = match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], &args[i + 1..]),
+        None => (args, &[][..]),
+    };
+    browser::with_playground(&dist, chromium, |env| {
+        run(cargo()
+            .args(["test", "--package", E2E_PACKAGE])
+            .args(cargo_args)
+            .args(["--", "--test-threads=1"])
+            .args(test_args)
+            .envs(env.iter().cloned())
+            .env(PLUGIN_DIR_VAR, plugins))
+    })
 }
 
 fn bench(args: &[String]) -> Result<(), String> {
