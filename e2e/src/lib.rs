@@ -164,3 +164,29 @@ pub fn run_scenario(scenario: &recon_scenario::Scenario, plugins: &[Swap<'_>]) -
     sim.run();
     sim.into_trace()
 }
+
+/// What `recon explore` finds in a scenario, natively, with the built-in
+/// controllers: the answer the playground's search must give.
+pub struct Explored {
+    /// Plans searched at most (every plan within the default budget).
+    pub plans: usize,
+    /// The lowest failing plan's index, and the shrunk scenario as
+    /// `recon explore` writes it; `None` if nothing broke.
+    pub found: Option<(usize, recon_scenario::Scenario)>,
+}
+
+/// Runs `recon explore`'s search on `scenario` natively on `jobs` threads,
+/// stopping at the first failure, and shrinks it.
+pub fn explore_natively(scenario: &recon_scenario::Scenario, jobs: usize) -> Explored {
+    use recon_explore::{DEFAULT_BUDGET, Explorer, SearchOptions, search, shard};
+    let factory = || -> recon_sim::Instantiate { Box::new(|c| recon_catalog::instantiate(&c.controller)) };
+    let explorer = Explorer::new(scenario, &factory, false).expect("the scenario builds");
+    let plans: Vec<_> = shard(explorer.plans(), 0, 1).into_iter().take(DEFAULT_BUDGET).collect();
+    let options = SearchOptions { jobs, stop_at_first: true };
+    let result = search(&explorer, &plans, &factory, options, &|_| {});
+    let found = result.failures.first().map(|first| {
+        let shrunk = explorer.shrink(&first.plan, &first.finding, &factory);
+        (first.index, explorer.found_scenario(&shrunk))
+    });
+    Explored { plans: plans.len(), found }
+}

@@ -18,6 +18,7 @@ pub mod bench_page;
 pub mod editor;
 pub mod protocol;
 pub mod runner;
+pub mod search;
 pub mod share;
 pub mod shared;
 pub mod timeline;

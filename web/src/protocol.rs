@@ -59,6 +59,11 @@ pub enum ToWorker {
         /// The plugin.
         upload: Upload,
     },
+    /// Search one shard of a scenario's perturbation plans for a violation
+    /// ([`crate::search`]); answered with [`FromWorker::Search`] reports.
+    Search(crate::search::SearchRequest),
+    /// Shrink a failing plan and answer with the scenario that replays it.
+    Shrink(crate::search::ShrinkRequest),
 }
 
 /// An answer from the worker.
@@ -110,6 +115,8 @@ pub enum FromWorker {
         /// What the plugin declared.
         manifest: Manifest,
     },
+    /// How a search or a shrink is going, or what it found.
+    Search(crate::search::SearchReport),
     /// A request failed: the scenario is invalid or a plugin was rejected.
     /// The page keeps its previous state.
     #[serde(rename_all = "camelCase")]
@@ -128,6 +135,8 @@ impl ToWorker {
     pub fn id(&self) -> u64 {
         match self {
             ToWorker::Run { id, .. } | ToWorker::Inspect { id, .. } | ToWorker::Check { id, .. } => *id,
+            ToWorker::Search(request) => request.id,
+            ToWorker::Shrink(request) => request.id,
         }
     }
 }

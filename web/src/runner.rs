@@ -22,6 +22,41 @@ pub struct Runner {
     compiled: BTreeMap<(String, u64), CompiledPlugin>,
 }
 
+/// A parsed scenario and its compiled uploads, ready to simulate.
+pub(crate) struct Prepared {
+    /// The scenario.
+    pub scenario: recon_scenario::Scenario,
+    /// Where its parts are in the text, for errors.
+    source: recon_scenario::SourceMap,
+    /// Compiled uploads by component.
+    swaps: BTreeMap<String, CompiledPlugin>,
+}
+
+impl Prepared {
+    /// The controllers for one simulation: the uploads where given, the
+    /// built-in controllers elsewhere.
+    pub fn instantiate(&self) -> recon_sim::Instantiate {
+        let swaps = self.swaps.clone();
+        Box::new(move |component| match swaps.get(&component.name) {
+            Some(plugin) => Some(plugin.start()),
+            None => recon_catalog::instantiate(&component.controller),
+        })
+    }
+
+    /// A simulation that could not be built, as the `Failed` answer (an
+    /// unknown controller at its line in the scenario).
+    pub fn sim_error(&self, id: u64, error: SimError) -> FromWorker {
+        let error = match error {
+            SimError::UnknownController { path, controller, .. } => {
+                let message = recon_catalog::unknown_controller(&controller);
+                recon_scenario::ScenarioError::at("scenario.yaml", &self.source, &path, message).to_string()
+            }
+            e => e.to_string(),
+        };
+        FromWorker::Failed { id, component: None, error }
+    }
+}
+
 /// Where a run reports progress; `now_ms` is a wall clock (the worker's
 /// `performance.now()`), used only to pace reports and to time the run.
 pub trait Progress {
@@ -53,6 +88,8 @@ impl Runner {
                 Err(failed) => failed,
             },
             ToWorker::Check { id, upload } => self.check(id, &upload),
+            ToWorker::Search(request) => crate::search::search(self, &request, progress),
+            ToWorker::Shrink(request) => crate::search::shrink(self, &request),
         };
         progress.report(answer);
     }
@@ -73,10 +110,20 @@ impl Runner {
     /// Parses the scenario and builds its simulation, with uploads compiled;
     /// returns it and the scenario's duration, or the `Failed` answer.
     fn build(&mut self, id: u64, text: &str, seed: u64, uploads: &[Upload]) -> Result<(Sim, u64), FromWorker> {
+        let mut prepared = self.prepare(id, text, uploads)?;
+        prepared.scenario.seed = seed;
+        match Sim::new(&prepared.scenario, prepared.instantiate()) {
+            Ok(sim) => Ok((sim, prepared.scenario.duration.0)),
+            Err(e) => Err(prepared.sim_error(id, e)),
+        }
+    }
+
+    /// Parses the scenario and compiles its uploads, or says why not as
+    /// the `Failed` answer.
+    pub(crate) fn prepare(&mut self, id: u64, text: &str, uploads: &[Upload]) -> Result<Prepared, FromWorker> {
         let failed = |component: Option<String>, error: String| FromWorker::Failed { id, component, error };
-        let (mut scenario, source) =
+        let (scenario, source) =
             recon_scenario::parse_with_source("scenario.yaml", text).map_err(|e| failed(None, e.to_string()))?;
-        scenario.seed = seed;
         let mut swaps = BTreeMap::new();
         for upload in uploads {
             if !scenario.components.iter().any(|c| c.name == upload.component) {
@@ -86,19 +133,7 @@ impl Runner {
             let plugin = self.compile(upload).map_err(|error| failed(Some(upload.component.clone()), error))?;
             swaps.insert(upload.component.clone(), plugin);
         }
-        let instantiate: recon_sim::Instantiate = Box::new(move |component| match swaps.get(&component.name) {
-            Some(plugin) => Some(plugin.start()),
-            None => recon_catalog::instantiate(&component.controller),
-        });
-        match Sim::new(&scenario, instantiate) {
-            Ok(sim) => Ok((sim, scenario.duration.0)),
-            Err(SimError::UnknownController { path, controller, .. }) => {
-                let message = recon_catalog::unknown_controller(&controller);
-                let error = recon_scenario::ScenarioError::at("scenario.yaml", &source, &path, message);
-                Err(failed(None, error.to_string()))
-            }
-            Err(e) => Err(failed(None, e.to_string())),
-        }
+        Ok(Prepared { scenario, source, swaps })
     }
 
     fn run(&mut self, id: u64, text: &str, seed: u64, uploads: &[Upload], progress: &mut dyn Progress) -> FromWorker {

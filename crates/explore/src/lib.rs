@@ -11,8 +11,11 @@
 //! optionally a differential comparison with the reference run. [`search`]
 //! runs plans on every core and reports failures by plan index, so the
 //! answer does not depend on which thread finished first; [`shard`] splits
-//! the plan list across machines. A failing plan is shrunk to a minimal one
-//! ([`shrink`]) and written as an ordinary scenario
+//! the plan list across machines (or, in the playground, across Web
+//! Workers: on `wasm32` there are no threads nor a wall clock, so
+//! [`search`] is native only, and a worker runs its shard with
+//! [`Explorer::run`], which takes a [`LocalFactory`]). A failing plan is
+//! shrunk to a minimal one ([`shrink`]) and written as an ordinary scenario
 //! ([`Explorer::found_scenario`]) that `recon run` replays.
 //!
 //! Everything is deterministic: the same scenario, seed and controllers
@@ -24,9 +27,13 @@ pub mod oracle;
 pub mod plan;
 pub mod shrink;
 
+#[cfg(not(target_arch = "wasm32"))]
 use std::sync::Mutex;
+#[cfg(not(target_arch = "wasm32"))]
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+#[cfg(not(target_arch = "wasm32"))]
+use std::time::Instant;
 
 use recon_scenario::Scenario;
 use recon_sim::{Instantiate, Sim, SimError, Trace};
@@ -36,8 +43,17 @@ pub use plan::{Fault, Pattern, Plan, workload};
 pub use shrink::Shrunk;
 
 /// Makes a fresh [`Instantiate`] for each simulation (each run needs its
-/// own; workers call it from their own threads).
+/// own; [`search`]'s workers call it from their own threads).
 pub type Factory<'a> = &'a (dyn Fn() -> Instantiate + Sync);
+
+/// A [`Factory`] used on one thread only: what [`Explorer`] needs. A
+/// browser's compiled plugins cannot cross threads, so a Web Worker's
+/// factory is only this. (A `Factory` is one too.)
+pub type LocalFactory<'a> = &'a dyn Fn() -> Instantiate;
+
+/// How many plans `recon explore` and the playground's search run at most,
+/// unless told otherwise.
+pub const DEFAULT_BUDGET: usize = 10_000;
 
 /// The fault-free reference run of a scenario's workload, and everything
 /// needed to run and judge plans against it.
@@ -55,7 +71,7 @@ pub struct Explorer {
 impl Explorer {
     /// Runs the workload of `scenario` fault-free. Fails if the scenario
     /// cannot be simulated (e.g. it names an unknown controller).
-    pub fn new(scenario: &Scenario, factory: Factory, differential: bool) -> Result<Explorer, SimError> {
+    pub fn new(scenario: &Scenario, factory: LocalFactory, differential: bool) -> Result<Explorer, SimError> {
         let workload = workload(scenario);
         let mut sim = Sim::new(&workload, factory())?;
         sim.run();
@@ -78,7 +94,7 @@ impl Explorer {
     /// nothing broke. (A plan changes only the script and partitions of a
     /// scenario that already ran, so the simulation always builds; if it
     /// did not, the plan would count as not failing.)
-    pub fn run(&self, plan: &Plan, factory: Factory) -> Option<Finding> {
+    pub fn run(&self, plan: &Plan, factory: LocalFactory) -> Option<Finding> {
         let mut sim = Sim::new(&plan.apply(&self.workload), factory()).ok()?;
         sim.run();
         if self.differential {
@@ -90,7 +106,7 @@ impl Explorer {
     }
 
     /// Shrinks a failing plan to a minimal one that breaks the same thing.
-    pub fn shrink(&self, plan: &Plan, finding: &Finding, factory: Factory) -> Shrunk {
+    pub fn shrink(&self, plan: &Plan, finding: &Finding, factory: LocalFactory) -> Shrunk {
         shrink::shrink(plan, finding, &|p| self.run(p, factory))
     }
 
@@ -181,7 +197,9 @@ pub struct SearchResult {
 /// new plan is started (if `stop_at_first`), but every plan already taken
 /// finishes, so every plan before the first failure in the list has run
 /// and the lowest-index failure is always the same one. `progress` is
-/// called after every plan, from the worker that ran it.
+/// called after every plan, from the worker that ran it. Native only (it
+/// needs threads and a clock).
+#[cfg(not(target_arch = "wasm32"))]
 pub fn search(
     explorer: &Explorer,
     plans: &[(usize, Plan)],

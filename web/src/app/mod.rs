@@ -10,6 +10,7 @@
 mod download;
 #[cfg(target_arch = "wasm32")]
 mod panels;
+pub mod search;
 pub mod settings;
 #[cfg(target_arch = "wasm32")]
 mod worker_link;
@@ -291,6 +292,8 @@ impl State {
                 self.current = self.good.clone();
                 Outcome::Redraw
             }
+            // Search workers report to the search panel, never here.
+            FromWorker::Search(_) => Outcome::Nothing,
             // An answer to a request that has since been replaced.
             FromWorker::Done { .. }
             | FromWorker::Snapshot { .. }

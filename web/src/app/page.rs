@@ -51,6 +51,8 @@ pub enum Msg {
     ToggleEditor,
     /// Run the scenario text from the editor.
     ApplyText(String),
+    /// The search for a violation ("Find a violation").
+    Search(super::search::SearchMsg),
 }
 
 /// The formats a trace can be saved in.
@@ -77,6 +79,8 @@ pub struct App {
     pub(super) embed: Option<Embed>,
     /// Whether the scenario editor is open.
     pub(super) show_editor: bool,
+    /// The search for a violation and its workers.
+    pub(super) search: super::search::Search,
 }
 
 /// What an embedded page needs to know.
@@ -169,6 +173,7 @@ impl Component for App {
             embed_snippet: None,
             embed: embed_from_url(),
             show_editor: false,
+            search: Default::default(),
         };
         app.start_worker(ctx);
         app.run(ctx);
@@ -267,6 +272,7 @@ impl Component for App {
                 self.state.notice =
                     Some(left_out.unwrap_or_else(|| "Link copied: it replays this run exactly.".into()));
             }
+            Msg::Search(msg) => return self.search_update(ctx, msg),
             Msg::ToggleEditor => self.show_editor = !self.show_editor,
             Msg::ApplyText(text) => match recon_scenario::parse("scenario.yaml", &text) {
                 Ok(scenario) => {

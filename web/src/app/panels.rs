@@ -75,6 +75,7 @@ pub fn page(app: &App, ctx: &Context<App>) -> Html {
             <div class="main">
                 <aside class="controls">
                     { scenario_panel(app, ctx) }
+                    { super::search::panel(app, ctx) }
                     { servers(state, ctx) }
                     { components(state, ctx) }
                     { script(state, ctx) }

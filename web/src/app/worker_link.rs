@@ -102,6 +102,7 @@ impl WorkerLink {
                 }
             }
             FromWorker::Progress { .. } => {}
+            FromWorker::Search(report) => self.busy = !report.is_final(),
             FromWorker::Done { .. }
             | FromWorker::Snapshot { .. }
             | FromWorker::Checked { .. }
