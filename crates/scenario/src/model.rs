@@ -213,6 +213,61 @@ pub struct Component {
     /// Free-form parameters handed to the controller.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, Value>,
+    /// When its process first starts (e.g. a controller rolled out during
+    /// the run). Default 0: with the cluster.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub start_at: Millis,
+    /// Run the controller only while this component holds a Lease, as
+    /// kube-controller-manager does: absent, it runs from the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_election: Option<LeaderElection>,
+}
+
+/// Leader election through a `coordination.k8s.io/v1` Lease, as client-go's
+/// `leaderelection` package does it: every `retryPeriod` the candidate reads
+/// the Lease from etcd (a quorum read through its API server) and, if it is
+/// free, expired or its own, writes itself in as holder with a
+/// compare-and-swap update. A Lease counts as expired when its record has
+/// not changed for `leaseDuration` by the candidate's own observation. The
+/// controller starts (and its reflectors list) when the Lease is won, and
+/// stops when a renewal has failed for `renewDeadline`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LeaderElection {
+    /// Name of the Lease; candidates with the same name exclude each other.
+    pub lease: String,
+    /// Namespace of the Lease. Default `kube-system`.
+    #[serde(default = "default_lease_namespace")]
+    pub namespace: String,
+    /// How long a Lease stays valid after its last renewal. Default 3s.
+    #[serde(default = "default_lease_duration")]
+    pub lease_duration: Millis,
+    /// How long the leader keeps trying to renew before it gives up. Default 2s.
+    #[serde(default = "default_renew_deadline")]
+    pub renew_deadline: Millis,
+    /// How often a candidate tries to acquire or renew. Default 500ms.
+    #[serde(default = "default_retry_period")]
+    pub retry_period: Millis,
+}
+
+fn is_zero(m: &Millis) -> bool {
+    m.0 == 0
+}
+
+fn default_lease_namespace() -> String {
+    "kube-system".into()
+}
+
+fn default_lease_duration() -> Millis {
+    Millis(3_000)
+}
+
+fn default_renew_deadline() -> Millis {
+    Millis(2_000)
+}
+
+fn default_retry_period() -> Millis {
+    Millis(500)
 }
 
 pub use recon_abi::ListMode;
@@ -324,11 +379,32 @@ pub enum Check {
     StatefulSetOrdinals,
     /// A component's observed revision never decreases across its life.
     TimeTravel,
+    /// A controller never creates a pod for a ReplicaSet that already has
+    /// `spec.replicas` live pods in the store, nor deletes one when it has no
+    /// more than that: a write that overshoots or undershoots was decided on
+    /// a view the store had moved past.
+    ReplicaCount,
+    /// Liveness, not safety: at the end of the run every ReplicaSet and
+    /// StatefulSet runs as many containers as its `spec.replicas`. Off by
+    /// default (a run may simply end too early); scenarios about
+    /// convergence turn it on.
+    Convergence,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 3] = [Check::PodIdentity, Check::StatefulSetOrdinals, Check::TimeTravel];
+    pub const ALL: [Check; 5] =
+        [Check::PodIdentity, Check::StatefulSetOrdinals, Check::TimeTravel, Check::ReplicaCount, Check::Convergence];
+
+    /// The checks a scenario runs when it does not say: every safety check.
+    pub const DEFAULT: [Check; 4] =
+        [Check::PodIdentity, Check::StatefulSetOrdinals, Check::TimeTravel, Check::ReplicaCount];
+
+    /// Whether this is a liveness check ("never converged"), judged at the
+    /// end of the run, rather than a safety check judged as the run goes.
+    pub fn is_liveness(self) -> bool {
+        self == Check::Convergence
+    }
 }
 
 impl fmt::Display for Check {
@@ -337,6 +413,8 @@ impl fmt::Display for Check {
             Check::PodIdentity => "pod identity",
             Check::StatefulSetOrdinals => "StatefulSet ordinals",
             Check::TimeTravel => "time travel",
+            Check::ReplicaCount => "replica count",
+            Check::Convergence => "convergence",
         })
     }
 }
@@ -345,7 +423,7 @@ impl fmt::Display for Check {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Checks {
-    /// The enabled checks. Default: all of [`Check::ALL`].
+    /// The enabled checks. Default: every safety check ([`Check::DEFAULT`]).
     #[serde(default = "all_checks")]
     pub enabled: Vec<Check>,
 }
@@ -357,7 +435,7 @@ impl Default for Checks {
 }
 
 fn all_checks() -> Vec<Check> {
-    Check::ALL.to_vec()
+    Check::DEFAULT.to_vec()
 }
 
 /// The outcome a scenario is written to show.

@@ -142,6 +142,38 @@ impl<'a> Validator<'a> {
             if let Some(node) = &component.node {
                 self.reference(format!("components[{i}].node"), node, &defined.nodes);
             }
+            if component.start_at > s.duration {
+                self.report(
+                    format!("components[{i}].startAt"),
+                    format!("starts at {}, after the end of the run at {}", component.start_at, s.duration),
+                );
+            }
+            if let Some(election) = &component.leader_election {
+                self.leader_election(&format!("components[{i}].leaderElection"), election);
+            }
+        }
+    }
+
+    /// The timings must leave room for client-go's order of events: retry,
+    /// then give up renewing, then let the Lease expire for others.
+    fn leader_election(&mut self, path: &str, e: &crate::LeaderElection) {
+        if e.lease.is_empty() {
+            self.report(format!("{path}.lease"), "the Lease needs a name".into());
+        }
+        if e.retry_period.0 == 0 {
+            self.report(format!("{path}.retryPeriod"), "retryPeriod must be at least 1ms".into());
+        }
+        if e.renew_deadline <= e.retry_period {
+            self.report(
+                format!("{path}.renewDeadline"),
+                format!("renewDeadline {} must be longer than retryPeriod {}", e.renew_deadline, e.retry_period),
+            );
+        }
+        if e.lease_duration <= e.renew_deadline {
+            self.report(
+                format!("{path}.leaseDuration"),
+                format!("leaseDuration {} must be longer than renewDeadline {}", e.lease_duration, e.renew_deadline),
+            );
         }
     }
 

@@ -45,7 +45,10 @@ fn a_minimal_scenario_gets_the_documented_defaults() {
     assert_eq!(s.nodes[0].pods, 110);
     let c = &s.components[0];
     assert_eq!((c.node.as_deref(), c.failover.len(), c.list_mode, c.params.len()), (None, 0, None, 0));
-    assert_eq!(s.checks.enabled, Check::ALL.to_vec());
+    assert_eq!(c.start_at, Millis(0));
+    assert!(c.leader_election.is_none());
+    assert_eq!(s.checks.enabled, Check::DEFAULT.to_vec());
+    assert!(!s.checks.enabled.contains(&Check::Convergence), "liveness is opt-in");
     assert!(s.expect.violations.is_empty() && s.objects.is_empty() && s.script.is_empty());
 }
 
@@ -175,7 +178,10 @@ checks:
     );
     let d = problem("name: x\napiServers: [{name: a}]\nchecks:\n  enabled: [podIdentity, split]\n");
     assert_eq!((d.line, d.column), (4, 26));
-    assert_eq!(d.message, "unknown variant `split`, expected one of podIdentity, statefulSetOrdinals, timeTravel");
+    assert_eq!(
+        d.message,
+        "unknown variant `split`, expected one of podIdentity, statefulSetOrdinals, timeTravel, replicaCount, convergence"
+    );
 }
 
 #[test]
@@ -698,4 +704,52 @@ fn garbage_and_truncated_input_never_panic() {
             assert!(error.diagnostics.iter().all(|d| d.line >= 1 && d.column >= 1 && !d.message.is_empty()));
         }
     }
+}
+
+// --- leader election and late starts ---
+
+#[test]
+fn leader_election_gets_client_go_like_defaults_scaled_to_a_run() {
+    let s = parse(
+        "t.yaml",
+        "name: x\napiServers: [{name: a}]\ncomponents:\n  - {name: c, controller: replicaset, apiServer: a, leaderElection: {lease: rs}, startAt: 2s}\n",
+    )
+    .unwrap();
+    let c = &s.components[0];
+    let e = c.leader_election.as_ref().expect("leaderElection was given");
+    assert_eq!((e.lease.as_str(), e.namespace.as_str()), ("rs", "kube-system"));
+    assert_eq!((e.lease_duration, e.renew_deadline, e.retry_period), (Millis(3_000), Millis(2_000), Millis(500)));
+    assert_eq!(c.start_at, Millis(2_000));
+}
+
+#[test]
+fn leader_election_timings_out_of_order_are_reported_where_they_are() {
+    let text = "\
+name: x
+apiServers: [{name: a}]
+components:
+  - name: c
+    controller: replicaset
+    apiServer: a
+    leaderElection:
+      lease: rs
+      leaseDuration: 1s
+      renewDeadline: 2s
+";
+    assert_problem(
+        text,
+        9,
+        22,
+        "components[0].leaderElection.leaseDuration",
+        "leaseDuration 1s must be longer than renewDeadline 2s",
+    );
+}
+
+#[test]
+fn a_component_starting_after_the_run_ends_is_rejected() {
+    let d = problem(
+        "name: x\nduration: 5s\napiServers: [{name: a}]\ncomponents:\n  - {name: c, controller: replicaset, apiServer: a, startAt: 6s}\n",
+    );
+    assert_eq!(d.path, "components[0].startAt");
+    assert_eq!(d.message, "starts at 6s, after the end of the run at 5s");
 }

@@ -36,6 +36,13 @@ pub enum Client {
         /// Instance epoch.
         epoch: u64,
     },
+    /// A component's leader-election client, reading and writing its Lease.
+    Elector {
+        /// Component index.
+        component: usize,
+        /// Process epoch.
+        epoch: u64,
+    },
     /// The user, from the script.
     Kubectl,
     /// A test or console request made with [`Sim::request`].
@@ -45,7 +52,9 @@ pub enum Client {
 impl Client {
     fn endpoint(&self) -> Endpoint {
         match self {
-            Client::Reflector { component, .. } | Client::Writer { component, .. } => Endpoint::Component(*component),
+            Client::Reflector { component, .. }
+            | Client::Writer { component, .. }
+            | Client::Elector { component, .. } => Endpoint::Component(*component),
             Client::Kubectl | Client::Probe(_) => Endpoint::Kubectl,
         }
     }
@@ -658,6 +667,8 @@ impl Sim {
                 let terminating = !removed
                     && event.value.is_terminating()
                     && event.prev.as_ref().is_some_and(|p| !p.is_terminating());
+                // The stored key: a create by generateName has its name now.
+                let key = event.value.key();
                 let entry = self.trace.push(
                     self.now,
                     "etcd",
@@ -674,6 +685,10 @@ impl Sim {
                     cause.into_iter().collect(),
                 );
                 self.store_entries.insert(event.revision, entry);
+                if client_component(&client).is_some() {
+                    let writer = self.client_name(&client);
+                    self.check_replica_count(&writer, &event, entry);
+                }
                 let object = if removed { None } else { Some(event.value.clone()) };
                 self.committed(event.revision);
                 self.reply(server, client, Reply::Written { verb, key, outcome: Outcome::Ok(object), entry }, back);
@@ -946,7 +961,9 @@ fn check_uid(meta: &ObjectMeta, current: &Object) -> Result<(), Status> {
 
 pub(crate) fn client_component(client: &Client) -> Option<usize> {
     match client {
-        Client::Reflector { component, .. } | Client::Writer { component, .. } => Some(*component),
+        Client::Reflector { component, .. } | Client::Writer { component, .. } | Client::Elector { component, .. } => {
+            Some(*component)
+        }
         _ => None,
     }
 }

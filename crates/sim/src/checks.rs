@@ -144,3 +144,122 @@ impl Sim {
         }
     }
 }
+
+/// Whether a pod counts toward its ReplicaSet's replicas: not being deleted.
+fn live(pod: &Object) -> bool {
+    !pod.is_terminating()
+}
+
+/// `spec.replicas`, 1 when unset, as the API server defaults it.
+fn spec_replicas(object: &Object) -> u64 {
+    object.spec.get("replicas").and_then(serde_json::Value::as_u64).unwrap_or(1)
+}
+
+impl Sim {
+    /// The live pods in the store whose controller is the object with `uid`.
+    fn live_pods_of(&self, namespace: &str, uid: &str) -> Vec<Object> {
+        let pods = self.store.range(&recon_store::prefix_for("Pod", namespace), None).unwrap_or_default();
+        pods.into_iter()
+            .map(|kv| kv.value)
+            .filter(|p| live(p) && p.controller_owner().is_some_and(|o| o.uid == uid))
+            .collect()
+    }
+
+    /// After a component's committed write to a pod: did it create a pod its
+    /// ReplicaSet did not need, or take away one it did? Judged against the
+    /// store, the truth at that moment, not against what the writer saw.
+    /// One finding per crossing of `spec.replicas`, in either direction.
+    pub(crate) fn check_replica_count(&mut self, writer: &str, event: &recon_store::StoreEvent, entry: EntryId) {
+        if !self.checks.contains(&Check::ReplicaCount) || event.value.kind != "Pod" {
+            return;
+        }
+        let Some(owner) = event.value.controller_owner().filter(|o| o.kind == "ReplicaSet") else { return };
+        let removed = event.kind == recon_store::EventKind::Delete;
+        let was_live = event.prev.as_ref().is_some_and(live);
+        let is_live = !removed && live(&event.value);
+        let (added, taken) = (is_live && !was_live, was_live && !is_live);
+        if !added && !taken {
+            return;
+        }
+        let namespace = event.value.metadata.namespace.clone();
+        let key = recon_abi::ObjectKey::new("ReplicaSet", &namespace, &owner.name);
+        let Ok(Some(set)) = self.store.get(&key, None) else { return };
+        let set = set.value;
+        if set.metadata.uid != owner.uid || set.is_terminating() {
+            return; // the set is gone or going: its pods are garbage now
+        }
+        let want = spec_replicas(&set);
+        let have = self.live_pods_of(&namespace, &set.metadata.uid).len() as u64;
+        let pod = &event.value.metadata.name;
+        // Only the write that crosses the line is flagged: the rest of the
+        // same overshoot (one reconcile's batch) is the same finding.
+        let message = if added && have == want + 1 {
+            format!(
+                "{writer} created pod {namespace}/{pod}, but ReplicaSet {namespace}/{} wanted {want}: it now has {have} live pods",
+                owner.name
+            )
+        } else if taken && have + 1 == want {
+            format!(
+                "{writer} deleted pod {namespace}/{pod}, but ReplicaSet {namespace}/{} wanted {want}: it now has {have} live pods",
+                owner.name
+            )
+        } else {
+            return;
+        };
+        self.trace.push(self.now, "checks", Event::Violation { check: Check::ReplicaCount, message }, vec![entry]);
+    }
+
+    /// Liveness, at the end of the run: every ReplicaSet and StatefulSet
+    /// runs as many containers as it asks for. The API said yes to the
+    /// request long ago; this is whether the cluster ever delivered.
+    pub(crate) fn check_convergence(&mut self) {
+        if !self.checks.contains(&Check::Convergence) {
+            return;
+        }
+        let mut sets = Vec::new();
+        for kind in ["ReplicaSet", "StatefulSet"] {
+            let objects = self.store.range(&recon_store::prefix_for(kind, ""), None).unwrap_or_default();
+            sets.extend(objects.into_iter().map(|kv| kv.value).filter(|o| !o.is_terminating()));
+        }
+        for set in sets {
+            let want = spec_replicas(&set);
+            let namespace = set.metadata.namespace.clone();
+            let pods = self.live_pods_of(&namespace, &set.metadata.uid);
+            let running = pods
+                .iter()
+                .filter(|p| {
+                    self.nodes
+                        .iter()
+                        .any(|n| n.running.keys().any(|r| r.uid == p.metadata.uid && r.name == p.metadata.name))
+                })
+                .count() as u64;
+            if running == want {
+                continue;
+            }
+            let unbound = pods.iter().filter(|p| p.spec.get("nodeName").is_none_or(|n| n.is_null())).count();
+            let why = if unbound > 0 {
+                format!("; {unbound} of its pods were never bound to a node (no node had room)")
+            } else {
+                String::new()
+            };
+            let message = format!(
+                "never converged: {} {namespace}/{} asks for {want} replicas, but {running} run at the end of the run{why}",
+                set.kind, set.metadata.name
+            );
+            // The cause: the last write that set what the set asks for.
+            let cause = self
+                .trace
+                .entries
+                .iter()
+                .rev()
+                .find(|e| matches!(&e.event, Event::StoreWrite { uid, .. } if *uid == set.metadata.uid))
+                .map(|e| e.id);
+            self.trace.push(
+                self.now,
+                "checks",
+                Event::Violation { check: Check::Convergence, message },
+                cause.into_iter().collect(),
+            );
+        }
+    }
+}

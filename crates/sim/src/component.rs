@@ -55,6 +55,9 @@ pub(crate) struct ComponentState {
     travelling: bool,
     failures: u32,
     rng: Rng,
+    /// The process's Lease candidacy, if it runs under leader election and
+    /// is up: its controller runs only while it leads.
+    pub candidacy: Option<crate::election::Candidacy>,
 }
 
 /// One live instance of a component.
@@ -100,6 +103,7 @@ impl ComponentState {
             travelling: false,
             failures: 0,
             rng,
+            candidacy: None,
         }
     }
 }
@@ -130,12 +134,6 @@ impl Sim {
         let restarts = comp.starts;
         comp.starts += 1;
         comp.started_at = self.now;
-        let mut controller = (self.instantiate)(&comp.spec).expect("controller checked in Sim::new");
-        let config = ComponentConfig {
-            name: comp.spec.name.clone(),
-            node: comp.spec.node.clone(),
-            params: comp.spec.params.clone(),
-        };
         let name = comp.spec.name.clone();
         let api_server = self.servers[comp.server].config.name.clone();
         let started = self.trace.push(
@@ -144,6 +142,35 @@ impl Sim {
             Event::ComponentStarted { component: name.clone(), api_server, restarts },
             cause.into_iter().collect(),
         );
+        let comp = &mut self.components[c];
+        match comp.spec.leader_election.clone() {
+            // A candidate first: the controller starts when it wins the Lease.
+            Some(election) => {
+                comp.candidacy = Some(crate::election::Candidacy::new(election));
+                let epoch = comp.epoch;
+                self.schedule(self.now, Scheduled::ElectionTick { component: c, epoch });
+            }
+            None => self.start_controller(c, started),
+        }
+    }
+
+    /// Whether the component's process is up (its controller running, or a
+    /// candidate waiting for the Lease).
+    pub(crate) fn process_up(&self, c: usize) -> bool {
+        let comp = &self.components[c];
+        comp.instance.is_some() || comp.candidacy.is_some()
+    }
+
+    /// Starts the component's controller: a fresh instance, its manifest,
+    /// and a reflector (and first list) per watch.
+    pub(crate) fn start_controller(&mut self, c: usize, started: EntryId) {
+        let comp = &mut self.components[c];
+        let mut controller = (self.instantiate)(&comp.spec).expect("controller checked in Sim::new");
+        let config = ComponentConfig {
+            name: comp.spec.name.clone(),
+            node: comp.spec.node.clone(),
+            params: comp.spec.params.clone(),
+        };
         let manifest = match controller.init(&config) {
             Ok(m) => m,
             Err(crash) => return self.controller_crashed(c, crash.reason, vec![started]),
@@ -195,7 +222,7 @@ impl Sim {
     /// The controller itself failed (a trap, exhausted fuel, bad output, a
     /// manifest the host cannot accept): this component crashes, and comes
     /// back after a back-off that grows with every crash in a row.
-    fn controller_crashed(&mut self, c: usize, reason: String, causes: Vec<EntryId>) {
+    pub(crate) fn controller_crashed(&mut self, c: usize, reason: String, causes: Vec<EntryId>) {
         let comp = &mut self.components[c];
         if self.now.saturating_sub(comp.started_at) >= CRASH_BACKOFF_RESET_MS {
             comp.crashes = 0;
@@ -203,6 +230,7 @@ impl Sim {
         let delay = (CRASH_BACKOFF_INITIAL_MS << comp.crashes.min(8)).min(CRASH_BACKOFF_MAX_MS);
         comp.crashes += 1;
         comp.instance = None;
+        comp.candidacy = None;
         comp.epoch += 1;
         let epoch = comp.epoch;
         let name = comp.spec.name.clone();
@@ -215,17 +243,19 @@ impl Sim {
 
     /// A back-off restart is due (unless something restarted it meanwhile).
     pub(crate) fn on_restart(&mut self, c: usize, epoch: u64, cause: EntryId) {
-        if self.components[c].epoch == epoch && self.components[c].instance.is_none() {
+        if self.components[c].epoch == epoch && !self.process_up(c) {
             self.start_component(c, None, cause);
         }
     }
 
     /// The component's process dies: memory and watches are gone.
     pub(crate) fn crash_component(&mut self, c: usize, reason: &str, cause: EntryId) {
-        let comp = &mut self.components[c];
-        if comp.instance.take().is_none() {
+        if !self.process_up(c) {
             return;
         }
+        let comp = &mut self.components[c];
+        comp.instance = None;
+        comp.candidacy = None;
         comp.epoch += 1;
         let name = comp.spec.name.clone();
         self.close_watches(c);
@@ -252,7 +282,7 @@ impl Sim {
         }
     }
 
-    fn send(&mut self, c: usize, client: Client, request: Request, cause: Option<EntryId>) {
+    pub(crate) fn send(&mut self, c: usize, client: Client, request: Request, cause: Option<EntryId>) {
         let server = self.components[c].server;
         let at = self.network.arrival(Endpoint::Component(c), Endpoint::Server(server), self.now, 0);
         self.schedule(at, Scheduled::Request { server, client, request, cause });
@@ -329,6 +359,11 @@ impl Sim {
                     return;
                 }
                 self.on_reflector_reply(component, server, watch, reply);
+            }
+            Client::Elector { component, epoch } => {
+                if self.components[component].epoch == epoch {
+                    self.on_elector_reply(component, reply);
+                }
             }
         }
     }
@@ -635,6 +670,11 @@ pub(crate) fn describe_action(a: &Action) -> String {
         }
     };
     match a {
+        Action::Create { object } if object.metadata.name.is_empty() => {
+            // Named by the API server from generateName: say the prefix.
+            let key = object.key();
+            format!("create {} {}/{}*", key.kind, key.namespace, object.metadata.generate_name)
+        }
         Action::Create { object } => format!("create {}", object.key()),
         Action::Update { object } => format!("update {}{}", object.key(), precondition(object)),
         Action::UpdateStatus { object } => format!("update status of {}{}", object.key(), precondition(object)),

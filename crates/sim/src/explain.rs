@@ -110,6 +110,10 @@ pub fn describe(e: &Entry) -> String {
         }
         Event::ComponentCrashed { component, reason } => format!("{component} stops: {reason}"),
         Event::Failover { component, from, to } => format!("{component} gives up on {from} and fails over to {to}"),
+        Event::Leadership { component, lease, leading: true } => {
+            format!("{component} wins Lease {lease} and starts its controller")
+        }
+        Event::Leadership { component, lease, leading: false } => format!("{component} loses Lease {lease}"),
         Event::Reconcile { component, view_revision, actions, .. } => {
             if actions.is_empty() {
                 format!("{component} reconciles (view at revision {view_revision}): nothing to do")
@@ -149,6 +153,21 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
                 steps.extend(container_origin(trace, started, true));
             }
         }
+        Check::ReplicaCount => {
+            // causes: [the store write that over- or undershot]
+            if let Some(write) = v.causes.first().and_then(|id| trace.get(*id)) {
+                if let Some(reconcile) = write.causes.first().and_then(|id| trace.get(*id)) {
+                    steps.extend(decision_origin(trace, reconcile));
+                    steps.push(step(reconcile));
+                    steps.extend(racing_writes(trace, reconcile, write));
+                }
+                steps.push(step(write));
+            }
+        }
+        Check::Convergence => {
+            // causes: [the last write to what the set asks for]
+            steps.extend(v.causes.iter().filter_map(|id| trace.get(*id)).map(step));
+        }
         Check::TimeTravel => {
             let now = v.causes.first().and_then(|id| trace.get(*id));
             let before = v.causes.get(1).and_then(|id| trace.get(*id));
@@ -175,9 +194,12 @@ fn container_origin(trace: &Trace, start: &Entry, detailed: bool) -> Vec<Explana
     let Event::ContainerStarted { node, pod } = &start.event else { return vec![] };
     let mut steps = Vec::new();
     let reconcile = start.causes.first().and_then(|id| trace.get(*id));
-    if detailed
-        && let Some(Entry { event: Event::Reconcile { component, .. }, id, .. }) = reconcile
+    // The start that broke the property is always traced to its source; the
+    // one already running only when a stale read showed it the pod (then
+    // the stale read is the story, whichever start the check fired on).
+    if let Some(Entry { event: Event::Reconcile { component, .. }, id, .. }) = reconcile
         && let Some(source) = source_of_pod(trace, component, &pod.uid, *id)
+        && (detailed || is_stale_read(source))
     {
         steps.extend(view_origin(trace, source));
     }
@@ -196,6 +218,81 @@ fn container_origin(trace: &Trace, start: &Entry, detailed: bool) -> Vec<Explana
         ),
     });
     steps
+}
+
+/// A step that just says what the entry says.
+fn step(e: &Entry) -> ExplanationStep {
+    ExplanationStep { entry: e.id, text: format!("{}: {}", fmt_time(e.time_ms), describe(e)) }
+}
+
+/// Whether the entry is a list answered from a state the store had moved past.
+fn is_stale_read(e: &Entry) -> bool {
+    matches!(&e.event, Event::ListServed { revision, store_revision, .. } if revision < store_revision)
+}
+
+/// Why a controller decided what it did: the stale list its view came
+/// from, if any, and each watch event it acted on that the store had
+/// already overtaken when it acted (with the write that overtook it).
+fn decision_origin(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
+    let Event::Reconcile { component, .. } = &reconcile.event else { return vec![] };
+    let before = &trace.entries[..reconcile.id as usize];
+    let mut steps = Vec::new();
+    // A controller run under leader election starts when it wins the Lease.
+    if let Some(won) = before
+        .iter()
+        .rev()
+        .find(|e| matches!(&e.event, Event::Leadership { component: c, leading: true, .. } if c == component))
+    {
+        steps.push(step(won));
+    }
+    // Its informers' last list (not a leader election's get of its Lease).
+    if let Some(list) = before.iter().rev().find(|e| {
+        matches!(&e.event, Event::ListServed { component: c, request, .. } if c == component && !request.starts_with("get "))
+    }) && is_stale_read(list)
+    {
+        steps.extend(view_origin(trace, list));
+    }
+    for input in reconcile.causes.iter().filter_map(|id| trace.get(*id)) {
+        let Event::WatchDelivered { key, revision, .. } = &input.event else { continue };
+        // What overtook it: the latest change of the object itself, or
+        // failing that of its status.
+        let newer = |spec_only: bool| {
+            before.iter().rev().find(|e| {
+                matches!(&e.event, Event::StoreWrite { key: k, revision: r, verb, .. }
+                    if k == key && r > revision && !(spec_only && *verb == recon_abi::Verb::UpdateStatus))
+            })
+        };
+        let overtaken = newer(true).or_else(|| newer(false));
+        if let Some(newer) = overtaken {
+            let Event::StoreWrite { revision: r, .. } = &newer.event else { continue };
+            steps.push(step(newer));
+            steps.push(ExplanationStep {
+                entry: input.id,
+                text: format!(
+                    "{}: {} — but the store has had {key} at revision {r} since {}; {component} acts on the older version",
+                    fmt_time(input.time_ms),
+                    describe(input),
+                    fmt_time(newer.time_ms)
+                ),
+            });
+        }
+    }
+    steps
+}
+
+/// Pods that someone else created or began deleting between a decision and
+/// its write: the other side of a race, which the decision could not see.
+fn racing_writes(trace: &Trace, reconcile: &Entry, write: &Entry) -> Vec<ExplanationStep> {
+    let Event::StoreWrite { by: writer, .. } = &write.event else { return vec![] };
+    trace.entries[reconcile.id as usize..write.id as usize]
+        .iter()
+        .filter(|e| {
+            matches!(&e.event, Event::StoreWrite { key, by, verb, terminating, .. }
+                if key.kind == "Pod" && by != writer && (*terminating || *verb == recon_abi::Verb::Create))
+        })
+        .take(5)
+        .map(|e| ExplanationStep { entry: e.id, text: format!("{}: meanwhile, {}", fmt_time(e.time_ms), describe(e)) })
+        .collect()
 }
 
 /// Who created the pod incarnation a container runs, and who bound it to its node.
@@ -292,22 +389,29 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
             fmt_time(read.time_ms)
         ),
     });
-    // Objects the read returned that the store had already deleted.
+    // Objects the read returned that the store had already deleted, or
+    // begun deleting (the list shows them alive).
     for o in objects {
-        if let Some(del) = trace.entries[..read.id as usize].iter().find(|e| {
-            matches!(&e.event, Event::StoreWrite { uid, removed: true, revision: r, .. } if *uid == o.uid && r > revision)
-        })
-            && let Event::StoreWrite { revision: r, .. } = &del.event {
-                steps.push(ExplanationStep {
-                    entry: del.id,
-                    text: format!(
-                        "{}: {} (uid {}) is deleted at revision {r}; the list at revision {revision} still contains it",
-                        fmt_time(del.time_ms),
-                        o.key,
-                        short_uid(&o.uid)
-                    ),
-                });
-            }
+        let gone = |removal: bool| {
+            trace.entries[..read.id as usize].iter().find(|e| {
+                matches!(&e.event, Event::StoreWrite { uid, removed, terminating, revision: r, .. }
+                    if *uid == o.uid && r > revision && if removal { *removed } else { *terminating })
+            })
+        };
+        if let Some(del) = gone(true).or_else(|| gone(false))
+            && let Event::StoreWrite { revision: r, removed, .. } = &del.event
+        {
+            let what = if *removed { "is deleted" } else { "begins graceful deletion" };
+            steps.push(ExplanationStep {
+                entry: del.id,
+                text: format!(
+                    "{}: {} (uid {}) {what} at revision {r}; the list at revision {revision} still shows it alive",
+                    fmt_time(del.time_ms),
+                    o.key,
+                    short_uid(&o.uid)
+                ),
+            });
+        }
     }
     steps
 }
@@ -319,6 +423,8 @@ pub fn unavailability(trace: &Trace) -> Vec<Unavailability> {
     let mut done = Vec::new();
     for e in &trace.entries {
         match &e.event {
+            // A Get of something absent is an answer, not an outage.
+            Event::RequestFailed { status, .. } if status.reason == recon_abi::StatusReason::NotFound => {}
             Event::RequestFailed { component, status, .. } => {
                 match open.iter_mut().find(|u| &u.component == component) {
                     Some(u) => {

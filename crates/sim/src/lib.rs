@@ -26,6 +26,7 @@ mod apiserver;
 pub mod cache;
 mod checks;
 mod component;
+mod election;
 mod error;
 pub mod explain;
 pub mod export;

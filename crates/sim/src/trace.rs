@@ -212,6 +212,15 @@ pub enum Event {
         /// Why.
         reason: String,
     },
+    /// A component won (or lost) its Lease: its controller starts (or stops).
+    Leadership {
+        /// The component.
+        component: String,
+        /// The Lease's name.
+        lease: String,
+        /// True when it starts leading, false when it stops.
+        leading: bool,
+    },
     /// A component switched to another API server after repeated failures.
     #[serde(rename_all = "camelCase")]
     Failover {

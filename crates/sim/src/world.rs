@@ -44,6 +44,8 @@ pub(crate) enum Scheduled {
     Timer { component: usize, epoch: u64, key: String },
     Retry { component: usize, epoch: u64, watch: usize },
     Restart { component: usize, epoch: u64, cause: EntryId },
+    ElectionTick { component: usize, epoch: u64 },
+    FirstStart { component: usize },
 }
 
 struct Queued {
@@ -90,6 +92,8 @@ pub struct Sim {
     next_probe: u64,
     /// uids and generated names for objects created before the run starts.
     pub(crate) bootstrap_rng: Rng,
+    /// Whether the end-of-run checks have run.
+    ended: bool,
 }
 
 impl Sim {
@@ -128,11 +132,16 @@ impl Sim {
             probes: BTreeMap::new(),
             next_probe: 0,
             bootstrap_rng: Rng::derive(seed, "bootstrap"),
+            ended: false,
         };
         sim.bootstrap()?;
         for (i, c) in scenario.components.iter().enumerate() {
             sim.components.push(ComponentState::new(c, &scenario.api_servers, Rng::derive(seed, &c.name)));
-            sim.start_component(i, None, None);
+            if c.start_at.0 == 0 {
+                sim.start_component(i, None, None);
+            } else {
+                sim.schedule(c.start_at.0, Scheduled::FirstStart { component: i });
+            }
         }
         for (i, step) in scenario.script.iter().enumerate() {
             sim.schedule(step.at.0, Scheduled::Script(i));
@@ -218,7 +227,14 @@ impl Sim {
         let end = self.scenario.duration.0;
         match self.queue.peek() {
             Some(Reverse(q)) if q.time <= end => {}
-            _ => return false,
+            _ => {
+                // Nothing left before the end: judge what only the end can.
+                if !std::mem::replace(&mut self.ended, true) {
+                    self.now = self.now.max(end);
+                    self.check_convergence();
+                }
+                return false;
+            }
         }
         let Reverse(q) = self.queue.pop().expect("peeked");
         self.now = q.time;
@@ -279,6 +295,12 @@ impl Sim {
             Scheduled::Timer { component, epoch, key } => self.on_timer(component, epoch, key),
             Scheduled::Retry { component, epoch, watch } => self.on_retry(component, epoch, watch),
             Scheduled::Restart { component, epoch, cause } => self.on_restart(component, epoch, cause),
+            Scheduled::ElectionTick { component, epoch } => self.election_tick(component, epoch),
+            Scheduled::FirstStart { component } => {
+                if !self.process_up(component) {
+                    self.start_component(component, None, None);
+                }
+            }
         }
     }
 

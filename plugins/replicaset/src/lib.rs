@@ -6,7 +6,11 @@
 //! (`generateName: {set}-`, the template's labels and annotations, a
 //! controller owner reference); with too many it deletes the extras,
 //! preferring unbound pods, then pods that are not Ready, then the highest
-//! names. At most 500 pods are created or deleted per reconcile.
+//! names (with the component parameter `scaleDownTieBreak: uid`, the highest
+//! uids instead: a stand-in for the randomised tie-break that Kubernetes
+//! 1.21's LogarithmicScaleDown brought, so that two versions of the
+//! controller pick different victims). At most 500 pods are created or
+//! deleted per reconcile.
 //!
 //! Like the real controller it keeps "expectations" per set: after sending
 //! creates or deletes it does nothing more for that set until each create
@@ -94,6 +98,8 @@ pub struct ReplicaSetController {
     in_flight: InFlight,
     timers: Timers,
     expectations_timeout_ms: u64,
+    /// Break ties among equally ranked victims by uid instead of name.
+    tie_break_by_uid: bool,
 }
 
 impl Default for ReplicaSetController {
@@ -107,6 +113,7 @@ impl Default for ReplicaSetController {
             in_flight: InFlight::new(),
             timers: Timers::new(),
             expectations_timeout_ms: DEFAULT_EXPECTATIONS_TIMEOUT_MS,
+            tie_break_by_uid: false,
         }
     }
 }
@@ -129,9 +136,11 @@ impl Controller for ReplicaSetController {
             .get("expectationsTimeoutMs")
             .and_then(Value::as_u64)
             .unwrap_or(DEFAULT_EXPECTATIONS_TIMEOUT_MS);
+        let tie_break_by_uid = config.params.get("scaleDownTieBreak").and_then(Value::as_str) == Some("uid");
         *self = ReplicaSetController {
             cache: Cache::new(&watches),
             expectations_timeout_ms,
+            tie_break_by_uid,
             ..ReplicaSetController::default()
         };
         Manifest {
@@ -302,7 +311,8 @@ impl ReplicaSetController {
                 }
                 expected.adds = count as i64;
             } else {
-                for pod in deletion_order(active.clone()).into_iter().take((active.len() - want).min(BURST)) {
+                let order = deletion_order(active.clone(), self.tie_break_by_uid);
+                for pod in order.into_iter().take((active.len() - want).min(BURST)) {
                     actions.push(Action::Delete {
                         key: pod.key(),
                         uid: Some(pod.metadata.uid.clone()),
@@ -340,9 +350,12 @@ impl ReplicaSetController {
 }
 
 /// Pods in the order they should go: unbound first, then not Ready, then
-/// by name, highest first.
-fn deletion_order(mut pods: Vec<&Object>) -> Vec<&Object> {
-    pods.sort_by_key(|p| (pod::node_name(p).is_some(), pod::is_ready(p), Reverse(p.metadata.name.clone())));
+/// by name (or uid), highest first.
+fn deletion_order(mut pods: Vec<&Object>, by_uid: bool) -> Vec<&Object> {
+    pods.sort_by_key(|p| {
+        let tie = if by_uid { &p.metadata.uid } else { &p.metadata.name };
+        (pod::node_name(p).is_some(), pod::is_ready(p), Reverse(tie.clone()))
+    });
     pods
 }
 

@@ -158,6 +158,7 @@ impl Census {
                     c.servers.add(to);
                 }
                 Event::ComponentCrashed { component, .. }
+                | Event::Leadership { component, .. }
                 | Event::Reconcile { component, .. }
                 | Event::ActionRefused { component, .. } => c.components.add(component),
                 Event::ContainerStarted { node, .. } | Event::ContainerStopped { node, .. } => {

@@ -78,7 +78,7 @@ impl MarkKind {
             Event::ListServed { .. } => MarkKind::Read,
             Event::WriteFailed { .. } | Event::RequestFailed { .. } | Event::ActionRefused { .. } => MarkKind::Failure,
             Event::ContainerStarted { .. } | Event::ContainerStopped { .. } => MarkKind::Container,
-            Event::ComponentStarted { .. } | Event::Failover { .. } => MarkKind::Lifecycle,
+            Event::ComponentStarted { .. } | Event::Failover { .. } | Event::Leadership { .. } => MarkKind::Lifecycle,
             Event::Partition { .. } => MarkKind::Partition,
             Event::Script { .. } => MarkKind::Script,
             Event::Reconcile { .. } => MarkKind::Reconcile,

@@ -1,0 +1,258 @@
+//! The scenario library beyond #59848: each story's naive variant fails the
+//! way its description says, and its fixed variant does not.
+
+use std::collections::BTreeMap;
+
+use recon_abi::Verb;
+use recon_scenario::Check;
+use recon_sim::{Event, Trace, explain};
+use recon_tests::{load, run};
+
+/// Live (not terminating) pods after every pod write, as (time, count),
+/// counted from the store writes in the trace.
+fn live_pods(trace: &Trace) -> Vec<(u64, usize)> {
+    let mut live: BTreeMap<String, bool> = BTreeMap::new();
+    let mut counts = Vec::new();
+    for e in &trace.entries {
+        let Event::StoreWrite { verb, key, uid, removed, terminating, .. } = &e.event else { continue };
+        if key.kind != "Pod" {
+            continue;
+        }
+        if *verb == Verb::Create && !removed {
+            live.insert(uid.clone(), true);
+        } else if *terminating || *removed {
+            live.insert(uid.clone(), false);
+        } else {
+            continue;
+        }
+        counts.push((e.time_ms, live.values().filter(|l| **l).count()));
+    }
+    counts
+}
+
+/// The live pod count at time `t`.
+fn live_at(counts: &[(u64, usize)], t: u64) -> usize {
+    counts.iter().take_while(|(at, _)| *at <= t).last().map_or(0, |(_, n)| *n)
+}
+
+/// The most live pods between `from` and `until`.
+fn most_between(counts: &[(u64, usize)], from: u64, until: u64) -> usize {
+    let during = counts.iter().filter(|(t, _)| (from..until).contains(t)).map(|(_, n)| *n);
+    during.chain([live_at(counts, from)]).max().unwrap_or(0)
+}
+
+/// Violations of one check, as (time, message).
+fn violations(trace: &Trace, check: Check) -> Vec<(u64, String)> {
+    trace
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Violation { check: c, message } if *c == check => Some((e.time_ms, message.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Who won which Lease, in order: (time, component, lease).
+fn leaders(trace: &Trace) -> Vec<(u64, String, String)> {
+    trace
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Leadership { component, lease, leading: true } => {
+                Some((e.time_ms, component.clone(), lease.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_restarted_replicaset_controller_replays_a_stale_history_and_the_set_flaps() {
+    let trace = run(&load("replicaset-flapping"));
+    let counts = live_pods(&trace);
+    // 10, scaled to 5 at 2s, back to 10 at 3s: the user's own flap.
+    assert_eq!(live_at(&counts, 1_900), 10);
+    assert_eq!(live_at(&counts, 2_900), 5);
+    assert_eq!(live_at(&counts, 4_900), 10);
+    // After the restart onto the lagging server the set overshoots…
+    assert!(most_between(&counts, 5_000, 20_000) > 10, "{counts:?}");
+    // …which the replica-count check flags, on the restarted controller's create.
+    let over = violations(&trace, Check::ReplicaCount);
+    assert_eq!(over.len(), 1, "{over:?}");
+    assert!(over[0].0 > 5_000 && over[0].1.starts_with("replicaset-controller created pod"), "{over:?}");
+    // The explanation names the stale list that started it.
+    let explained = explain::explain_all(&trace);
+    let replica = explained.iter().find(|x| x.check == Check::ReplicaCount).expect("explained");
+    assert!(
+        replica.steps.iter().any(|s| s.text.contains("resourceVersion=\"0\"") && s.text.contains("behind the store")),
+        "{:#?}",
+        replica.steps
+    );
+    // The controller sees its mistake in the end and goes back to 10.
+    assert_eq!(counts.last().map(|(_, n)| *n), Some(10));
+}
+
+#[test]
+fn the_flapping_controller_listing_from_etcd_stays_at_what_the_user_asked() {
+    let trace = run(&load("replicaset-flapping-quorum"));
+    let counts = live_pods(&trace);
+    assert_eq!(trace.violations().count(), 0);
+    assert_eq!(most_between(&counts, 3_500, 20_000), 10, "{counts:?}");
+}
+
+#[test]
+fn a_new_leader_working_from_an_old_cache_undoes_the_scale_down() {
+    let trace = run(&load("leader-failover"));
+    let won = leaders(&trace);
+    // replicaset-a leads from the start; replicaset-b only after a crashed,
+    // once the Lease has expired.
+    assert_eq!(won[0].1, "replicaset-a");
+    let takeover = won.iter().find(|(_, c, _)| c == "replicaset-b").expect("replicaset-b takes over");
+    assert!(takeover.0 >= 3_500 + 3_000, "not before the lease duration has passed: {won:?}");
+    assert_eq!(won.iter().filter(|(_, c, _)| c == "replicaset-b").count(), 1);
+    // Its stale informers bring back the scale to 10 the user undid at 3s.
+    let counts = live_pods(&trace);
+    assert_eq!(live_at(&counts, takeover.0), 5);
+    assert!(most_between(&counts, takeover.0, 20_000) > 5, "{counts:?}");
+    let over = violations(&trace, Check::ReplicaCount);
+    assert_eq!(over.len(), 1, "{over:?}");
+    assert!(over[0].1.starts_with("replicaset-b created pod") && over[0].1.contains("wanted 5"), "{over:?}");
+    let explained = explain::explain_all(&trace);
+    let steps: Vec<&str> = explained[0].steps.iter().map(|s| s.text.as_str()).collect();
+    assert!(steps.iter().any(|s| s.contains("replicaset-b wins Lease replicaset-controller")), "{steps:#?}");
+    assert!(steps.iter().any(|s| s.contains("acts on the older version")), "{steps:#?}");
+}
+
+#[test]
+fn a_new_leader_listing_from_etcd_keeps_the_scale_down() {
+    let trace = run(&load("leader-failover-quorum"));
+    assert!(leaders(&trace).iter().any(|(_, c, _)| c == "replicaset-b"), "the fail-over still happens");
+    assert_eq!(trace.violations().count(), 0);
+    let counts = live_pods(&trace);
+    assert_eq!(most_between(&counts, 4_000, 20_000), 5, "{counts:?}");
+}
+
+#[test]
+fn two_leaders_through_two_leases_delete_too_many_pods() {
+    let trace = run(&load("racy-scale-down"));
+    let won = leaders(&trace);
+    let components: Vec<&str> = won.iter().map(|(_, c, _)| c.as_str()).collect();
+    assert_eq!(components, ["replicaset-old", "replicaset-new"], "both lead, each through its own Lease");
+    let counts = live_pods(&trace);
+    assert_eq!(live_at(&counts, 1_900), 10);
+    let fewest = counts.iter().filter(|(t, _)| *t >= 2_000).map(|(_, n)| *n).min().unwrap();
+    assert!(fewest < 5, "the two scale-downs together go below 5: {counts:?}");
+    let under = violations(&trace, Check::ReplicaCount);
+    assert!(under.iter().any(|(_, m)| m.contains("deleted pod") && m.contains("wanted 5")), "{under:?}");
+    let explained = explain::explain_all(&trace);
+    let first = explained.iter().find(|x| x.check == Check::ReplicaCount).unwrap();
+    assert!(first.steps.iter().any(|s| s.text.contains("meanwhile, replicaset-old")), "{:#?}", first.steps);
+}
+
+#[test]
+fn one_lease_for_both_versions_lets_one_of_them_scale_down() {
+    let trace = run(&load("racy-scale-down-one-lease"));
+    let won = leaders(&trace);
+    assert_eq!(won.len(), 1, "only the holder leads: {won:?}");
+    assert_eq!(trace.violations().count(), 0);
+    let counts = live_pods(&trace);
+    assert_eq!(counts.iter().filter(|(t, _)| *t >= 2_000).map(|(_, n)| *n).min(), Some(5));
+    assert_eq!(counts.last().map(|(_, n)| *n), Some(5));
+}
+
+#[test]
+fn scaling_beyond_capacity_is_accepted_and_never_converges() {
+    let trace = run(&load("beyond-capacity"));
+    // The API said yes: the scale was written.
+    assert!(trace.entries.iter().any(|e| matches!(&e.event,
+        Event::StoreWrite { key, by, verb: Verb::Update, .. } if key.kind == "ReplicaSet" && by == "kubectl")));
+    // Nothing unsafe happened; the only finding is liveness.
+    let checks: Vec<Check> = trace.violations().map(|(_, c, _)| c).collect();
+    assert_eq!(checks, [Check::Convergence]);
+    assert!(checks.iter().all(|c| c.is_liveness()));
+    let (at, message) = &violations(&trace, Check::Convergence)[0];
+    assert_eq!(*at, 20_000, "judged at the end of the run");
+    assert!(
+        message.starts_with("never converged: ReplicaSet default/web asks for 20 replicas, but 12 run"),
+        "{message}"
+    );
+    assert!(message.contains("8 of its pods were never bound"), "{message}");
+}
+
+#[test]
+fn scaling_within_capacity_converges() {
+    let trace = run(&load("beyond-capacity-within"));
+    assert_eq!(trace.violations().count(), 0);
+    let started = trace.entries.iter().filter(|e| matches!(e.event, Event::ContainerStarted { .. })).count();
+    assert_eq!(started, 12);
+}
+
+#[test]
+fn the_convergence_check_is_off_unless_asked_for() {
+    let mut scenario = load("beyond-capacity");
+    scenario.checks.enabled.retain(|c| *c != Check::Convergence);
+    scenario.expect.violations.clear();
+    assert_eq!(run(&scenario).violations().count(), 0);
+}
+
+#[test]
+fn a_leader_cut_off_from_etcd_steps_down_before_anyone_else_takes_over() {
+    let yaml = "\
+name: cut-off-leader
+duration: 15s
+apiServers:
+  - name: apiserver-1
+    partitions: [ { from: 2s } ]
+  - name: apiserver-2
+components:
+  - { name: a, controller: replicaset, apiServer: apiserver-1, leaderElection: { lease: rs } }
+  - { name: b, controller: replicaset, apiServer: apiserver-2, leaderElection: { lease: rs }, startAt: 100ms }
+";
+    let scenario = recon_scenario::parse("cut-off-leader.yaml", yaml).unwrap();
+    let trace = run(&scenario);
+    let mut leading: BTreeMap<String, bool> = BTreeMap::new();
+    let (mut a_stopped, mut b_won) = (None, None);
+    for e in &trace.entries {
+        match &e.event {
+            Event::Leadership { component, leading: l, .. } => {
+                leading.insert(component.clone(), *l);
+                if component == "b" && *l {
+                    b_won = Some(e.time_ms);
+                }
+            }
+            Event::ComponentCrashed { component, reason } if component == "a" => {
+                assert!(reason.starts_with("stopped leading: could not renew Lease rs"), "{reason}");
+                leading.insert(component.clone(), false);
+                a_stopped.get_or_insert(e.time_ms);
+            }
+            _ => {}
+        }
+        assert!(leading.values().filter(|l| **l).count() <= 1, "two leaders at t={}ms", e.time_ms);
+    }
+    let (a_stopped, b_won) = (a_stopped.expect("a gives up"), b_won.expect("b takes over"));
+    assert!(a_stopped < b_won, "a steps down at {a_stopped}ms before b leads at {b_won}ms");
+    // a last renews at about 1.5s: it gives up renewDeadline (2s) later, at
+    // its next tick, and b takes over leaseDuration (3s) after it last saw
+    // the Lease change, at its next tick.
+    assert!((3_500..=4_100).contains(&a_stopped), "{a_stopped}");
+    assert!((4_500..=5_100).contains(&b_won), "{b_won}");
+}
+
+#[test]
+fn a_violation_raised_on_the_fresh_start_still_explains_the_stale_list() {
+    // Found by `recon explore` on the #59848 workload: node-1's kubelet
+    // starts the stale pod first, so the check fires on node-2's start.
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/pod-safety-59848-found.yaml");
+    let scenario = recon_scenario::parse(path, &std::fs::read_to_string(path).unwrap()).unwrap();
+    let trace = run(&scenario);
+    let explained = explain::explain_all(&trace);
+    let identity = explained.iter().find(|x| x.check == Check::PodIdentity).expect("a pod-identity violation");
+    assert!(identity.headline.contains("node-2 (uid"), "fires on node-2: {}", identity.headline);
+    let all: Vec<&str> = identity.steps.iter().map(|s| s.text.as_str()).collect();
+    assert!(
+        all.iter().any(|s| s.contains("kubelet-node-1 sends list Pods") && s.contains("behind the store")),
+        "{all:#?}"
+    );
+    assert!(all.iter().any(|s| s.contains("still shows it alive")), "{all:#?}");
+}
