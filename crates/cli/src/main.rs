@@ -28,8 +28,9 @@ struct Cli {
 enum Command {
     /// Run a scenario and explain what went wrong.
     ///
-    /// Exit status: 0 when no safety property broke, 1 when one did, 2 on
-    /// bad input (unreadable or invalid scenario).
+    /// Exit status: 0 when no check failed, 1 when one did (a safety
+    /// property, or convergence when the scenario enables it), 2 on bad input
+    /// (unreadable or invalid scenario).
     Run {
         /// The scenario file (YAML).
         scenario: PathBuf,

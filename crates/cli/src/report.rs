@@ -8,7 +8,7 @@ use recon_sim::{Event, Trace, explain_all, unavailability};
 
 /// What the summary found.
 pub struct Outcome {
-    /// Whether any safety check failed.
+    /// Whether any check failed (safety, or liveness when enabled).
     pub violated: bool,
     /// Whether the violated checks are exactly those the scenario expects.
     pub as_expected: bool,
@@ -31,10 +31,13 @@ pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
     }
     let explanations = explain_all(trace);
     println!();
-    if explanations.is_empty() {
-        println!("No safety property broke.");
-    } else {
-        println!("{} safety violation(s):", explanations.len());
+    let liveness = explanations.iter().filter(|x| x.check.is_liveness()).count();
+    let safety = explanations.len() - liveness;
+    match (safety, liveness) {
+        (0, 0) => println!("No safety property broke."),
+        (0, n) => println!("No safety property broke, but {n} liveness failure(s) (never converged):"),
+        (s, 0) => println!("{s} safety violation(s):"),
+        (s, n) => println!("{s} safety violation(s) and {n} liveness failure(s):"),
     }
     for (i, x) in explanations.iter().enumerate() {
         println!();

@@ -246,13 +246,17 @@ impl Sim {
                 "never converged: {} {namespace}/{} asks for {want} replicas, but {running} run at the end of the run{why}",
                 set.kind, set.metadata.name
             );
-            // The cause: the last write that set what the set asks for.
+            // The cause: the last write that set what the set asks for
+            // (not a controller's status report).
             let cause = self
                 .trace
                 .entries
                 .iter()
                 .rev()
-                .find(|e| matches!(&e.event, Event::StoreWrite { uid, .. } if *uid == set.metadata.uid))
+                .find(|e| {
+                    matches!(&e.event, Event::StoreWrite { uid, verb, .. }
+                        if *uid == set.metadata.uid && *verb != recon_abi::Verb::UpdateStatus)
+                })
                 .map(|e| e.id);
             self.trace.push(
                 self.now,
