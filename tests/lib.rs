@@ -1,5 +1,10 @@
 //! Helpers shared by the end-to-end tests: load a shipped scenario, run it
-//! with the built-in controllers, look at the trace.
+//! with the built-in controllers, look at the trace. [`fuzz`] holds the
+//! bodies of the fuzz targets in `fuzz/`, [`soak`] the generator of the
+//! large scenario of the soak run.
+
+pub mod fuzz;
+pub mod soak;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
