@@ -256,3 +256,18 @@ fn a_violation_raised_on_the_fresh_start_still_explains_the_stale_list() {
     );
     assert!(all.iter().any(|s| s.contains("still shows it alive")), "{all:#?}");
 }
+
+#[test]
+fn a_run_that_reaches_its_trace_limit_stops_there_and_says_why() {
+    let mut scenario = load("replicaset-flapping");
+    scenario.limits.max_trace_entries = 100;
+    let trace = run(&scenario);
+    assert_eq!(trace.entries.len(), 101, "100 entries, then the one that says it stopped");
+    let last = trace.entries.last().unwrap();
+    let Event::Halted { reason } = &last.event else { panic!("{:?}", last.event) };
+    assert!(reason.contains("limit of 100 trace entries (limits.maxTraceEntries"), "{reason}");
+    assert!(last.time_ms < scenario.duration.0, "it stopped before the end");
+    // The default is far above what the library needs.
+    let full = run(&load("replicaset-flapping"));
+    assert!(!full.entries.iter().any(|e| matches!(e.event, Event::Halted { .. })));
+}

@@ -29,6 +29,9 @@ pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
             println!("{:>10}  {:<24} {}", fmt_time(e.time_ms), e.lane, describe(e));
         }
     }
+    if let Some(Event::Halted { reason }) = trace.entries.last().map(|e| &e.event) {
+        println!("stopped   {reason}");
+    }
     let explanations = explain_all(trace);
     println!();
     let liveness = explanations.iter().filter(|x| x.check.is_liveness()).count();

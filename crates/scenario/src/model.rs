@@ -68,6 +68,38 @@ pub struct Scenario {
     /// What the run is expected to show (used by tests and `recon run --expect`).
     #[serde(default)]
     pub expect: Expectation,
+    /// Bounds on the run itself.
+    #[serde(default, skip_serializing_if = "RunLimits::is_default")]
+    pub limits: RunLimits,
+}
+
+/// Bounds on a run, so that a controller that never settles (a plugin
+/// requeueing itself every millisecond, two controllers fighting) cannot
+/// make a run take unbounded time or memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunLimits {
+    /// The most trace entries a run records; when it reaches them the run
+    /// stops there, with a last entry that says so. Default 2,000,000
+    /// (a few hundred MB of trace at most).
+    #[serde(default = "default_max_trace_entries")]
+    pub max_trace_entries: u64,
+}
+
+impl RunLimits {
+    fn is_default(&self) -> bool {
+        *self == RunLimits::default()
+    }
+}
+
+impl Default for RunLimits {
+    fn default() -> Self {
+        RunLimits { max_trace_entries: default_max_trace_entries() }
+    }
+}
+
+fn default_max_trace_entries() -> u64 {
+    2_000_000
 }
 
 fn default_duration() -> Millis {

@@ -79,6 +79,7 @@ pub fn describe(e: &Entry) -> String {
         }
         Event::WriteFailed { verb, key, status, by, .. } => format!("{by}: {verb} {key} failed: {}", status.message),
         Event::Compaction { revision } => format!("store compacted up to revision {revision}"),
+        Event::Halted { reason } => reason.clone(),
         Event::CacheApply { api_server, revision, key, event_type } => {
             format!("{api_server} cache: {event_type} {key} (now at revision {revision})")
         }

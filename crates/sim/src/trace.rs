@@ -115,6 +115,12 @@ pub enum Event {
         /// Through which API server (empty if refused before sending).
         via: String,
     },
+    /// The run stopped before its end: it reached a limit.
+    #[serde(rename_all = "camelCase")]
+    Halted {
+        /// Which limit, and how to raise it.
+        reason: String,
+    },
     /// The store compacted its history.
     #[serde(rename_all = "camelCase")]
     Compaction {

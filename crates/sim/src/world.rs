@@ -94,6 +94,8 @@ pub struct Sim {
     pub(crate) bootstrap_rng: Rng,
     /// Whether the end-of-run checks have run.
     ended: bool,
+    /// Whether the run stopped at a limit before its end.
+    halted: bool,
 }
 
 impl Sim {
@@ -133,6 +135,7 @@ impl Sim {
             next_probe: 0,
             bootstrap_rng: Rng::derive(seed, "bootstrap"),
             ended: false,
+            halted: false,
         };
         sim.bootstrap()?;
         for (i, c) in scenario.components.iter().enumerate() {
@@ -225,6 +228,20 @@ impl Sim {
     /// Returns false when nothing is left to do.
     pub fn step(&mut self) -> bool {
         let end = self.scenario.duration.0;
+        if self.halted {
+            return false;
+        }
+        let limit = self.scenario.limits.max_trace_entries;
+        if self.trace.entries.len() as u64 >= limit {
+            self.halted = true;
+            let reason = format!(
+                "the run stopped at {} because it reached its limit of {limit} trace entries \
+                 (limits.maxTraceEntries in the scenario); something kept it busy, see the last entries",
+                crate::explain::fmt_time(self.now)
+            );
+            self.trace.push(self.now, "script", Event::Halted { reason }, vec![]);
+            return false;
+        }
         match self.queue.peek() {
             Some(Reverse(q)) if q.time <= end => {}
             _ => {

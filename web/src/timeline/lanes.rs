@@ -169,7 +169,7 @@ impl Census {
                         c.agent_of.entry(component.clone()).or_insert_with(|| node.clone());
                     }
                 }
-                Event::Script { .. } | Event::Compaction { .. } | Event::Violation { .. } => {}
+                Event::Script { .. } | Event::Compaction { .. } | Event::Violation { .. } | Event::Halted { .. } => {}
             }
         }
         // An agent that never touched a container is found by its name:

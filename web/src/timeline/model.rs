@@ -80,7 +80,7 @@ impl MarkKind {
             Event::ContainerStarted { .. } | Event::ContainerStopped { .. } => MarkKind::Container,
             Event::ComponentStarted { .. } | Event::Failover { .. } | Event::Leadership { .. } => MarkKind::Lifecycle,
             Event::Partition { .. } => MarkKind::Partition,
-            Event::Script { .. } => MarkKind::Script,
+            Event::Script { .. } | Event::Halted { .. } => MarkKind::Script,
             Event::Reconcile { .. } => MarkKind::Reconcile,
             Event::CacheApply { .. } | Event::CacheRelist { .. } | Event::Compaction { .. } => MarkKind::Cache,
             Event::WatchDelivered { .. } => MarkKind::Watch,
