@@ -188,12 +188,15 @@ fn verdicts(trace: &Trace) -> Vec<Verdict> {
         .collect()
 }
 
+/// A StatefulSet pod's namespace, set name and ordinal.
+type Ordinal = (String, String, u64);
+
 /// The reference: which starts break which check, from the definitions.
 /// `uid` gives a stored pod's uid.
 fn reference(ops: &[Op], uid: impl Fn(&str, &str) -> String) -> Vec<Verdict> {
     // What runs on each node, with the pod's (namespace, set, ordinal) if
     // the incarnation is the stored StatefulSet pod.
-    let mut running: Vec<BTreeMap<PodRef, Option<(String, String, u64)>>> = vec![BTreeMap::new(); NODES];
+    let mut running: Vec<BTreeMap<PodRef, Option<Ordinal>>> = vec![BTreeMap::new(); NODES];
     let mut verdicts = Vec::new();
     let mut ops = ops.to_vec();
     ops.sort_by_key(|o| o.at_ms);
@@ -420,7 +423,6 @@ impl Instance for Creator {
                         name: set.metadata.name.clone(),
                         uid: set.metadata.uid.clone(),
                         controller: true,
-                        ..Default::default()
                     };
                     for i in 0..std::mem::take(&mut self.creates) {
                         let mut pod = Object { api_version: "v1".into(), kind: "Pod".into(), ..Default::default() };
