@@ -222,12 +222,14 @@ pub fn recorded_output_seed(controller: &str) -> Vec<u8> {
 
 /// The limits `plugin_module` loads modules with: small, so that a module
 /// that loops or grows its memory stops quickly.
-const MODULE_LIMITS: Limits = Limits { memory_bytes: 4 << 20, fuel_per_call: 200_000, max_call_depth: 200 };
+fn module_limits() -> Limits {
+    Limits { memory_bytes: 4 << 20, fuel_per_call: 200_000, max_call_depth: 200, ..Limits::default() }
+}
 
 /// Validates and instruments `data` as a plugin; if it loads, compiles it
 /// and calls it once through every export.
 pub fn plugin_module(data: &[u8]) {
-    let module = match Module::load("fuzz.wasm", data, &MODULE_LIMITS) {
+    let module = match Module::load("fuzz.wasm", data, &module_limits()) {
         Ok(module) => module,
         Err(PluginError::Host { reason, .. }) => panic!("a host bug on a module: {reason}"),
         Err(error) => {
@@ -243,7 +245,7 @@ pub fn plugin_module(data: &[u8]) {
     };
     // The instrumented module exports the meters, which a plugin may not:
     // loading it again must be refused, never instrumented twice.
-    match Module::load("again.wasm", module.bytes(), &MODULE_LIMITS) {
+    match Module::load("again.wasm", module.bytes(), &module_limits()) {
         Err(PluginError::ReservedExport { .. }) => {}
         other => panic!("an instrumented module loaded again gave {other:?}"),
     }
