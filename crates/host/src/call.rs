@@ -43,18 +43,24 @@ impl Call {
     }
 
     /// Decodes the result of this call, `(ptr << 32) | len` as the plugin
-    /// returned it. `read(ptr, len)` gives those bytes of memory, or `None`
-    /// if they are not all in its `memory_bytes`.
+    /// returned it, if it is at most `max_bytes` long. `read(ptr, len)` gives
+    /// those bytes of memory, or `None` if they are not all in its
+    /// `memory_bytes`.
     pub(crate) fn decode<'m, T: DeserializeOwned>(
         self,
         name: &str,
         packed: i64,
-        memory_bytes: u64,
+        (memory_bytes, max_bytes): (u64, u64),
         read: impl FnOnce(u64, u64) -> Option<Cow<'m, [u8]>>,
     ) -> Result<T, Crash> {
         let export = self.export();
         let packed = packed as u64;
         let (ptr, len) = (packed >> 32, packed & 0xffff_ffff);
+        // Before reading: an absurd length costs the host nothing.
+        if len > max_bytes {
+            let detail = format!("returned {} of {len} bytes, above the limit of {max_bytes} bytes", self.what());
+            return Err(crash(name, export, detail));
+        }
         let Some(bytes) = read(ptr, len) else {
             let detail = format!(
                 "returned an out-of-bounds result ({len} bytes at {ptr:#x}, in a memory of {memory_bytes} bytes)"

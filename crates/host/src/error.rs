@@ -127,6 +127,29 @@ pub enum PluginError {
         /// The cap.
         cap_bytes: u64,
     },
+    /// The module is larger than the host runs: the file, its number of
+    /// functions, or its code once the host adds its meters (which must stay
+    /// within [`crate::Limits::max_module_bytes`] and the engines' limits of
+    /// 7,654,321 bytes of code and 50,000 locals per function). Build in
+    /// release mode, split very large functions, or raise the limits.
+    #[error("{name} {problem}")]
+    TooLarge {
+        /// The plugin.
+        name: String,
+        /// What is too large, as a predicate ("is ... bytes, above ...").
+        problem: String,
+    },
+    /// A data or element segment does not fit in the memory or table it
+    /// initialises, or a table starts larger than the cap, so instantiating
+    /// it would fail (in words that differ between engines). Rust toolchains
+    /// do not produce such modules; fix the module's segments.
+    #[error("{name} {problem}")]
+    Segment {
+        /// The plugin.
+        name: String,
+        /// What is wrong, as a predicate ("has a data segment ...").
+        problem: String,
+    },
     /// The host failed to rewrite or compile a module it had accepted. This
     /// is a bug in the host: please report it with the module.
     #[error("{name} could not be prepared by the host (a host bug): {reason}")]

@@ -133,8 +133,8 @@ impl WasmInstance {
         let packed = self.machine.call(call, ptr, len).map_err(|e| self.trapped(export, e))?;
         self.read_meters();
 
-        let memory_bytes = self.machine.memory_bytes();
-        call.decode(&self.name, packed, memory_bytes, |at, len| self.machine.read(at, len))
+        let sizes = (self.machine.memory_bytes(), self.limits.max_output_bytes);
+        call.decode(&self.name, packed, sizes, |at, len| self.machine.read(at, len))
     }
 
     /// Fills the budget and empties the stack before a call.
@@ -179,7 +179,14 @@ impl Instance for WasmInstance {
     }
 
     fn handle(&mut self, input: &Input) -> Result<Output, Crash> {
-        self.call(Call::Handle, input)
+        let output: Output = self.call(Call::Handle, input)?;
+        let max = self.limits.max_actions_per_call;
+        if output.actions.len() > max as usize {
+            self.crashed = true;
+            let detail = format!("returned {} actions, above the limit of {max} per call", output.actions.len());
+            return Err(self.crash("recon_handle", detail));
+        }
+        Ok(output)
     }
 }
 

@@ -20,28 +20,88 @@
 //!   `memory.init`, `table.*` likewise) also cost their length / 8, charged
 //!   just before them, so that one instruction cannot do unbounded work.
 //!
+//! - a **NaN canonicalisation** after every floating-point instruction whose
+//!   result may be a NaN with engine-chosen bits (arithmetic, `sqrt`, `min`,
+//!   `max`, rounding, promotion, demotion, scalar and SIMD): a NaN result is
+//!   replaced by the canonical quiet NaN (`0x7fc00000`, `0x7ff8000000000000`
+//!   per lane). The WebAssembly specification leaves those bits to the engine
+//!   (x86 gives negative NaNs, wasmtime canonicalises), so without this a
+//!   plugin that looks at them could make a trace differ between engines.
+//!
 //! Memory and table maxima are lowered to the caps, so `memory.grow` and
 //! `table.grow` fail at the same size everywhere. The instrumentation's own
 //! instructions are not charged.
+//!
+//! The rewrite makes functions larger and may add up to four locals; a
+//! function that would then pass the engines' limits (7,654,321 bytes of
+//! code, 50,000 locals with the parameters) is refused as too large, as is a
+//! module that would pass [`Limits::max_module_bytes`].
 
 use wasm_encoder::reencode::{Error, Reencode, utils};
 use wasm_encoder::{
     BlockType, CodeSection, ConstExpr, CustomSection, ExportKind, ExportSection, Function, FunctionSection,
-    GlobalSection, GlobalType, InstructionSink, MemoryType, SectionId, TableType, TypeSection, ValType,
+    GlobalSection, GlobalType, Ieee32, Ieee64, InstructionSink, MemoryType, SectionId, TableType, TypeSection, ValType,
 };
 use wasmparser::{CompositeInnerType, Operator};
 
 use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits};
 
-/// The most elements a table may grow to, unless it starts larger.
+/// The most elements a table may have (validation refuses a larger initial
+/// size; the maximum is lowered to this).
 pub(crate) const TABLE_ELEMENTS: u64 = 10_000;
 
+/// The most bytes of code one function may have in every engine (V8's limit,
+/// which wasmparser shares).
+pub(crate) const MAX_FUNCTION_BYTES: usize = 7_654_321;
+
+/// The most locals, parameters included, one function may have in every
+/// engine (V8's limit, which wasmparser shares).
+pub(crate) const MAX_FUNCTION_LOCALS: u64 = 50_000;
+
+/// Why a module could not be instrumented.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// It would pass an engine's limit or [`Limits::max_module_bytes`] once
+    /// instrumented: the plugin's problem, as a predicate ("would be ...").
+    TooLarge(String),
+    /// Anything else: a host bug.
+    Bug(String),
+}
+
 /// Rewrites a validated plugin; see the module docs.
-pub(crate) fn instrument(bytes: &[u8], limits: &Limits) -> Result<Vec<u8>, Error<String>> {
-    let mut rewriter = Rewriter { limits, types: Vec::new(), functions: Vec::new(), bodies: 0, meters: None };
+pub(crate) fn instrument(bytes: &[u8], limits: &Limits) -> Result<Vec<u8>, Failure> {
+    // Function indices count imported functions first.
+    let mut imported = 0;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        if let Ok(wasmparser::Payload::ImportSection(reader)) = payload {
+            let imports = reader.into_imports().filter_map(Result::ok);
+            imported += imports.filter(|i| matches!(i.ty, wasmparser::TypeRef::Func(_))).count();
+        }
+    }
+    let mut rewriter = Rewriter {
+        limits,
+        types: Vec::new(),
+        functions: Vec::new(),
+        bodies: 0,
+        imported,
+        meters: None,
+        too_large: None,
+    };
     let mut module = wasm_encoder::Module::new();
-    rewriter.parse_core_module(&mut module, wasmparser::Parser::new(0), bytes)?;
-    Ok(module.finish())
+    let parsed = rewriter.parse_core_module(&mut module, wasmparser::Parser::new(0), bytes);
+    if let Some(problem) = rewriter.too_large {
+        return Err(Failure::TooLarge(problem));
+    }
+    parsed.map_err(|e| Failure::Bug(e.to_string()))?;
+    let bytes = module.finish();
+    if bytes.len() as u64 > limits.max_module_bytes {
+        return Err(Failure::TooLarge(format!(
+            "would be {} bytes once metered, above the limit of {} bytes",
+            bytes.len(),
+            limits.max_module_bytes
+        )));
+    }
+    Ok(bytes)
 }
 
 /// What the rewrite of one module has learnt so far.
@@ -54,8 +114,13 @@ struct Rewriter<'a> {
     functions: Vec<u32>,
     /// How many function bodies have been rewritten.
     bodies: usize,
+    /// How many functions the module imports: the first body is function
+    /// number `imported`.
+    imported: usize,
     /// The indices of the fuel and depth globals, once they exist.
     meters: Option<(u32, u32)>,
+    /// Set when a rewritten function passes an engine's limit.
+    too_large: Option<String>,
 }
 
 impl Rewriter<'_> {
@@ -199,21 +264,40 @@ impl Reencode for Rewriter<'_> {
     ) -> Result<(), Error<String>> {
         let (fuel, depth) = self.meters()?;
         let no_type = || Error::UserError("a function body without a type".into());
+        let index = self.imported + self.bodies;
         let ty = *self.functions.get(self.bodies).ok_or_else(no_type)?;
         let (params, wrapper) = *self.types.get(ty as usize).ok_or_else(no_type)?;
         self.bodies += 1;
 
         let mut locals = Vec::new();
-        let mut scratch = params; // ends as the index of a new i32 local
+        let mut next = params; // ends as the index of the first new local
         for local in body.get_locals_reader()? {
             let (count, ty) = local?;
-            scratch += count;
+            next += count;
             locals.push((count, self.val_type(ty)?));
         }
         let ops = body.get_operators_reader()?.into_iter().collect::<Result<Vec<_>, _>>()?;
         let costs = block_costs(&ops);
-        if ops.iter().any(is_bulk) {
-            locals.push((1, ValType::I32));
+        // Scratch locals, one per type the rewrite needs in this function.
+        let mut scratch = |needed: bool, ty: ValType| {
+            needed.then(|| {
+                locals.push((1, ty));
+                next += 1;
+                next - 1
+            })
+        };
+        let bulk_scratch = scratch(ops.iter().any(is_bulk), ValType::I32);
+        let f32_scratch = scratch(ops.iter().any(|op| nan_kind(op) == Some(Nan::F32)), ValType::F32);
+        let f64_scratch = scratch(ops.iter().any(|op| nan_kind(op) == Some(Nan::F64)), ValType::F64);
+        let v128_scratch =
+            scratch(ops.iter().any(|op| matches!(nan_kind(op), Some(Nan::F32x4 | Nan::F64x2))), ValType::V128);
+        if u64::from(next) > MAX_FUNCTION_LOCALS {
+            self.too_large = Some(format!(
+                "has a function (index {}) with {} locals and parameters once metered, above the engines' limit of \
+                 {MAX_FUNCTION_LOCALS}",
+                index, next
+            ));
+            return Err(Error::UserError("too large".into()));
         }
 
         let mut f = Function::new(locals);
@@ -237,13 +321,14 @@ impl Reencode for Rewriter<'_> {
                     sink.i64_const(cost as i64);
                 });
             }
-            if is_bulk(&op) {
+            if let Some(scratch) = bulk_scratch.filter(|_| is_bulk(&op)) {
                 // The length is the operand on top of the stack: keep it there.
                 f.instructions().local_tee(scratch);
                 charge(&mut f, fuel, |sink| {
                     sink.local_get(scratch).i64_extend_i32_u().i64_const(3).i64_shr_u();
                 });
             }
+            let nan = nan_kind(&op);
             match op {
                 Operator::Block { .. } | Operator::Loop { .. } | Operator::If { .. } => open += 1,
                 Operator::End if open > 0 => open -= 1,
@@ -255,12 +340,137 @@ impl Reencode for Rewriter<'_> {
             } else {
                 f.instruction(&self.instruction(op)?);
             }
+            match nan {
+                Some(Nan::F32) => canonicalise(&mut f, f32_scratch, Nan::F32),
+                Some(Nan::F64) => canonicalise(&mut f, f64_scratch, Nan::F64),
+                Some(kind) => canonicalise(&mut f, v128_scratch, kind),
+                None => {}
+            }
         }
         // The last `end` closed the wrapper block.
         f.instructions().global_get(depth).i32_const(1).i32_sub().global_set(depth).end();
+        if f.byte_len() > MAX_FUNCTION_BYTES {
+            self.too_large = Some(format!(
+                "has a function (index {}) of {} bytes that would be {} bytes once metered, above the engines' \
+                 limit of {MAX_FUNCTION_BYTES} bytes per function",
+                index,
+                body.range().len(),
+                f.byte_len()
+            ));
+            return Err(Error::UserError("too large".into()));
+        }
         code.function(&f);
         Ok(())
     }
+}
+
+/// The result types whose NaNs are canonicalised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Nan {
+    F32,
+    F64,
+    F32x4,
+    F64x2,
+}
+
+/// Whether `op` may produce a NaN whose bits the engine chooses, and of
+/// which type. Not the sign and bit operations (`neg`, `abs`, `copysign`,
+/// loads, `reinterpret`, `pmin`/`pmax`), which move bits deterministically,
+/// nor conversions from integers, which never give NaN.
+fn nan_kind(op: &Operator<'_>) -> Option<Nan> {
+    use Operator as O;
+    match op {
+        O::F32Add
+        | O::F32Sub
+        | O::F32Mul
+        | O::F32Div
+        | O::F32Sqrt
+        | O::F32Min
+        | O::F32Max
+        | O::F32Ceil
+        | O::F32Floor
+        | O::F32Trunc
+        | O::F32Nearest
+        | O::F32DemoteF64 => Some(Nan::F32),
+        O::F64Add
+        | O::F64Sub
+        | O::F64Mul
+        | O::F64Div
+        | O::F64Sqrt
+        | O::F64Min
+        | O::F64Max
+        | O::F64Ceil
+        | O::F64Floor
+        | O::F64Trunc
+        | O::F64Nearest
+        | O::F64PromoteF32 => Some(Nan::F64),
+        O::F32x4Add
+        | O::F32x4Sub
+        | O::F32x4Mul
+        | O::F32x4Div
+        | O::F32x4Sqrt
+        | O::F32x4Min
+        | O::F32x4Max
+        | O::F32x4Ceil
+        | O::F32x4Floor
+        | O::F32x4Trunc
+        | O::F32x4Nearest
+        | O::F32x4DemoteF64x2Zero => Some(Nan::F32x4),
+        O::F64x2Add
+        | O::F64x2Sub
+        | O::F64x2Mul
+        | O::F64x2Div
+        | O::F64x2Sqrt
+        | O::F64x2Min
+        | O::F64x2Max
+        | O::F64x2Ceil
+        | O::F64x2Floor
+        | O::F64x2Trunc
+        | O::F64x2Nearest
+        | O::F64x2PromoteLowF32x4 => Some(Nan::F64x2),
+        _ => None,
+    }
+}
+
+/// The canonical quiet NaNs, positive, with no payload.
+const CANONICAL_F32: u32 = 0x7fc0_0000;
+const CANONICAL_F64: u64 = 0x7ff8_0000_0000_0000;
+
+/// Replaces the value on top of the stack, of type `kind`, by the canonical
+/// NaN if it is a NaN (per lane for vectors), through `scratch`, a local of
+/// its type. `x != x` holds exactly for NaNs.
+fn canonicalise(f: &mut Function, scratch: Option<u32>, kind: Nan) {
+    // The scratch local exists whenever an instruction of its kind does.
+    let Some(t) = scratch else { return };
+    let mut sink = f.instructions();
+    sink.local_set(t);
+    match kind {
+        Nan::F32 => sink.f32_const(Ieee32::new(CANONICAL_F32)),
+        Nan::F64 => sink.f64_const(Ieee64::new(CANONICAL_F64)),
+        Nan::F32x4 => sink.v128_const(i128::from_le_bytes(lanes32(CANONICAL_F32))),
+        Nan::F64x2 => sink.v128_const(i128::from_le_bytes(lanes64(CANONICAL_F64))),
+    };
+    sink.local_get(t).local_get(t).local_get(t);
+    match kind {
+        Nan::F32 => sink.f32_ne().select(),
+        Nan::F64 => sink.f64_ne().select(),
+        Nan::F32x4 => sink.f32x4_ne().v128_bitselect(),
+        Nan::F64x2 => sink.f64x2_ne().v128_bitselect(),
+    };
+}
+
+/// Four lanes of `lane`, as the little-endian bytes of a `v128.const`.
+fn lanes32(lane: u32) -> [u8; 16] {
+    let mut bytes = [0; 16];
+    bytes.chunks_mut(4).for_each(|chunk| chunk.copy_from_slice(&lane.to_le_bytes()));
+    bytes
+}
+
+/// Two lanes of `lane`, as the little-endian bytes of a `v128.const`.
+fn lanes64(lane: u64) -> [u8; 16] {
+    let mut bytes = [0; 16];
+    bytes.chunks_mut(8).for_each(|chunk| chunk.copy_from_slice(&lane.to_le_bytes()));
+    bytes
 }
 
 /// Emits `fuel -= amount; if fuel < 0 { unreachable }`, where `amount`

@@ -28,11 +28,40 @@ pub struct Limits {
     /// How deeply calls may nest inside the plugin: the exported function the
     /// host calls is depth 1. Default: 2,000.
     pub max_call_depth: u32,
+    /// The largest module accepted, in bytes: the file as uploaded, and the
+    /// module once instrumented (which adds the meters' code). Default: 16 MiB
+    /// (a release build of a built-in controller is about 0.5 MiB, a debug
+    /// build about 1.5 MiB).
+    pub max_module_bytes: u64,
+    /// The most functions a module may define. Compiling natively takes time
+    /// in proportion to them, every time a plugin is loaded. Default: 20,000
+    /// (a debug build of a built-in controller defines about 4,000).
+    pub max_functions: u32,
+    /// The largest result of one call (`recon_init`'s manifest,
+    /// `recon_handle`'s output) the host reads and decodes, in bytes.
+    /// Default: 16 MiB.
+    pub max_output_bytes: u64,
+    /// The most actions one `recon_handle` call may return. Default: 10,000.
+    pub max_actions_per_call: u32,
+}
+
+impl Limits {
+    /// The defaults, as a constant: `Limits { fuel_per_call: 1_000, ..Limits::DEFAULT }`
+    /// works in `const` items too.
+    pub const DEFAULT: Limits = Limits {
+        memory_bytes: 64 << 20,
+        fuel_per_call: 1_000_000_000,
+        max_call_depth: 2_000,
+        max_module_bytes: 16 << 20,
+        max_functions: 20_000,
+        max_output_bytes: 16 << 20,
+        max_actions_per_call: 10_000,
+    };
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { memory_bytes: 64 << 20, fuel_per_call: 1_000_000_000, max_call_depth: 2_000 }
+        Limits::DEFAULT
     }
 }
 

@@ -31,7 +31,10 @@ impl Module {
     pub fn load(name: &str, bytes: &[u8], limits: &Limits) -> Result<Module, PluginError> {
         validate::validate(name, bytes, limits)?;
         let host = |reason| PluginError::Host { name: name.to_owned(), reason };
-        let bytes = instrument::instrument(bytes, limits).map_err(|e| host(format!("instrumentation failed: {e}")))?;
+        let bytes = instrument::instrument(bytes, limits).map_err(|failure| match failure {
+            instrument::Failure::TooLarge(problem) => PluginError::TooLarge { name: name.to_owned(), problem },
+            instrument::Failure::Bug(e) => host(format!("instrumentation failed: {e}")),
+        })?;
         // The rewrite must keep the module valid. Checking costs little next
         // to compiling, and names a host bug before an engine trips on it.
         Validator::new_with_features(validate::FEATURES)

@@ -6,11 +6,12 @@
 //! that says what to do rather than a validator error.
 
 use wasmparser::{
-    BinaryReaderError, Encoding, ExternalKind, FuncType, MemorySectionReader, Parser, Payload, TypeRef, ValType,
-    ValidPayload, Validator, WasmFeatures,
+    BinaryReaderError, ConstExpr, DataKind, ElementItems, ElementKind, Encoding, ExternalKind, FuncType,
+    MemorySectionReader, Operator, Parser, Payload, TypeRef, ValType, ValidPayload, Validator, WasmFeatures,
     types::{CoreTypeId, Types},
 };
 
+use crate::instrument::TABLE_ELEMENTS;
 use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, PluginError, limits::PAGE_BYTES};
 
 /// What plugins may use: WebAssembly 2.0, which is what rustc emits for
@@ -41,10 +42,19 @@ pub(crate) fn validate(name: &str, bytes: &[u8], limits: &Limits) -> Result<(), 
         };
         return Err(PluginError::NotWasm { name: name_(), found });
     }
+    let too_large = |problem: String| PluginError::TooLarge { name: name_(), problem };
+    if bytes.len() as u64 > limits.max_module_bytes {
+        let limit = limits.max_module_bytes;
+        return Err(too_large(format!("is {} bytes, above the limit of {limit} bytes for a plugin", bytes.len())));
+    }
+    let segment = |problem: String| Err(PluginError::Segment { name: name_(), problem });
     let refuse = |err: BinaryReaderError| refused(name, err);
     let mut validator = Validator::new_with_features(FEATURES);
     let mut log_type = None;
     let mut exports = Vec::new();
+    // Initial sizes, for the segments: memory in bytes, tables in elements.
+    let mut memory_bytes = 0;
+    let mut tables = Vec::new();
     for payload in Parser::new(0).parse_all(bytes) {
         let payload = payload.map_err(refuse)?;
         match &payload {
@@ -62,7 +72,56 @@ pub(crate) fn validate(name: &str, bytes: &[u8], limits: &Limits) -> Result<(), 
                     }
                 }
             }
-            Payload::MemorySection(reader) => check_memory(name, reader.clone(), limits)?,
+            Payload::MemorySection(reader) => memory_bytes = check_memory(name, reader.clone(), limits)?,
+            Payload::FunctionSection(reader) if reader.count() > limits.max_functions => {
+                let limit = limits.max_functions;
+                return Err(too_large(format!("defines {} functions, above the limit of {limit}", reader.count())));
+            }
+            Payload::TableSection(reader) => {
+                for table in reader.clone() {
+                    let initial = table.map_err(refuse)?.ty.initial;
+                    if initial > TABLE_ELEMENTS {
+                        return segment(format!(
+                            "declares a table of {initial} elements, above the cap of {TABLE_ELEMENTS}"
+                        ));
+                    }
+                    tables.push(initial);
+                }
+            }
+            // Segments that do not fit would fail instantiation, in words
+            // that differ between engines: refuse them here, in one.
+            Payload::DataSection(reader) => {
+                for data in reader.clone() {
+                    let data = data.map_err(refuse)?;
+                    let DataKind::Active { offset_expr, .. } = data.kind else { continue };
+                    let Some(at) = constant(&offset_expr) else { continue };
+                    let len = data.data.len() as u64;
+                    if at + len > memory_bytes {
+                        return segment(format!(
+                            "has a data segment of {len} bytes at {at:#x}, past the end of its initial memory \
+                             ({memory_bytes} bytes)"
+                        ));
+                    }
+                }
+            }
+            Payload::ElementSection(reader) => {
+                for element in reader.clone() {
+                    let element = element.map_err(refuse)?;
+                    let ElementKind::Active { table_index, offset_expr } = element.kind else { continue };
+                    let Some(at) = constant(&offset_expr) else { continue };
+                    let len = u64::from(match &element.items {
+                        ElementItems::Functions(items) => items.count(),
+                        ElementItems::Expressions(_, items) => items.count(),
+                    });
+                    let size = tables.get(table_index.unwrap_or(0) as usize).copied().unwrap_or(0);
+                    if at + len > size {
+                        return segment(format!(
+                            "has an element segment of {len} elements at {at}, past the end of its table \
+                             ({size} elements)"
+                        ));
+                    }
+                }
+            }
             Payload::StartSection { .. } => return Err(PluginError::StartFunction { name: name_() }),
             Payload::ExportSection(reader) => {
                 for export in reader.clone() {
@@ -99,30 +158,40 @@ fn refused(name: &str, err: BinaryReaderError) -> PluginError {
     }
 }
 
-/// One private 32-bit memory, no larger than the cap to begin with. Runs
-/// before the validator, whose messages for these cases are about proposals.
-fn check_memory(name: &str, reader: MemorySectionReader<'_>, limits: &Limits) -> Result<(), PluginError> {
+/// The value of a segment's offset, if it is a constant (`i32.const`, the
+/// only form a module without imported globals can use).
+fn constant(expr: &ConstExpr<'_>) -> Option<u64> {
+    let mut ops = expr.get_operators_reader();
+    match (ops.read().ok()?, ops.read().ok()?) {
+        (Operator::I32Const { value }, Operator::End) => Some(u64::from(value as u32)),
+        _ => None,
+    }
+}
+
+/// One private 32-bit memory, no larger than the cap to begin with; returns
+/// its initial size in bytes. Runs before the validator, whose messages for
+/// these cases are about proposals.
+fn check_memory(name: &str, reader: MemorySectionReader<'_>, limits: &Limits) -> Result<u64, PluginError> {
     let problem = |problem: String| Err(PluginError::Memory { name: name.to_owned(), problem });
     if reader.count() > 1 {
         return problem(format!("declares {} memories, but a plugin has exactly one", reader.count()));
     }
-    for memory in reader {
-        let memory = memory.map_err(|err| refused(name, err))?;
-        if memory.shared {
-            return problem("declares a shared memory, but plugin memory may not be shared (no threads)".into());
-        }
-        if memory.memory64 {
-            return problem("declares a 64-bit memory, but plugin memory is 32-bit".into());
-        }
-        if memory.initial > limits.memory_pages() {
-            return Err(PluginError::MemoryTooLarge {
-                name: name.to_owned(),
-                initial_bytes: memory.initial.saturating_mul(PAGE_BYTES),
-                cap_bytes: limits.memory_pages() * PAGE_BYTES,
-            });
-        }
+    let Some(memory) = reader.into_iter().next() else { return Ok(0) };
+    let memory = memory.map_err(|err| refused(name, err))?;
+    if memory.shared {
+        return problem("declares a shared memory, but plugin memory may not be shared (no threads)".into());
     }
-    Ok(())
+    if memory.memory64 {
+        return problem("declares a 64-bit memory, but plugin memory is 32-bit".into());
+    }
+    if memory.initial > limits.memory_pages() {
+        return Err(PluginError::MemoryTooLarge {
+            name: name.to_owned(),
+            initial_bytes: memory.initial.saturating_mul(PAGE_BYTES),
+            cap_bytes: limits.memory_pages() * PAGE_BYTES,
+        });
+    }
+    Ok(memory.initial * PAGE_BYTES)
 }
 
 /// The ABI's exports, and the type of the one import allowed.

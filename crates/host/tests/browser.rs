@@ -5,6 +5,10 @@
 //! - The run-time tests shared with the wasmtime engine (`common/run_time.rs`):
 //!   hostile and well-behaved plugins give the same crash reasons, byte for
 //!   byte, and the same fuel counts as natively.
+//! - The catalogue of hostile plugins (`hostile/`): each gives exactly its
+//!   answer (`common/catalogue.rs`), and each in place of a component of
+//!   #59848 crashes only that component and leaves the rest of the run as
+//!   a plain crash would (`hostile/sim.rs`), as natively.
 //! - Every shipped scenario gives the same trace with the built-in
 //!   controllers linked into this module and with each of them as a Wasm
 //!   plugin in the browser's `WebAssembly`.
@@ -16,6 +20,10 @@
 #![cfg(target_arch = "wasm32")]
 
 mod common;
+#[path = "hostile/mod.rs"]
+mod hostile;
+#[path = "hostile/sim.rs"]
+mod hostile_sim;
 
 use std::collections::BTreeMap;
 
@@ -93,5 +101,12 @@ fn every_shipped_scenario_gives_the_same_trace_linked_in_and_as_browser_plugins(
                 .find(|(a, b)| serde_json::to_string(a).unwrap() != serde_json::to_string(b).unwrap());
             panic!("{file}: traces differ; first difference: {first:#?}");
         }
+    }
+}
+
+#[wasm_bindgen_test]
+fn every_hostile_plugin_in_a_simulation_crashes_only_its_component() {
+    for case in hostile::CASES {
+        hostile_sim::assert_contained(case);
     }
 }

@@ -1,10 +1,13 @@
 //! Hostile and well-behaved plugins, hand-written in WAT, against the
-//! wasmtime engine: what is refused at load here, and the run-time tests
-//! shared with the browser engine's (`common/run_time.rs`).
+//! wasmtime engine: what is refused at load here, and the tests shared with
+//! the browser engine's: the catalogue of hostile plugins (`hostile/`, run by
+//! `common/catalogue.rs`) and the run-time tests (`common/run_time.rs`).
 
 #![cfg(not(target_arch = "wasm32"))]
 
 mod common;
+#[path = "hostile/mod.rs"]
+mod hostile;
 
 use common::*;
 use recon_host::{DEPTH_EXPORT, FUEL_EXPORT, Limits, Module, PluginError};
@@ -67,31 +70,6 @@ fn an_export_of_the_wrong_type_is_named_with_both_types() {
         .wat()
         .replace(r#"(func (export "recon_init")"#, "(func");
     assert_eq!(refusal(&wat), "bad.wasm exports recon_init as a global, but it must be a function (i32, i32) -> i64");
-}
-
-#[test]
-fn a_wasi_import_is_refused_by_name() {
-    let wat = Plugin::default().wat().replace(
-        r#"(import "recon" "log""#,
-        r#"(import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32)))
-           (import "recon" "log""#,
-    );
-    assert_eq!(
-        refusal(&wat),
-        "bad.wasm imports wasi_snapshot_preview1.fd_write, but plugins may only import recon.log"
-    );
-}
-
-#[test]
-fn recon_log_with_the_wrong_type_is_refused() {
-    let wat = Plugin::default().wat().replace("(func $log (param i32 i32))", "(func $log (param i64))");
-    assert_eq!(refusal(&wat), "bad.wasm imports recon.log with type (i64) -> (), but its type is (i32, i32) -> ()");
-}
-
-#[test]
-fn a_start_function_is_refused() {
-    let wat = Plugin { extra: "(func $boot) (start $boot)", ..Plugin::default() }.wat();
-    assert_eq!(refusal(&wat), "bad.wasm has a start function, but plugins may not run code when they are instantiated");
 }
 
 #[test]
@@ -164,4 +142,3 @@ fn instrumentation_lowers_the_memory_maximum_to_the_cap_and_exports_the_meters()
     }
     assert_eq!(instrumented(u64::MAX).0, Some(65_536), "a 32-bit memory addresses at most 4 GiB");
 }
-

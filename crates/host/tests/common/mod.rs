@@ -5,6 +5,7 @@
 //! (`tests/browser.rs`). Both must give the same crash reasons, byte for byte,
 //! and the same fuel counts.
 
+pub mod catalogue;
 pub mod run_time;
 
 use recon_abi::{ComponentConfig, Input, InputEvent, Instance};

@@ -2,7 +2,7 @@
 //! exact reasons and counts every engine must give.
 
 use recon_abi::{Action, Instance, ListMode, Manifest, Output, Verb, WatchSpec, WritePermission};
-use recon_host::{Engine, Limits, Module, PluginError, check};
+use recon_host::{Limits, PluginError, check};
 
 use super::*;
 
@@ -173,23 +173,6 @@ fn return_and_branches_to_the_function_label_unwind_the_depth() {
     let mut instance = plugin.compile(&limits).instantiate().unwrap();
     instance.init(&config()).unwrap();
     assert_eq!(instance.handle(&input(0)).unwrap(), Output::default());
-}
-
-#[cfg_attr(not(target_arch = "wasm32"), test)]
-#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
-fn output_that_is_not_json_or_not_utf8_crashes() {
-    let not_json = Plugin::handling(format!("i64.const {}", packed(JUNK_AT, 8)));
-    assert_eq!(
-        handle_crash(&not_json, &Limits::default()),
-        "test.wasm: recon_handle returned an output that does not decode: expected ident at line 1 column 2"
-    );
-    let not_utf8 =
-        Plugin::handling(format!("i64.const {}", packed(JUNK_AT, 1))).wat().replace(r#""not json""#, r#""\ff""#);
-    let module = Module::load("test.wasm", &wat::parse_str(not_utf8).unwrap(), &Limits::default()).unwrap();
-    let mut instance = Engine::new().unwrap().compile(&module).unwrap().instantiate().unwrap();
-    instance.init(&config()).unwrap();
-    let crash = instance.handle(&input(0)).unwrap_err();
-    assert!(crash.reason.starts_with("test.wasm: recon_handle returned an output that is not UTF-8"), "{crash}");
 }
 
 #[cfg_attr(not(target_arch = "wasm32"), test)]
@@ -394,4 +377,22 @@ fn start_gives_an_instance_that_crashes_when_instantiation_failed() {
     let mut started = Plugin::default().compile(&Limits::default()).start();
     assert_eq!(started.init(&config()).unwrap().name, "test");
     assert_eq!(started.handle(&input(0)).unwrap(), Output::default());
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn the_output_limit_applies_to_the_manifest_too_and_the_action_limit_is_inclusive() {
+    let limits = Limits { max_output_bytes: MANIFEST.len() as u64 - 1, ..Limits::default() };
+    let mut instance = Plugin::default().compile(&limits).instantiate().unwrap();
+    let crash = instance.init(&config()).unwrap_err();
+    let expected = format!("test.wasm: recon_init returned a manifest of {} bytes, above the limit of", MANIFEST.len());
+    assert!(crash.reason.starts_with(&expected), "{crash}");
+    // Exactly at the limits is fine.
+    let output = r#"{"actions":[{"type":"requeueAfter","key":"a","afterMs":1}]}"#;
+    let limits = Limits { max_output_bytes: output.len() as u64, max_actions_per_call: 1, ..Limits::default() };
+    let plugin =
+        Plugin { output, handle: format!("i64.const {}", packed(OUTPUT_AT, output.len())), ..Plugin::default() };
+    let mut instance = plugin.compile(&limits).instantiate().unwrap();
+    instance.init(&config()).unwrap();
+    assert_eq!(instance.handle(&input(0)).unwrap().actions.len(), 1);
 }

@@ -1,0 +1,11 @@
+;; An import from the host's own module that the ABI does not define: a
+;; clock would make runs differ.
+(module
+  (import "recon" "clock_ms" (func (result i64)))
+  (memory (export "memory") 1)
+  (data (i32.const 0x100) "{\"name\":\"hostile\",\"abiVersion\":1,\"watches\":[{\"kind\":\"Pod\"}]}")
+  (func (export "recon_abi_version") (result i32) i32.const 1)
+  (func (export "recon_alloc") (param i32) (result i32) i32.const 0x1000)
+  ;; The manifest: (0x100 << 32) | 60.
+  (func (export "recon_init") (param i32 i32) (result i64) i64.const 0x1000000003c)
+  (func (export "recon_handle") (param i32 i32) (result i64) i64.const 0))

@@ -1,0 +1,13 @@
+;; recon_handle grows its memory a page at a time until memory.grow fails,
+;; then aborts, as Rust's allocator does when it cannot allocate.
+(module
+  (memory (export "memory") 1)
+  (data (i32.const 0x100) "{\"name\":\"hostile\",\"abiVersion\":1,\"watches\":[{\"kind\":\"Pod\"}]}")
+  (func (export "recon_abi_version") (result i32) i32.const 1)
+  (func (export "recon_alloc") (param i32) (result i32) i32.const 0x1000)
+  ;; The manifest: (0x100 << 32) | 60.
+  (func (export "recon_init") (param i32 i32) (result i64) i64.const 0x1000000003c)
+  (func (export "recon_handle") (param i32 i32) (result i64)
+    (loop $more
+      (br_if $more (i32.ne (memory.grow (i32.const 1)) (i32.const -1))))
+    unreachable))

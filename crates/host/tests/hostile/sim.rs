@@ -1,0 +1,189 @@
+//! The catalogue of hostile plugins in a simulation: each replaces
+//! `kubelet-node-2` in #59848, run by the engine of the target (wasmtime
+//! natively, from recon-tests' `tests/hostile_plugins.rs`; the page's
+//! `WebAssembly` in the browser, from this crate's `tests/browser.rs`).
+//!
+//! What "the rest of the run is unchanged" means, honestly, per stage:
+//!
+//! - **A crash** (`recon_init` or `recon_handle`): the run is compared with
+//!   one where the component is a plain plugin, with the same manifest, that
+//!   traps (`unreachable`) in the same call. With every crash reason of that
+//!   component replaced by a placeholder, the two traces must be identical,
+//!   entry for entry: the same crashes at the same moments, the same
+//!   back-off, and everything every other component did, byte for byte.
+//!   The hostile plugin changes nothing but the words of its own crash.
+//! - **It runs** (`log_out_of_bounds`, `nan_payload`): the trace must be
+//!   identical, hash for hash, to a run with a plain plugin that returns
+//!   the expected output outright.
+//! - **It asks for what it may not do** (`forbidden_*`): every such action
+//!   is refused with its message, nothing is written by it, and it does not
+//!   crash. Not compared with another run: a refused write costs a round
+//!   trip to the API server, which draws a latency from the run's one
+//!   network RNG, so any other run's later timings differ by design.
+//! - **Refused at load**: the plugin never reaches the simulator (the CLI
+//!   and the playground refuse the file and run nothing else differently).
+
+use recon_host::{CompiledPlugin, Engine, Limits, Module};
+use recon_sim::{Event, Sim, Trace};
+
+use crate::hostile::{COMPONENT, Case, MANIFEST, Stage};
+
+/// Runs #59848 with [`COMPONENT`] running `plugin`.
+pub fn run_with(plugin: CompiledPlugin) -> Trace {
+    let library = recon_catalog::scenario("pod-safety-59848").expect("the default scenario");
+    let scenario = recon_scenario::parse(library.name, library.yaml).unwrap_or_else(|e| panic!("{e}"));
+    let instantiate: recon_sim::Instantiate =
+        Box::new(
+            move |c| {
+                if c.name == COMPONENT { Some(plugin.start()) } else { recon_catalog::instantiate(&c.controller) }
+            },
+        );
+    let mut sim = Sim::new(&scenario, instantiate).expect("the scenario builds");
+    sim.run();
+    sim.into_trace()
+}
+
+fn compile(name: &str, bytes: &[u8], limits: &Limits) -> CompiledPlugin {
+    let module = Module::load(name, bytes, limits).unwrap_or_else(|e| panic!("{e}"));
+    Engine::new().unwrap().compile(&module).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A plain plugin with [`MANIFEST`] whose `recon_init` (`Stage::Init`) or
+/// `recon_handle` (`Stage::Handle`) traps, or whose `recon_handle` returns
+/// `output` (`Stage::Runs`).
+fn reference(stage: Stage, output: &str) -> Vec<u8> {
+    let packed = |ptr: u64, len: usize| ((ptr << 32) | len as u64) as i64;
+    let init = match stage {
+        Stage::Init => "unreachable".to_owned(),
+        _ => format!("i64.const {}", packed(0x100, MANIFEST.len())),
+    };
+    let handle = match stage {
+        Stage::Handle => "unreachable".to_owned(),
+        _ => format!("i64.const {}", packed(0x10000, output.len())),
+    };
+    let escape = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
+    let wat = format!(
+        r#"(module
+             (memory (export "memory") 2)
+             (data (i32.const 0x100) "{}")
+             (data (i32.const 0x10000) "{}")
+             (func (export "recon_abi_version") (result i32) i32.const 1)
+             (func (export "recon_alloc") (param i32) (result i32) i32.const 0x1000)
+             (func (export "recon_init") (param i32 i32) (result i64) {init})
+             (func (export "recon_handle") (param i32 i32) (result i64) {handle}))"#,
+        escape(MANIFEST),
+        escape(output),
+    );
+    wat::parse_str(wat).unwrap()
+}
+
+/// The crash reasons of [`COMPONENT`], but the scenario's scripted ones.
+fn crashes(trace: &Trace) -> Vec<&str> {
+    trace
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::ComponentCrashed { component, reason }
+                if component == COMPONENT && !reason.ends_with("(script)") =>
+            {
+                Some(reason.as_str())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The trace as JSON lines, each crash reason of [`COMPONENT`] reduced to
+/// what the simulator adds (the back-off).
+fn without_crash_reasons(trace: &Trace) -> Vec<String> {
+    let mut trace = trace.clone();
+    for entry in &mut trace.entries {
+        if let Event::ComponentCrashed { component, reason } = &mut entry.event
+            && component == COMPONENT
+            && !reason.ends_with("(script)")
+        {
+            let backoff = reason.rfind("; restarting in").map_or("", |at| &reason[at..]);
+            *reason = format!("(crash){backoff}");
+        }
+    }
+    trace.entries.iter().map(|e| serde_json::to_string(e).unwrap()).collect()
+}
+
+/// The rest of the cluster kept working: the StatefulSet controller created
+/// pods and the scheduler bound them, and kubelet-node-1 reconciled after
+/// its restart.
+fn assert_rest_goes_on(case: &str, trace: &Trace) {
+    let writes = |who: &str| {
+        trace.entries.iter().filter(|e| matches!(&e.event, Event::StoreWrite { by, .. } if by == who)).count()
+    };
+    assert!(writes("statefulset-controller") >= 2 && writes("scheduler") >= 2, "{case}: the controllers stopped");
+    assert!(
+        trace.entries.iter().any(|e| e.time_ms > 5_000
+            && matches!(&e.event, Event::Reconcile { component, .. } if component == "kubelet-node-1")),
+        "{case}: kubelet-node-1 stopped"
+    );
+}
+
+/// Runs `case` in #59848 and checks that it is contained (see the module
+/// docs for what is compared with what).
+pub fn assert_contained(case: &Case) {
+    let name = case.name;
+    let bytes = (case.module)();
+    let module = match Module::load(&case.file(), &bytes, &case.limits) {
+        Err(refused) => {
+            assert_eq!(case.stage, Stage::Load, "{name}: {refused}");
+            assert!(case.matches(&refused.to_string()), "{name}: {refused}");
+            return;
+        }
+        Ok(module) => module,
+    };
+    let plugin = Engine::new().unwrap().compile(&module).unwrap_or_else(|e| panic!("{e}"));
+    let trace = run_with(plugin);
+    assert_rest_goes_on(name, &trace);
+    let crashes = crashes(&trace);
+    match case.stage {
+        Stage::Load => panic!("{name} loaded"),
+        Stage::Init | Stage::Handle => {
+            assert!(crashes.len() >= 2, "{name}: restarted with back-off and crashed again: {crashes:?}");
+            for reason in &crashes {
+                let (said, backoff) = reason.split_once("; restarting in").expect("the simulator adds the back-off");
+                assert!(case.matches(said), "{name}:\n  expected {}\n  got      {said}", case.message);
+                assert!(!reason.contains('\n') && backoff.ends_with("ms (back-off)"), "{reason}");
+            }
+            let crasher = compile("reference.wasm", &reference(case.stage, ""), &Limits::default());
+            let expected = without_crash_reasons(&run_with(crasher));
+            let got = without_crash_reasons(&trace);
+            if let Some((e, g)) = expected.iter().zip(&got).find(|(e, g)| e != g) {
+                panic!("{name}: the run differs from a plain crash in the same call:\n  expected {e}\n  got      {g}");
+            }
+            assert_eq!(expected.len(), got.len(), "{name}: as many entries as with a plain crash");
+        }
+        Stage::Runs => {
+            assert!(crashes.is_empty(), "{name}: {crashes:?}");
+            let refusals: Vec<&str> = trace
+                .entries
+                .iter()
+                .filter_map(|e| match &e.event {
+                    Event::WriteFailed { by, status, .. } if by == COMPONENT => Some(status.message.as_str()),
+                    Event::ActionRefused { component, status, .. } if component == COMPONENT => {
+                        Some(status.message.as_str())
+                    }
+                    _ => None,
+                })
+                .collect();
+            let wrote =
+                trace.entries.iter().any(|e| matches!(&e.event, Event::StoreWrite { by, .. } if by == COMPONENT));
+            assert!(!wrote, "{name}: wrote to the store");
+            if case.refused.is_empty() {
+                assert!(refusals.is_empty(), "{name}: {refusals:?}");
+                let plain = compile("reference.wasm", &reference(Stage::Runs, case.message), &Limits::default());
+                assert_eq!(trace.hash(), run_with(plain).hash(), "{name}: the run differs from a plain plugin's");
+            } else {
+                for expected in case.refused {
+                    assert!(refusals.contains(expected), "{name}: {expected:?} not in {refusals:?}");
+                }
+                assert!(refusals.iter().all(|r| case.refused.contains(r)), "{name}: {refusals:?}");
+            }
+        }
+    }
+}
