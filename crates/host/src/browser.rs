@@ -26,8 +26,6 @@
 //!   wasmtime calls the second [`Trap::IntegerOverflow`]. (Older V8 also had
 //!   one message for a call to an empty table slot and one with the wrong
 //!   signature, worded as [`Trap::BadSignature`].)
-//! - Browsers do not canonicalise NaNs as the native engine does, so a
-//!   plugin that inspects the bits of a NaN it computed may see other bits.
 //! - The engine's stack is the worker's JavaScript stack, about 1 MiB in
 //!   Chromium, like wasmtime's, but Chromium's frames grow faster with a
 //!   function's live locals than Cranelift's: at the default depth limit of
