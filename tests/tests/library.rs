@@ -262,7 +262,20 @@ fn a_run_that_reaches_its_trace_limit_stops_there_and_says_why() {
     let mut scenario = load("replicaset-flapping");
     scenario.limits.max_trace_entries = 100;
     let trace = run(&scenario);
-    assert_eq!(trace.entries.len(), 101, "100 entries, then the one that says it stopped");
+    // Reconciles count their inputs and actions too, so fewer than 100
+    // entries reach the limit (the step that crossed it may overshoot by
+    // what one reconcile lists); then one more says the run stopped.
+    let listed: usize = trace
+        .entries
+        .iter()
+        .map(|e| match &e.event {
+            Event::Reconcile { inputs, actions, .. } => inputs.len() + actions.len(),
+            _ => 0,
+        })
+        .sum();
+    let counted = trace.entries.len() - 1 + listed;
+    assert!((100..150).contains(&counted), "stops at the limit: {counted}");
+    assert!(trace.entries.len() < 100, "inputs and actions counted");
     let last = trace.entries.last().unwrap();
     let Event::Halted { reason } = &last.event else { panic!("{:?}", last.event) };
     assert!(reason.contains("limit of 100 trace entries (limits.maxTraceEntries"), "{reason}");
@@ -270,4 +283,26 @@ fn a_run_that_reaches_its_trace_limit_stops_there_and_says_why() {
     // The default is far above what the library needs.
     let full = run(&load("replicaset-flapping"));
     assert!(!full.entries.iter().any(|e| matches!(e.event, Event::Halted { .. })));
+}
+
+#[test]
+fn a_write_larger_than_the_object_limit_is_refused_and_stores_nothing() {
+    let mut scenario = load("beyond-capacity-within");
+    let mut big = scenario.objects[0].clone();
+    big.metadata.name = "big".into();
+    big.metadata.annotations.insert("payload".into(), "x".repeat(2 << 20));
+    scenario.script.push(recon_scenario::Step {
+        at: recon_scenario::Millis(3_000),
+        action: recon_scenario::StepAction::Create { object: big, via: None },
+    });
+    let trace = run(&scenario);
+    let refused = trace.entries.iter().find_map(|e| match &e.event {
+        Event::WriteFailed { key, status, .. } if key.name == "big" => Some(status.message.clone()),
+        _ => None,
+    });
+    let message = refused.expect("the create is refused");
+    assert!(message.starts_with("request entity too large: ReplicaSet is 2097"), "{message}");
+    assert!(message.ends_with("above the limit of 1572864 (limits.maxObjectBytes in the scenario)"), "{message}");
+    assert!(!trace.entries.iter().any(|e| matches!(&e.event, Event::StoreWrite { key, .. } if key.name == "big")));
+    assert_eq!(trace.violations().count(), 0, "the rest of the run goes on as before");
 }

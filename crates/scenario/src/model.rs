@@ -79,11 +79,17 @@ pub struct Scenario {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RunLimits {
-    /// The most trace entries a run records; when it reaches them the run
+    /// The most trace entries a run records, a reconcile counting one more
+    /// for each input and action it lists; when it reaches them the run
     /// stops there, with a last entry that says so. Default 2,000,000
     /// (a few hundred MB of trace at most).
     #[serde(default = "default_max_trace_entries")]
     pub max_trace_entries: u64,
+    /// The largest object a write may carry, as JSON; larger writes are
+    /// refused, as etcd refuses requests over its `--max-request-bytes`.
+    /// Default 1.5 MiB, etcd's default.
+    #[serde(default = "default_max_object_bytes")]
+    pub max_object_bytes: u64,
 }
 
 impl RunLimits {
@@ -94,12 +100,16 @@ impl RunLimits {
 
 impl Default for RunLimits {
     fn default() -> Self {
-        RunLimits { max_trace_entries: default_max_trace_entries() }
+        RunLimits { max_trace_entries: default_max_trace_entries(), max_object_bytes: default_max_object_bytes() }
     }
 }
 
 fn default_max_trace_entries() -> u64 {
     2_000_000
+}
+
+fn default_max_object_bytes() -> u64 {
+    1_572_864
 }
 
 fn default_duration() -> Millis {

@@ -344,6 +344,10 @@ impl Sim {
         let consistent = self.servers[server].config.consistent_reads_from_cache;
         let (target, plan) = match request {
             Request::Write(action) => {
+                if let Some(status) = self.too_large(&action) {
+                    let (verb, key) = action.write_target().expect("writes have targets");
+                    return self.write_failed(server, client, verb, key, status, cause, 0);
+                }
                 if let Client::Writer { component, epoch } = client
                     && let Some(status) = self.forbidden(component, epoch, &action)
                 {
@@ -718,6 +722,28 @@ impl Sim {
             cause.into_iter().collect(),
         );
         self.reply(server, client, Reply::Written { verb, key, outcome: Outcome::Err(status), entry }, delay);
+    }
+
+    /// A write whose object is larger than the run allows, as etcd refuses
+    /// requests over `--max-request-bytes` (Kubernetes answers 413; the
+    /// ABI's nearest status is 400).
+    fn too_large(&self, action: &Action) -> Option<Status> {
+        let object = match action {
+            Action::Create { object } | Action::Update { object } | Action::UpdateStatus { object } => object,
+            _ => return None,
+        };
+        let limit = self.scenario.limits.max_object_bytes;
+        let size = serde_json::to_vec(object).map_or(u64::MAX, |b| b.len() as u64);
+        (size > limit).then(|| {
+            Status::new(
+                StatusReason::BadRequest,
+                format!(
+                    "request entity too large: {} is {size} bytes as JSON, above the limit of {limit} \
+                     (limits.maxObjectBytes in the scenario)",
+                    object.kind
+                ),
+            )
+        })
     }
 
     pub(crate) fn client_name(&self, client: &Client) -> String {

@@ -562,6 +562,7 @@ impl Sim {
         };
         let name = self.components[c].spec.name.clone();
         let actions: Vec<String> = output.actions.iter().map(describe_action).collect();
+        self.listed_items += (inputs.len() + actions.len()) as u64;
         let entry = self.trace.push(
             self.now,
             &name,

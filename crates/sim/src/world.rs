@@ -96,6 +96,10 @@ pub struct Sim {
     ended: bool,
     /// Whether the run stopped at a limit before its end.
     halted: bool,
+    /// Inputs and actions listed by reconcile entries: they count toward
+    /// the trace limit too, so a controller returning thousands of actions
+    /// a call reaches it as surely as one making thousands of calls.
+    pub(crate) listed_items: u64,
 }
 
 impl Sim {
@@ -136,6 +140,7 @@ impl Sim {
             bootstrap_rng: Rng::derive(seed, "bootstrap"),
             ended: false,
             halted: false,
+            listed_items: 0,
         };
         sim.bootstrap()?;
         for (i, c) in scenario.components.iter().enumerate() {
@@ -232,7 +237,7 @@ impl Sim {
             return false;
         }
         let limit = self.scenario.limits.max_trace_entries;
-        if self.trace.entries.len() as u64 >= limit {
+        if self.trace.entries.len() as u64 + self.listed_items >= limit {
             self.halted = true;
             let reason = format!(
                 "the run stopped at {} because it reached its limit of {limit} trace entries \
