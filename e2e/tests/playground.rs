@@ -325,3 +325,176 @@ async fn the_editor_points_at_errors_as_you_type_and_runs_what_you_apply() {
     assert_eq!(after, recon_e2e::run_scenario(&scenario, &[]).hash());
     page.close().await;
 }
+
+/// Presses a key in whatever element has the focus, as a visitor would.
+async fn press(page: &Browser, key: fantoccini::key::Key) {
+    page.client().active_element().await.unwrap().send_keys(&key).await.unwrap();
+}
+
+/// Runs a script that returns something, and returns it.
+async fn script(page: &Browser, js: &str) -> serde_json::Value {
+    page.client().execute(js, vec![]).await.unwrap()
+}
+
+/// Waits until nothing matches `css` (the page updates when it handles the event).
+async fn wait_gone(page: &Browser, css: &str) {
+    let start = Instant::now();
+    while page.exists(css).await {
+        assert!(start.elapsed() < recon_e2e::PATIENCE, "{css:?} never went away");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The tour's step (1-based), once the card shows `step`.
+async fn wait_step(page: &Browser, step: u32) {
+    page.find(&format!("#tour[data-step=\"{step}\"]")).await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_tour_opens_on_a_first_visit_and_esc_skips_it_for_good() {
+    let page = Browser::open("").await;
+    page.hash_after(None).await;
+    wait_step(&page, 1).await;
+    let text = page.find("#tour").await.text().await.unwrap();
+    assert!(text.contains("lane"), "{text}");
+    assert_eq!(script(&page, "return document.getElementById('tour').contains(document.activeElement)").await, true);
+    // Not modal: the violation stays selected and explained beside it.
+    page.find("article.violation.selected").await;
+    press(&page, fantoccini::key::Key::Escape).await;
+    wait_gone(&page, "#tour").await;
+    assert_eq!(script(&page, "return localStorage.getItem('recon.tour.seen')").await, "1");
+    // A second visit in the same browser: no tour, until asked for.
+    page.client().refresh().await.unwrap();
+    page.hash_after(None).await;
+    assert!(!page.exists("#tour").await, "the tour opens only on a first visit");
+    page.find("#tour-open").await.click().await.unwrap();
+    wait_step(&page, 1).await;
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_tours_steps_advance_with_the_keyboard_and_point_at_the_stale_read() {
+    use fantoccini::key::Key;
+    let page = Browser::open("").await;
+    page.hash_after(None).await;
+    wait_step(&page, 1).await;
+    press(&page, Key::Right).await;
+    wait_step(&page, 2).await;
+    // The second step selects this run's stale read: node-1's kubelet listing from the frozen cache.
+    let entry: usize =
+        page.find("#timeline-selected").await.attr("data-entry").await.unwrap().unwrap().parse().unwrap();
+    let trace = native_run(DEFAULT, &[]);
+    let recon_sim::Event::ListServed { component, api_server, stale_ms, .. } = &trace.entries[entry].event else {
+        panic!("entry {entry} is not a list: {:?}", trace.entries[entry])
+    };
+    assert_eq!((component.as_str(), api_server.as_str()), ("kubelet-node-1", "apiserver-2"));
+    assert!(*stale_ms > 0);
+    let text = page.find("#tour").await.text().await.unwrap();
+    assert!(text.contains("kubelet-node-1") && text.contains("apiserver-2"), "{text}");
+    page.find(".tour-ring").await;
+    // Enter goes on to the violation, ← comes back.
+    press(&page, Key::Enter).await;
+    wait_step(&page, 3).await;
+    page.find("article.violation.selected.tour-target").await;
+    press(&page, Key::Left).await;
+    wait_step(&page, 2).await;
+    for step in 3..=5 {
+        press(&page, Key::Enter).await;
+        wait_step(&page, step).await;
+    }
+    assert_eq!(page.find("#tour-next").await.text().await.unwrap(), "Done");
+    press(&page, Key::Enter).await;
+    wait_gone(&page, "#tour").await;
+    // Focus is not lost: it lands on the button that opens the tour again.
+    assert_eq!(script(&page, "return document.activeElement.id").await, "tour-open");
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn clicking_an_empty_moment_of_the_timeline_inspects_every_cache_then() {
+    use fantoccini::actions::InputSource;
+    use recon_web::timeline::layout::LaneLayout;
+    use recon_web::timeline::model::TimelineModel;
+    use recon_web::timeline::theme::GUTTER_WIDTH;
+    use recon_web::timeline::viewport::{Span, Viewport};
+    let page = Browser::open("").await;
+    page.hash_after(None).await;
+    page.find("#tour-skip").await.click().await.unwrap();
+    wait_gone(&page, "#tour").await;
+    let selected = page.find("#timeline-selected").await.attr("data-entry").await.unwrap();
+    // Where the page draws t=12s, on a lane with no mark near it: after node-1's kubelet
+    // relisted from the frozen cache (5s) and before the partition heals (20s).
+    let trace = native_run(DEFAULT, &[]);
+    let model = TimelineModel::build(&trace);
+    let layout = LaneLayout::new(&model.lanes);
+    let canvas = page.find("#timeline-canvas").await;
+    let size =
+        script(&page, "const c = document.getElementById('timeline-canvas'); return [c.clientWidth, c.clientHeight]")
+            .await;
+    let (width, height) = (size[0].as_f64().unwrap(), size[1].as_f64().unwrap());
+    let view = Viewport::fit(Span::new(model.start_ms, model.end_ms), width - GUTTER_WIDTH);
+    let at = 12_000.0;
+    let near = 20.0 * view.ms_per_px;
+    let lane =
+        (0..model.lanes.len()).find(|&l| model.marks[l].range(at - near, at + near).is_empty()).expect("a quiet lane");
+    let (x, y) = (GUTTER_WIDTH + view.x_of(at), layout.middle(lane));
+    let click = fantoccini::actions::MouseActions::new("mouse".into())
+        .then(fantoccini::actions::PointerAction::MoveToElement {
+            element: canvas,
+            duration: None,
+            x: (x - width / 2.0).round(),
+            y: (y - height / 2.0).round(),
+        })
+        .then(fantoccini::actions::PointerAction::Down { button: fantoccini::actions::MOUSE_BUTTON_LEFT })
+        .then(fantoccini::actions::PointerAction::Up { button: fantoccini::actions::MOUSE_BUTTON_LEFT });
+    page.client().perform_actions(click).await.unwrap();
+    // "At t=12.004s, etcd at revision 21."
+    let hint = page.wait_text("#inspector-at", |t| t.starts_with("At t=")).await;
+    let seconds: f64 = hint["At t=".len()..hint.find("s,").unwrap()].parse().unwrap();
+    let ms = (seconds * 1000.0).round() as u64;
+    assert!((ms as f64 - at).abs() <= 2.0 * view.ms_per_px + 1.0, "clicked at {at} ms, inspected at {ms} ms");
+    // The same moment natively: the store's revision and node-1's stale pod.
+    let library = recon_catalog::scenario(DEFAULT).unwrap();
+    let scenario = recon_scenario::parse(DEFAULT, library.yaml).unwrap();
+    let mut sim = recon_sim::Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).unwrap();
+    sim.run_until(ms);
+    let snapshot = sim.snapshot();
+    assert!(hint.contains(&format!("etcd at revision {}.", snapshot.store_revision)), "{hint}");
+    let view = page.find("#view-kubelet-node-1").await.text().await.unwrap();
+    assert!(view.contains("still holds") && view.contains("Pod web-0") && view.contains("apiserver-2"), "{view}");
+    assert!(!page.find("#view-kubelet-node-2").await.text().await.unwrap().contains("still holds"));
+    // A moment is not an event: the selection is unchanged.
+    assert_eq!(page.find("#timeline-selected").await.attr("data-entry").await.unwrap(), selected);
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_editor_problem_is_reached_with_tab_and_puts_the_caret_at_its_line_and_column() {
+    use fantoccini::key::Key;
+    let page = Browser::open("").await;
+    page.hash_after(None).await;
+    page.find("#editor-toggle").await.click().await.unwrap();
+    let text = page.find("#editor-text").await.prop("value").await.unwrap().unwrap();
+    assert!(page.exists("label[for=\"editor-text\"]").await, "the text has a label");
+    let broken = text.replacen("seed: 1\n", "seed: 1\nseeed: 2\n", 1);
+    let line = broken.lines().position(|l| l.starts_with("seeed")).unwrap() + 1;
+    let set = "const t = document.querySelector('#editor-text'); t.value = arguments[0]; \
+               t.dispatchEvent(new Event('input', { bubbles: true })); t.focus(); t.setSelectionRange(0, 0);";
+    page.client().execute(set, vec![broken.clone().into()]).await.unwrap();
+    page.wait_text("#editor-errors", |t| t.contains("seeed")).await;
+    // From the text, Tab goes to its first problem.
+    press(&page, Key::Tab).await;
+    let focused = script(&page, "return document.activeElement.matches('#editor-errors li button') ? document.activeElement.parentElement.dataset.line + ':' + document.activeElement.parentElement.dataset.column : document.activeElement.outerHTML").await;
+    let (at_line, at_column) =
+        focused.as_str().unwrap().split_once(':').unwrap_or_else(|| panic!("focus is on {focused}"));
+    let (at_line, at_column): (usize, usize) = (at_line.parse().unwrap(), at_column.parse().unwrap());
+    assert_eq!(at_line, line);
+    // Enter on it: the caret goes there, in the text.
+    press(&page, Key::Enter).await;
+    let caret =
+        script(&page, "const t = document.activeElement; return t.id === 'editor-text' ? t.selectionStart : -1").await;
+    let expected = recon_web::editor::utf16_offset(&broken, at_line, at_column);
+    assert_eq!(caret.as_u64(), Some(u64::from(expected)), "the caret is at line {at_line}, column {at_column}");
+    assert!(broken[recon_web::editor::byte_offset(&broken, at_line, at_column)..].starts_with("seeed"));
+    page.close().await;
+}

@@ -11,8 +11,9 @@
 //! Errors: every input event parses the text with
 //! [`recon_scenario::parse_with_source`] (well under a millisecond for the
 //! library's scenarios). The [`Diagnostic`]s it returns are listed one per
-//! line as `line L, column C: message`, in file order; clicking one puts the
-//! caret there. Lines with a problem are marked in the gutter. Apply (and
+//! line as `line L, column C: message`, in file order, right under the text;
+//! each is a button (Tab from the text reaches the first), and pressing it
+//! (click, Enter or Space) puts the caret there. Lines with a problem are marked in the gutter. Apply (and
 //! Ctrl+Enter in the textarea) is enabled only while the text parses. The
 //! simulator may still reject a parsed scenario (an unknown controller); it
 //! reports that through the parent, like any other run failure.
@@ -25,7 +26,8 @@
 //! Hooks for browser tests: the root `#editor` carries `data-valid`
 //! (`true`/`false`) and `data-dirty` (whether the text differs from the
 //! prop's); the textarea is `#editor-text`; the problems are `li`s of
-//! `#editor-errors`, each with `data-line` and `data-column`; the status is
+//! `#editor-errors`, each with `data-line` and `data-column` and a
+//! `button.editor-problem` inside; the status is
 //! `#editor-status`; the buttons are `#editor-apply` and `#editor-revert`.
 
 use std::collections::BTreeSet;
@@ -291,18 +293,23 @@ impl Component for ScenarioEditor {
             })
         });
         let onscroll = link.callback(|_: Event| Msg::Scroll);
+        // Buttons, so that Tab reaches them and Enter or Space jumps there.
         let problems = self.check.diagnostics().iter().map(|d| {
             let (line, column) = (d.line, d.column);
             let onclick = link.callback(move |_: MouseEvent| Msg::Goto { line, column });
             html! {
-                <li data-line={line.to_string()} data-column={column.to_string()} title={d.path.clone()} {onclick}>
-                    { describe(d) }
+                <li data-line={line.to_string()} data-column={column.to_string()}>
+                    <button type="button" class="editor-problem" title={format!("Put the caret at {} ({})", d.path, describe(d))}
+                        {onclick}>{ describe(d) }</button>
                 </li>
             }
         });
         let status_class = if valid { "editor-status ok" } else { "editor-status bad" };
         html! {
             <div id="editor" class="editor" data-valid={valid.to_string()} data-dirty={dirty.to_string()}>
+                <label class="editor-label" for="editor-text">
+                    { "Scenario file (YAML)" }
+                </label>
                 <div class="editor-area">
                     { self.gutter_view() }
                     <textarea
@@ -311,21 +318,24 @@ impl Component for ScenarioEditor {
                         spellcheck="false"
                         autocomplete="off"
                         wrap="off"
-                        aria-label="Scenario YAML"
+                        aria-describedby="editor-status"
                         value={self.text.clone()}
                         {oninput}
                         {onkeydown}
                         {onscroll}
                     />
                 </div>
+                // After the text and before the buttons, so that Tab goes from the text to its problems.
+                <ul id="editor-errors" class="editor-errors" aria-label="Problems in the scenario file">
+                    { for problems }
+                </ul>
                 <div class="editor-bar">
-                    <button id="editor-apply" disabled={!valid} onclick={link.callback(|_| Msg::Apply)}
-                        title="Run this scenario (Ctrl+Enter)">{ "Apply" }</button>
-                    <button id="editor-revert" disabled={!dirty} onclick={link.callback(|_| Msg::Revert)}
+                    <button id="editor-apply" type="button" disabled={!valid} onclick={link.callback(|_| Msg::Apply)}
+                        aria-keyshortcuts="Control+Enter" title="Run this scenario (Ctrl+Enter)">{ "Apply" }</button>
+                    <button id="editor-revert" type="button" disabled={!dirty} onclick={link.callback(|_| Msg::Revert)}
                         title="Discard the edits">{ "Revert" }</button>
-                    <span id="editor-status" class={status_class}>{ self.check.summary() }</span>
+                    <span id="editor-status" class={status_class} role="status">{ self.check.summary() }</span>
                 </div>
-                <ul id="editor-errors" class="editor-errors">{ for problems }</ul>
             </div>
         }
     }

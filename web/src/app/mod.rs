@@ -12,6 +12,7 @@ mod download;
 mod panels;
 pub mod search;
 pub mod settings;
+pub mod tour;
 #[cfg(target_arch = "wasm32")]
 mod worker_link;
 

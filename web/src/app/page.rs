@@ -51,6 +51,10 @@ pub enum Msg {
     ToggleEditor,
     /// Run the scenario text from the editor.
     ApplyText(String),
+    /// The visitor did something with the guided tour.
+    Tour(super::tour::Action),
+    /// A moment of the timeline was clicked, away from any event: inspect it.
+    Moment(u64),
     /// The search for a violation ("Find a violation").
     Search(super::search::SearchMsg),
 }
@@ -79,6 +83,10 @@ pub struct App {
     pub(super) embed: Option<Embed>,
     /// Whether the scenario editor is open.
     pub(super) show_editor: bool,
+    /// The guided tour's step, while it is open.
+    pub(super) tour: Option<usize>,
+    /// Open the tour when the first run finishes (a first visit to the default scenario).
+    tour_on_first_run: bool,
     /// The search for a violation and its workers.
     pub(super) search: super::search::Search,
 }
@@ -164,6 +172,14 @@ impl Component for App {
             }
             None => library(),
         };
+        // The tour is for the default scenario as it opens, not for a shared run or an embed.
+        let linked = web_sys::window()
+            .and_then(|w| w.location().hash().ok())
+            .is_some_and(|h| h.starts_with(crate::share::PREFIX));
+        let first_visit = !linked
+            && embed_from_url().is_none()
+            && state.current.library == recon_catalog::DEFAULT_SCENARIO
+            && !super::tour::seen();
         let mut app = App {
             state,
             worker: None,
@@ -173,6 +189,8 @@ impl Component for App {
             embed_snippet: None,
             embed: embed_from_url(),
             show_editor: false,
+            tour: None,
+            tour_on_first_run: first_visit,
             search: Default::default(),
         };
         app.start_worker(ctx);
@@ -274,6 +292,19 @@ impl Component for App {
             }
             Msg::Search(msg) => return self.search_update(ctx, msg),
             Msg::ToggleEditor => self.show_editor = !self.show_editor,
+            Msg::Tour(action) => self.tour_action(action),
+            Msg::Moment(at_ms) => match self.state.pending {
+                _ if self.embed.is_some() => return false,
+                // Inspecting would replace the run in flight.
+                Some(Pending::Run { .. } | Pending::Check { .. }) => {
+                    self.state.notice =
+                        Some("The run is still going: click the moment again when it has finished.".into())
+                }
+                _ => {
+                    ctx.link().send_message(Msg::Inspect(at_ms));
+                    return false;
+                }
+            },
             Msg::ApplyText(text) => match recon_scenario::parse("scenario.yaml", &text) {
                 Ok(scenario) => {
                     self.state.current.scenario = scenario;
@@ -392,6 +423,10 @@ impl App {
                 }
                 if self.state.receive(message) == super::Outcome::RunWithUpload {
                     self.run(ctx);
+                }
+                if self.tour_on_first_run && self.state.run.is_some() {
+                    self.tour_on_first_run = false;
+                    self.tour_action(super::tour::Action::Start);
                 }
             }
             WorkerEvent::Broken(why) => {

@@ -88,6 +88,10 @@ pub fn page(app: &App, ctx: &Context<App>) -> Html {
                     </div>
                 </section>
             </div>
+            if let (Some(step), Some(run)) = (app.tour, &state.run) {
+                <super::tour::TourCard steps={super::tour::steps(run)} {step}
+                    on_action={ctx.link().callback(Msg::Tour)} />
+            }
         </div>
     }
 }
@@ -122,6 +126,8 @@ fn header(state: &State, ctx: &Context<App>) -> Html {
             <button id="share" title="A link that replays this run exactly" onclick={link.callback(|_| Msg::Share)}>{ "Share" }</button>
             <button id="embed" title="An <iframe> snippet that shows this run in your page"
                 onclick={link.callback(|_| Msg::EmbedSnippet)}>{ "Embed" }</button>
+            <button id="tour-open" title="A short tour of this page"
+                onclick={link.callback(|_| Msg::Tour(super::tour::Action::Start))}>{ "Take the tour" }</button>
             <button id="about-toggle" onclick={link.callback(|_| Msg::ToggleAbout)}>{ "About" }</button>
         </header>
     }
@@ -298,8 +304,10 @@ fn servers(state: &State, ctx: &Context<App>) -> Html {
                                 }
                             }) }
                             <div class="add-partition">
-                                <input class="short" id={from_id} placeholder="from 2s" />
-                                <input class="short" id={until_id} placeholder="until 8s" />
+                                <input class="short" id={from_id} placeholder="from 2s"
+                                    aria-label={format!("{name}: cut off from etcd from")} />
+                                <input class="short" id={until_id} placeholder="until 8s"
+                                    aria-label={format!("{name}: cut off until (empty: never heals)")} />
                                 <button id={format!("add-partition-{name}")} onclick={add}>{ "Add" }</button>
                             </div>
                         </div>
@@ -391,7 +399,8 @@ fn components(state: &State, ctx: &Context<App>) -> Html {
                             }
                         </div>
                         <div class="fault-row">
-                            <input class="short" id={fault_id.clone()} placeholder="at 5s" />
+                            <input class="short" id={fault_id.clone()} placeholder="at 5s"
+                                aria-label={format!("{name}: time of the crash or restart")} />
                             <button id={format!("crash-{name}")} onclick={fault(Fault::Crash)}>{ "Crash" }</button>
                             <button id={format!("restart-{name}")} onclick={fault(Fault::Restart)}>{ "Restart" }</button>
                         </div>
@@ -448,7 +457,7 @@ fn timeline(state: &State, ctx: &Context<App>) -> Html {
     match &state.run {
         Some(run) => html! {
             <Timeline trace={run.trace.clone()} selected={state.selected}
-                on_select={ctx.link().callback(Msg::Select)} />
+                on_select={ctx.link().callback(Msg::Select)} on_moment={ctx.link().callback(Msg::Moment)} />
         },
         None => html! { <div class="timeline-empty">{ "Running the scenario…" }</div> },
     }
@@ -540,8 +549,13 @@ fn inspector(state: &State, ctx: &Context<App>) -> Html {
         <section class="inspector" id="inspector">
             <h2>{ "Caches against etcd" }</h2>
             { for button }
+            if state.snapshot.is_none() {
+                <p class="hint" id="inspector-hint">
+                    { "Or click any moment on the timeline, away from its events, to look there." }
+                </p>
+            }
             if let Some(snapshot) = &state.snapshot {
-                <p class="hint">{ format!("At {}, etcd at revision {}.", fmt_time(snapshot.time_ms), snapshot.store_revision) }</p>
+                <p class="hint" id="inspector-at">{ format!("At {}, etcd at revision {}.", fmt_time(snapshot.time_ms), snapshot.store_revision) }</p>
                 { for snapshot.components.iter().map(|view| html! {
                     <div class={classes!("view-diff", (!view.is_current()).then_some("stale"))}
                         id={format!("view-{}", view.component)}>

@@ -8,7 +8,8 @@
 //! revisions it trails etcd, partition windows shaded, and arrows from the
 //! selected entry's causes to it. It pans (drag), zooms (wheel, buttons,
 //! keys), steps from entry to entry, scrubs (drag on the time axis), and
-//! tells its parent which entry the user picked; the parent owns the selection.
+//! tells its parent which entry the user picked, or which moment when a
+//! click lands away from every mark; the parent owns the selection.
 //!
 //! Plain Rust, tested natively (`cargo test -p recon-web`):
 //! - [`lanes`]: which lanes a trace has, and their order;
@@ -30,7 +31,10 @@
 //!
 //! Hooks for browser tests: the root `#timeline` carries `data-lanes` (lane
 //! names, comma-separated, top to bottom) and `data-violations` (a count);
-//! the canvas is `#timeline-canvas`; `#timeline-selected` (visually hidden)
+//! the canvas is `#timeline-canvas`, with `data-selected-x` and
+//! `data-selected-y` (CSS pixels from its top left) where the selected
+//! entry's mark was last drawn, absent while it is out of sight;
+//! `#timeline-selected` (visually hidden)
 //! has `data-entry` set to the selected entry's id and the entry's
 //! description as text; the buttons are `#tl-first-violation`, `#tl-prev`,
 //! `#tl-next`, `#tl-zoom-in`, `#tl-zoom-out` and `#tl-fit`.
@@ -63,7 +67,7 @@ pub use bench::{pan_benchmark, synthetic_trace};
 
 use self::draw::{Frame, Scratch, Surface, draw};
 use self::hover::{Tooltip, band_tooltip, entry_tooltip, partition_at, partition_tooltip};
-use self::layout::{LaneLayout, hit_test};
+use self::layout::{LaneLayout, hit_test, mark_position};
 use self::model::{MarkKind, TimelineModel};
 use self::theme::*;
 use self::viewport::{Span, Viewport};
@@ -88,6 +92,10 @@ pub struct TimelineProps {
     pub selected: Option<EntryId>,
     /// Called with an entry's id when the user selects it.
     pub on_select: Callback<EntryId>,
+    /// Called with a moment (virtual milliseconds) when the user clicks the
+    /// plot away from any mark.
+    #[prop_or_default]
+    pub on_moment: Callback<u64>,
 }
 
 /// A toolbar or keyboard command.
@@ -207,6 +215,8 @@ pub struct Timeline {
     surface: Option<Surface>,
     scratch: Scratch,
     canvas_width: f64,
+    /// Where the selected mark was last drawn, as the canvas's hooks say.
+    mark_hook: Option<(f64, f64)>,
     root: NodeRef,
     canvas: NodeRef,
 }
@@ -236,6 +246,7 @@ impl Component for Timeline {
             surface: None,
             scratch: Scratch::default(),
             canvas_width: 0.0,
+            mark_hook: None,
             root: NodeRef::default(),
             canvas: NodeRef::default(),
         }
@@ -466,6 +477,19 @@ impl Timeline {
             height,
         };
         draw(surface, &frame, &mut self.scratch);
+        let mark = selected
+            .and_then(|id| mark_position(&self.model, &self.layout, &self.view, id))
+            .filter(|(x, _)| (0.0..=self.view.width_px).contains(x))
+            .map(|(x, y)| (x + GUTTER_WIDTH, y));
+        if mark != self.mark_hook {
+            self.mark_hook = mark;
+            let set = |name: &str, value: Option<f64>| match value {
+                Some(v) => canvas.set_attribute(name, &format!("{v:.0}")),
+                None => canvas.remove_attribute(name),
+            };
+            let _ = set("data-selected-x", mark.map(|m| m.0));
+            let _ = set("data-selected-y", mark.map(|m| m.1));
+        }
     }
 
     /// Client coordinates to canvas CSS pixels.
@@ -533,7 +557,14 @@ impl Timeline {
                 self.pointer = inside.then(|| Pointer { x, y, target: self.target_at(x, y) });
                 let picked = match drag.kind {
                     DragKind::Pan if !drag.moved => {
-                        hit_test(&self.model, &self.layout, &self.view, x - GUTTER_WIDTH, y, PICK_RADIUS)
+                        let hit = hit_test(&self.model, &self.layout, &self.view, x - GUTTER_WIDTH, y, PICK_RADIUS);
+                        if hit.is_none() {
+                            // A click on an empty moment: the cursor goes there, the parent may look.
+                            let plot_x = (x - GUTTER_WIDTH).clamp(0.0, self.view.width_px);
+                            self.cursor_ms = Some(self.view.time_at(plot_x));
+                            ctx.props().on_moment.emit(self.view.moment_at(plot_x));
+                        }
+                        hit
                     }
                     DragKind::Pan => None,
                     // Scrubbing selects the last entry at or before the cursor.

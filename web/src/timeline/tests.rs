@@ -359,6 +359,17 @@ fn fitting_shows_the_whole_run_with_a_margin() {
 }
 
 #[test]
+fn a_clicked_moment_is_the_whole_millisecond_under_the_pointer_and_never_negative() {
+    let view = Viewport::fit(span(), 1000.0);
+    let x = view.x_of(12_345.4);
+    assert_eq!(view.moment_at(x), 12_345);
+    assert_eq!(view.moment_at(view.x_of(12_345.6)), 12_346);
+    // Left of the run's start, in the fit's padding: the start.
+    assert!(view.time_at(0.0) < 0.0);
+    assert_eq!(view.moment_at(0.0), 0);
+}
+
+#[test]
 fn zooming_keeps_the_time_under_the_pointer_where_it_is() {
     let mut view = Viewport::fit(span(), 1000.0);
     for (x, factor) in [(250.0, 1.6), (731.0, 3.0), (10.0, 1.0 / 1.6), (500.0, 40.0)] {

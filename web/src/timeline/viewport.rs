@@ -77,6 +77,12 @@ impl Viewport {
         self.start_ms + x * self.ms_per_px
     }
 
+    /// The moment under a pixel, in whole milliseconds, never before 0 (the
+    /// fit's padding starts a little before the run).
+    pub fn moment_at(&self, x: f64) -> u64 {
+        self.time_at(x).round().max(0.0) as u64
+    }
+
     /// Zooms by `factor` (above 1 zooms in) keeping the time under `x` where it is.
     pub fn zoom_at(&mut self, x: f64, factor: f64, span: Span) {
         if !(factor.is_finite() && factor > 0.0) {
