@@ -36,6 +36,10 @@ impl Default for SoakSize {
 /// How many Deployments share the pods.
 pub const DEPLOYMENTS: usize = 4;
 
+/// The soak's trace limit: the default (2,000,000) protects the
+/// playground, but an hour of this churn at the default size needs more.
+pub const MAX_TRACE_ENTRIES: u64 = 20_000_000;
+
 /// Revisions the periodic compaction keeps.
 pub const COMPACT_KEEP: u64 = 1_000;
 
@@ -51,11 +55,13 @@ pub fn yaml(size: SoakSize) -> String {
            and partitions of the second API server.\n\
          seed: 1\n\
          duration: {minutes}m\n\
+         limits: {{ maxTraceEntries: {MAX_TRACE_ENTRIES} }}\n\
          apiServers:\n  - name: apiserver-1\n  - name: apiserver-2\n    watchCache: {{ lag: 50ms }}\n"
     );
-    if minutes >= 10 {
+    let partitions: Vec<u64> = (10..minutes).step_by(10).collect();
+    if !partitions.is_empty() {
         y += "    partitions:\n";
-        for m in (10..minutes).step_by(10) {
+        for m in partitions {
             y += &format!("      - {{ from: {m}m, until: {}s }}\n", m * 60 + 20);
         }
     }

@@ -17,6 +17,7 @@
 //! command stops and says exactly what to run.
 
 mod browser;
+mod fuzz;
 mod serve;
 mod tools;
 
@@ -42,6 +43,7 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("bench") => bench(&args[1..]),
         Some("e2e") => e2e(&args[1..]),
+        Some("fuzz") => fuzz_longer(&args[1..]),
         Some("plugins") => build_plugins().map(|dir| println!("{}", dir.display())),
         Some("web") => build_web().map(|dir| println!("{}", dir.display())),
         _ => {
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
             eprintln!("  test             run every test: native, and in headless Chromium");
             eprintln!("  bench            run the benchmarks and print their results");
             eprintln!("  e2e [ARGS]       build and serve the playground, run only its browser tests (ARGS go to cargo test)");
+            eprintln!("  fuzz [SECONDS]   run every fuzz target for SECONDS (default 600) with cargo-fuzz");
             eprintln!("  plugins          build the controller plugins for wasm32 and print their directory");
             eprintln!("  web              build the playground and print its directory");
             return ExitCode::from(2);
@@ -105,6 +108,8 @@ fn test(args: &[String]) -> Result<(), String> {
         .args(args)
         .env(PLUGIN_DIR_VAR, &plugins))?;
     run(cargo().args(["test", "--workspace", "--doc", "--exclude", E2E_PACKAGE]).env(PLUGIN_DIR_VAR, &plugins))?;
+    // A short fixed budget per fuzz target (fuzz/README.md).
+    fuzz::run_all(&root, fuzz::test_budget()?)?;
     let mut wasm = cargo();
     wasm.args(["build", "--target", WASM_TARGET]);
     for c in WASM_CRATES {
@@ -119,6 +124,17 @@ fn test(args: &[String]) -> Result<(), String> {
     playground_tests(&chromium, &plugins, &[])?;
     eprintln!("xtask: all tests passed, natively and in headless Chromium");
     Ok(())
+}
+
+/// `cargo xtask fuzz [SECONDS]`: every fuzz target for longer than the
+/// test budget (default ten minutes each).
+fn fuzz_longer(args: &[String]) -> Result<(), String> {
+    let seconds = match args {
+        [] => 600,
+        [s] => s.parse().map_err(|_| format!("{s}: not a number of seconds; usage: cargo xtask fuzz [SECONDS]"))?,
+        _ => return Err(format!("unexpected arguments {args:?}; usage: cargo xtask fuzz [SECONDS]")),
+    };
+    fuzz::run_all(&workspace_root(), seconds)
 }
 
 /// `cargo xtask e2e [ARGS]`: only the playground's end-to-end tests, for
