@@ -235,11 +235,7 @@ pub fn plugin_module(data: &[u8]) {
         Err(error) => {
             let message = error.to_string();
             assert!(message.starts_with("fuzz.wasm"), "the message does not start with the name: {message}");
-            // Known bug, skipped until fixed: an import's name is printed
-            // raw, newlines included (see the ignored regression test
-            // `an_import_name_with_a_newline_still_gives_a_one_line_message`).
-            let known_bug = matches!(error, PluginError::Import { .. });
-            assert!(known_bug || !message.contains('\n'), "the message is not one line: {message}");
+            assert!(!message.contains('\n'), "the message is not one line: {message}");
             return;
         }
     };

@@ -74,8 +74,6 @@ fn the_module_seeds_load_so_that_fuzzing_reaches_instrumentation() {
 
 /// Found by `plugin_module` (fuzz/regressions/plugin_module/import-name-with-newline.wasm).
 #[test]
-#[ignore = "recon-host bug: PluginError::Import prints the import's module and field names raw, so a name \
-            with a newline breaks the promised one-line message"]
 fn an_import_name_with_a_newline_still_gives_a_one_line_message() {
     let wasm = wat::parse_str(r#"(module (import "r\0a." "x" (func)) (memory (export "memory") 1))"#).unwrap();
     let error = recon_host::Module::load("p.wasm", &wasm, &recon_host::Limits::default()).unwrap_err();

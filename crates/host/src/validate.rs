@@ -67,7 +67,10 @@ pub(crate) fn validate(name: &str, bytes: &[u8], limits: &Limits) -> Result<(), 
                     match (import.module, import.name, import.ty) {
                         ("recon", "log", TypeRef::Func(ty)) => log_type = Some(ty),
                         (module, field, _) => {
-                            return Err(PluginError::Import { name: name_(), import: format!("{module}.{field}") });
+                            // Escaped: the names are the module's bytes, and a
+                            // refusal is one line whatever they hold.
+                            let import = format!("{}.{}", module.escape_debug(), field.escape_debug());
+                            return Err(PluginError::Import { name: name_(), import });
                         }
                     }
                 }

@@ -689,6 +689,7 @@ impl Sim {
                     cause.into_iter().collect(),
                 );
                 self.store_entries.insert(event.revision, entry);
+                self.live_pods.apply(&event);
                 if client_component(&client).is_some() {
                     let writer = self.client_name(&client);
                     self.check_replica_count(&writer, &event, entry);

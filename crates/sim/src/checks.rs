@@ -155,6 +155,43 @@ fn spec_replicas(object: &Object) -> u64 {
     object.spec.get("replicas").and_then(serde_json::Value::as_u64).unwrap_or(1)
 }
 
+/// Live pods by the uid of their controller, kept up to date on every
+/// store write, so that judging a write costs no scan of every pod.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LivePods {
+    by_owner: BTreeMap<String, std::collections::BTreeSet<String>>,
+}
+
+impl LivePods {
+    /// Follows one store event.
+    pub fn apply(&mut self, event: &recon_store::StoreEvent) {
+        if event.value.kind != "Pod" {
+            return;
+        }
+        let entry = |pod: &Object| pod.controller_owner().map(|o| (o.uid.clone(), pod.metadata.uid.clone()));
+        if let Some((owner, pod)) = event.prev.as_ref().filter(|p| live(p)).and_then(entry)
+            && let Some(set) = self.by_owner.get_mut(&owner)
+        {
+            set.remove(&pod);
+            if set.is_empty() {
+                self.by_owner.remove(&owner);
+            }
+        }
+        let removed = event.kind == recon_store::EventKind::Delete;
+        if !removed
+            && live(&event.value)
+            && let Some((owner, pod)) = entry(&event.value)
+        {
+            self.by_owner.entry(owner).or_default().insert(pod);
+        }
+    }
+
+    /// How many live pods the object with `uid` controls.
+    pub fn count(&self, owner_uid: &str) -> usize {
+        self.by_owner.get(owner_uid).map_or(0, |s| s.len())
+    }
+}
+
 impl Sim {
     /// The live pods in the store whose controller is the object with `uid`.
     fn live_pods_of(&self, namespace: &str, uid: &str) -> Vec<Object> {
@@ -189,7 +226,7 @@ impl Sim {
             return; // the set is gone or going: its pods are garbage now
         }
         let want = spec_replicas(&set);
-        let have = self.live_pods_of(&namespace, &set.metadata.uid).len() as u64;
+        let have = self.live_pods.count(&set.metadata.uid) as u64;
         let pod = &event.value.metadata.name;
         // Only the write that crosses the line is flagged: the rest of the
         // same overshoot (one reconcile's batch) is the same finding.

@@ -100,6 +100,8 @@ pub struct Sim {
     /// the trace limit too, so a controller returning thousands of actions
     /// a call reaches it as surely as one making thousands of calls.
     pub(crate) listed_items: u64,
+    /// Live pods by controller, for the replica-count check.
+    pub(crate) live_pods: crate::checks::LivePods,
 }
 
 impl Sim {
@@ -141,6 +143,7 @@ impl Sim {
             ended: false,
             halted: false,
             listed_items: 0,
+            live_pods: Default::default(),
         };
         sim.bootstrap()?;
         for (i, c) in scenario.components.iter().enumerate() {
@@ -178,6 +181,7 @@ impl Sim {
                 reason: e.to_string(),
                 index: i,
             })?;
+            self.live_pods.apply(&event);
             let entry = self.trace.push(
                 0,
                 "etcd",
