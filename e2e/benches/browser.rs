@@ -5,7 +5,10 @@
 //! - time from navigation to the first drawn timeline;
 //! - simulation throughput in the browser's worker as a ratio to the same
 //!   scenario run natively in this process, in the same run;
-//! - frame time while panning a 100,000-event timeline.
+//! - frame time while panning a 100,000-event timeline;
+//! - "Find a violation" on the #59848 workload: click to violation shown,
+//!   and plans per second across search workers, each against the same
+//!   search natively in this process.
 //!
 //! Wall-clock time is the point here; nothing in the test suite times things.
 
@@ -142,13 +145,177 @@ async fn timeline_frames() {
     page.close().await;
 }
 
+/// The #59848 workload, with the naive kubelet or the fixed one.
+fn workload(fixed: bool) -> recon_scenario::Scenario {
+    let library = recon_catalog::scenario(WORKLOAD).unwrap();
+    let mut scenario = recon_scenario::parse(WORKLOAD, library.yaml).unwrap();
+    if fixed {
+        for c in &mut scenario.components {
+            if c.controller == "kubelet" {
+                c.controller = "kubelet-fixed".into();
+            }
+        }
+    }
+    scenario
+}
+
+const WORKLOAD: &str = "pod-safety-59848-workload";
+
+/// Cores, as the native search uses them.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// "Find a violation" on the #59848 workload: from the click to the shrunk
+/// run shown with its violation selected, over fresh pages; natively, the
+/// same search on every core, its shrinking and the run of what it found.
+async fn find_a_violation() {
+    let mut native = Vec::new();
+    let mut expected = String::new();
+    for _ in 0..5 {
+        let start = Instant::now();
+        let explored = recon_e2e::explore_natively(&workload(false), cores());
+        let (_, found) = explored.found.expect("the naive kubelet breaks");
+        let found = recon_scenario::parse("found.yaml", &recon_scenario::to_yaml(&found)).unwrap();
+        expected = recon_e2e::run_scenario(&found, &[]).hash();
+        native.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    let script = r#"
+        const [expected, done] = [arguments[0], arguments[arguments.length - 1]];
+        const start = performance.now();
+        let found = null;
+        document.querySelector('#find-violation').click();
+        (function check() {
+            const result = document.querySelector('#search-result');
+            if (found === null && result && result.textContent.startsWith('Found')) found = performance.now() - start;
+            const hash = document.querySelector('#trace-hash');
+            if (hash && hash.textContent === expected && document.querySelector('article.violation.selected')) {
+                done({ found, shown: performance.now() - start });
+            } else requestAnimationFrame(check);
+        })();
+    "#;
+    let (mut found, mut shown) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let page = Browser::open(&format!("?scenario={WORKLOAD}")).await;
+        page.hash_after(None).await;
+        let answer = page.client().execute_async(script, vec![expected.clone().into()]).await.unwrap();
+        found.push(answer["found"].as_f64().unwrap_or(f64::NAN));
+        shown.push(answer["shown"].as_f64().unwrap());
+        page.close().await;
+    }
+    let (n, f, s) = (median(native), median(found), median(shown));
+    println!("## Find a violation, #59848 workload (fresh page; native: the same search on {} thread(s))\n", cores());
+    println!("| what | ms |\n|---|---:|");
+    println!("| native: search, shrink, run the found scenario | {n:.0} |");
+    println!("| browser: click to result (search and shrink, workers started) | {f:.0} |");
+    println!("| browser: click to the violation shown in the timeline | {s:.0} |");
+    println!("| browser / native | {:.1}x |\n", s / n);
+}
+
+/// Plans per second: every plan of the workload against the fixed kubelet
+/// (nothing breaks, so all of them run), in 1 and in N search workers
+/// started beforehand, and natively on 1 and N threads.
+async fn search_throughput() {
+    let fixed = workload(true);
+    let yaml = recon_scenario::to_yaml(&fixed);
+    let page = Browser::open("").await;
+    page.hash_after(None).await;
+    let script = r#"
+        const [yaml, count, done] = [arguments[0], arguments[1], arguments[arguments.length - 1]];
+        const workers = [];
+        const created = performance.now();
+        let ready = 0, finished = 0, plans = 0, start = 0;
+        for (let shard = 0; shard < count; shard++) {
+            const worker = new Worker('./recon-worker_loader.js');
+            workers.push(worker);
+            worker.onmessage = (event) => {
+                const message = JSON.parse(event.data);
+                if (message.type === 'ready' && ++ready === count) {
+                    start = performance.now();
+                    workers.forEach((w, i) => w.postMessage(JSON.stringify({
+                        type: 'search', id: 1, scenario: yaml, uploads: [], shard: i, shards: count, budget: 10000 })));
+                } else if (message.type === 'search' && (message.report === 'found'
+                        || (message.report === 'progress' && message.next === null))) {
+                    plans += message.done;
+                    if (++finished === count) {
+                        workers.forEach((w) => w.terminate());
+                        done({ plans, ms: performance.now() - start, startup: start - created });
+                    }
+                } else if (message.type === 'failed') {
+                    workers.forEach((w) => w.terminate());
+                    done({ error: message.error });
+                }
+            };
+        }
+    "#;
+    let hardware = page.client().execute("return navigator.hardwareConcurrency", vec![]).await.unwrap();
+    let many = (hardware.as_u64().unwrap_or(1) as usize).clamp(1, 4);
+    println!("## Search throughput, #59848 workload against the fixed kubelet (every plan runs)\n");
+    println!("| where | workers / threads | plans | ms | plans/s |\n|---|---:|---:|---:|---:|");
+    for jobs in [1, cores()] {
+        let explorer_factory = || -> recon_sim::Instantiate { Box::new(|c| recon_catalog::instantiate(&c.controller)) };
+        let explorer = recon_explore::Explorer::new(&fixed, &explorer_factory, false).unwrap();
+        let plans = recon_explore::shard(explorer.plans(), 0, 1);
+        let options = recon_explore::SearchOptions { jobs, stop_at_first: true };
+        let times: Vec<f64> = (0..3)
+            .map(|_| {
+                let result = recon_explore::search(&explorer, &plans, &explorer_factory, options, &|_| {});
+                assert!(result.failures.is_empty());
+                result.elapsed.as_secs_f64() * 1e3
+            })
+            .collect();
+        let ms = median(times);
+        println!("| native | {jobs} | {} | {ms:.0} | {:.0} |", plans.len(), plans.len() as f64 / ms * 1e3);
+    }
+    let mut startup = Vec::new();
+    for count in [1, many] {
+        let (mut times, mut startups) = (Vec::new(), Vec::new());
+        let mut plans = 0;
+        for _ in 0..3 {
+            let answer = page.client().execute_async(script, vec![yaml.clone().into(), count.into()]).await.unwrap();
+            if let Some(error) = answer.get("error") {
+                panic!("a search worker failed: {error}");
+            }
+            plans = answer["plans"].as_u64().unwrap();
+            times.push(answer["ms"].as_f64().unwrap());
+            startups.push(answer["startup"].as_f64().unwrap());
+        }
+        let ms = median(times);
+        println!("| browser | {count} | {plans} | {ms:.0} | {:.0} |", plans as f64 / ms * 1e3);
+        startup.push((count, median(startups)));
+    }
+    println!();
+    for (count, ms) in startup {
+        println!("Starting {count} search worker(s) until they answer: {ms:.0} ms (not in the times above).");
+    }
+    println!();
+    page.close().await;
+}
+
 fn main() {
-    // `cargo bench` passes `--bench`; this harness takes no arguments.
+    // `cargo bench` passes `--bench`; other arguments pick sections by
+    // name (`cargo bench -p recon-e2e -- search`); none runs them all.
+    let picked: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let run = |name: &str| picked.is_empty() || picked.iter().any(|p| name.contains(p.as_str()));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    sizes();
+    if run("sizes") {
+        sizes();
+    }
     runtime.block_on(async {
-        first_timeline().await;
-        simulation_throughput().await;
-        timeline_frames().await;
+        if run("first-timeline") {
+            first_timeline().await;
+        }
+        if run("simulation-throughput") {
+            simulation_throughput().await;
+        }
+        if run("timeline-frames") {
+            timeline_frames().await;
+        }
+        if run("search-find-a-violation") {
+            find_a_violation().await;
+        }
+        if run("search-throughput") {
+            search_throughput().await;
+        }
     });
 }
