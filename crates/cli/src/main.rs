@@ -74,7 +74,7 @@ enum Command {
         #[arg(long = "plugin", value_name = "COMPONENT=FILE")]
         plugins: Vec<String>,
         /// Run at most this many plans.
-        #[arg(long, default_value_t = 10_000)]
+        #[arg(long, default_value_t = recon_explore::DEFAULT_BUDGET)]
         budget: usize,
         /// Override the scenario's seed.
         #[arg(long)]

@@ -53,14 +53,10 @@ fn holder(lease: &Object) -> String {
     lease.spec.get("holderIdentity").and_then(Value::as_str).unwrap_or_default().to_string()
 }
 
-/// Virtual time as a Kubernetes MicroTime, counted from the Unix epoch (a
-/// run starts at 1970-01-01T00:00:00Z).
+/// Virtual time as a Kubernetes MicroTime (microsecond precision).
 fn micro_time(ms: u64) -> String {
-    let (secs, ms) = (ms / 1000, ms % 1000);
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    let (h, m, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
-    // Days past January 1970 are rare in a run; keep them in the day field.
-    format!("1970-01-{:02}T{h:02}:{m:02}:{s:02}.{ms:03}000Z", days + 1)
+    let time = recon_abi::format_timestamp(ms);
+    format!("{}000Z", time.trim_end_matches('Z'))
 }
 
 impl Sim {
