@@ -77,13 +77,19 @@ async fn first_timeline() {
         page.close().await;
     }
     println!("## Navigation to first drawn timeline (default scenario, fresh profile)\n");
-    println!("median {:.0} ms, runs: {:?}\n", median(times.clone()), times.iter().map(|t| t.round()).collect::<Vec<_>>());
+    println!(
+        "median {:.0} ms, runs: {:?}\n",
+        median(times.clone()),
+        times.iter().map(|t| t.round()).collect::<Vec<_>>()
+    );
 }
 
 /// The same scenario in the browser's worker and natively here.
 async fn simulation_throughput() {
     println!("## Simulation speed, browser worker vs native (same scenario, same run)\n");
-    println!("| scenario | entries | native ms | browser ms | browser speed (native = 1.0) |\n|---|---:|---:|---:|---:|");
+    println!(
+        "| scenario | entries | native ms | browser ms | browser speed (native = 1.0) |\n|---|---:|---:|---:|---:|"
+    );
     let page = Browser::open("").await;
     page.hash_after(None).await;
     for (nodes, pods) in [(10, 200), (50, 1000), (100, 2000)] {
@@ -101,7 +107,8 @@ async fn simulation_throughput() {
             trace = Some(sim.into_trace());
         }
         let trace = trace.unwrap();
-        let request = serde_json::json!({ "type": "run", "id": 1, "scenario": yaml, "seed": scenario.seed, "uploads": [] });
+        let request =
+            serde_json::json!({ "type": "run", "id": 1, "scenario": yaml, "seed": scenario.seed, "uploads": [] });
         let script = r#"
             const [request, done] = [arguments[0], arguments[arguments.length - 1]];
             const times = [];
@@ -116,14 +123,19 @@ async fn simulation_throughput() {
                 } else if (message.type === 'failed') { worker.terminate(); done({ error: message.error }); }
             };
         "#;
-        let answer = page.client().execute_async(script, vec![serde_json::Value::String(request.to_string())]).await.unwrap();
+        let answer =
+            page.client().execute_async(script, vec![serde_json::Value::String(request.to_string())]).await.unwrap();
         if let Some(error) = answer.get("error") {
             panic!("the worker failed: {error}");
         }
         assert_eq!(answer["hash"].as_str(), Some(trace.hash().as_str()), "browser and native traces differ");
         let browser: Vec<f64> = answer["times"].as_array().unwrap().iter().map(|t| t.as_f64().unwrap()).collect();
         let (n, b) = (median(native), median(browser));
-        println!("| scaled #59848, {nodes} nodes, {pods} pods | {} | {n:.0} | {b:.0} | {:.2} |", trace.entries.len(), n / b);
+        println!(
+            "| scaled #59848, {nodes} nodes, {pods} pods | {} | {n:.0} | {b:.0} | {:.2} |",
+            trace.entries.len(),
+            n / b
+        );
     }
     println!();
     page.close().await;

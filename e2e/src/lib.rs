@@ -22,7 +22,9 @@ pub const PATIENCE: Duration = Duration::from_secs(120);
 /// The environment variable `name`, or a panic that says how to run the tests.
 fn env(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| {
-        panic!("{name} is not set: run the browser tests with `cargo xtask test`, which builds and serves the playground")
+        panic!(
+            "{name} is not set: run the browser tests with `cargo xtask test`, which builds and serves the playground"
+        )
     })
 }
 
@@ -38,8 +40,11 @@ impl Browser {
     /// A fresh browser (new profile) at the playground's `path`, e.g. `""`
     /// or `"?scenario=pod-safety-59848-quorum"`.
     pub async fn open(path: &str) -> Browser {
-        let profile = std::env::temp_dir()
-            .join(format!("recon-e2e-{}-{}", std::process::id(), PROFILES.fetch_add(1, Ordering::Relaxed)));
+        let profile = std::env::temp_dir().join(format!(
+            "recon-e2e-{}-{}",
+            std::process::id(),
+            PROFILES.fetch_add(1, Ordering::Relaxed)
+        ));
         let _ = std::fs::remove_dir_all(&profile);
         std::fs::create_dir_all(&profile).expect("the temporary directory is writable");
         let args = [
@@ -58,10 +63,8 @@ impl Browser {
         .chain([format!("--user-data-dir={}", profile.display())])
         .collect::<Vec<_>>();
         let mut capabilities = serde_json::Map::new();
-        capabilities.insert(
-            "goog:chromeOptions".into(),
-            serde_json::json!({ "binary": env("RECON_CHROME"), "args": args }),
-        );
+        capabilities
+            .insert("goog:chromeOptions".into(), serde_json::json!({ "binary": env("RECON_CHROME"), "args": args }));
         let connector = hyper_util::client::legacy::connect::HttpConnector::new();
         let client = ClientBuilder::new(connector)
             .capabilities(capabilities)
@@ -152,7 +155,7 @@ pub fn run_scenario(scenario: &recon_scenario::Scenario, plugins: &[Swap<'_>]) -
     let compiled: Vec<(String, recon_host::CompiledPlugin)> = plugins
         .iter()
         .map(|(component, file_name, bytes)| {
-            let module = Module::load(file_name, bytes, &Limits::default()).expect("valid plugin");
+            let module = Module::load(file_name, bytes, &Limits::from(&scenario.limits.plugins)).expect("valid plugin");
             (component.to_string(), engine.compile(&module).expect("compiles"))
         })
         .collect();

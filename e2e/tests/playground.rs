@@ -39,7 +39,10 @@ async fn uploading_the_fixed_kubelet_makes_the_violation_disappear() {
     page.find("#upload-kubelet-node-1").await.send_keys(&path.display().to_string()).await.unwrap();
     page.find("#no-violations").await;
     let controller = page.find("#controller-kubelet-node-1").await.text().await.unwrap();
-    assert!(controller.contains("recon_plugin_kubelet_fixed.wasm") && controller.contains("kubelet-fixed"), "{controller}");
+    assert!(
+        controller.contains("recon_plugin_kubelet_fixed.wasm") && controller.contains("kubelet-fixed"),
+        "{controller}"
+    );
     // The plugin ran in the browser's WebAssembly, exactly as under wasmtime.
     let bytes = std::fs::read(&path).unwrap();
     let expected = native_hash(DEFAULT, &[("kubelet-node-1", "recon_plugin_kubelet_fixed.wasm", &bytes)]);
@@ -80,6 +83,42 @@ async fn a_rejected_upload_says_why_and_keeps_everything() {
     assert_eq!(page.hash_after(None).await, before);
     page.find("#explanation-0").await;
     let _ = std::fs::remove_file(notes);
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_upload_runs_under_the_plugin_limits_the_scenario_sets() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    page.find("#editor-toggle").await.click().await.unwrap();
+    let text = page.find("#editor-text").await.prop("value").await.unwrap().unwrap();
+    assert!(!text.contains("\nlimits:"), "the default scenario sets no limits");
+    // Another seed too, so that the applied edit shows in the trace hash.
+    let starved =
+        format!("{}\nlimits:\n  plugins:\n    fuelPerCall: 1000\n", text.replacen("seed: 1\n", "seed: 7\n", 1));
+    let set = "const t = document.querySelector('#editor-text'); t.value = arguments[0]; \
+               t.dispatchEvent(new Event('input', { bubbles: true }));";
+    page.client().execute(set, vec![starved.clone().into()]).await.unwrap();
+    page.wait_text("#editor-status", |t| t.starts_with("valid")).await;
+    page.find("#editor-apply").await.click().await.unwrap();
+    let limited = page.hash_after(Some(&before)).await;
+    // Starting the fixed kubelet takes more than 1000 instructions: its check
+    // fails under the scenario's limit, and the page keeps what it had.
+    let path = plugin_path("recon_plugin_kubelet_fixed");
+    page.find("#upload-kubelet-node-1").await.send_keys(&path.display().to_string()).await.unwrap();
+    let error = page.wait_text("#error pre", |t| !t.is_empty()).await;
+    assert!(error.contains("ran out of fuel (budget 1000 per call)"), "{error}");
+    assert_eq!(page.find("#controller-kubelet-node-1").await.text().await.unwrap(), "kubelet");
+    assert_eq!(page.hash_after(None).await, limited);
+    // A limit above the ceiling is an error in the editor, at its line.
+    let greedy = format!("{text}\nlimits:\n  plugins:\n    memoryBytes: 4294967296\n");
+    let line = greedy.lines().position(|l| l.contains("memoryBytes")).unwrap() + 1;
+    page.client().execute(set, vec![greedy.into()]).await.unwrap();
+    let errors = page.wait_text("#editor-errors", |t| !t.is_empty()).await;
+    assert!(
+        errors.contains(&format!("line {line}")) && errors.contains("above the most a scenario may set"),
+        "{errors}"
+    );
     page.close().await;
 }
 
@@ -189,7 +228,8 @@ async fn the_perfetto_export_has_one_track_per_component() {
 async fn every_step_of_the_causal_chain_selects_its_event() {
     let page = Browser::open("").await;
     page.hash_after(None).await;
-    let steps = page.client().find_all(fantoccini::Locator::Css("article.violation.selected ol.steps a")).await.unwrap();
+    let steps =
+        page.client().find_all(fantoccini::Locator::Css("article.violation.selected ol.steps a")).await.unwrap();
     assert!(steps.len() >= 5, "the chain has its steps");
     for step in steps {
         let entry = step.attr("data-entry").await.unwrap().expect("each step names its entry");
@@ -204,7 +244,8 @@ async fn every_step_of_the_causal_chain_selects_its_event() {
 async fn the_inspector_shows_node_1s_stale_view_at_the_relist() {
     let page = Browser::open("").await;
     page.hash_after(None).await;
-    let steps = page.client().find_all(fantoccini::Locator::Css("article.violation.selected ol.steps a")).await.unwrap();
+    let steps =
+        page.client().find_all(fantoccini::Locator::Css("article.violation.selected ol.steps a")).await.unwrap();
     // The moment the relist has landed: node-1's kubelet starts the old web-0.
     let mut acts = None;
     for step in steps {
@@ -213,8 +254,8 @@ async fn the_inspector_shows_node_1s_stale_view_at_the_relist() {
             acts = Some(step);
         }
     }
+    // Selecting the step is enough: the inspector follows the selection.
     acts.expect("the chain includes the stale start").click().await.unwrap();
-    page.find("#inspect").await.click().await.unwrap();
     let view = page.wait_text("#view-kubelet-node-1", |t| t.contains("still holds")).await;
     assert!(view.contains("Pod web-0") && view.contains("apiserver-2"), "{view}");
     let other = page.find("#view-kubelet-node-2").await.text().await.unwrap();
@@ -281,7 +322,10 @@ async fn two_embeds_on_one_page_render_their_own_runs() {
     let snippet = page.find("#embed-snippet").await.prop("value").await.unwrap().expect("a snippet");
     assert!(snippet.starts_with("<iframe src=\"") && snippet.contains("?embed=1#run="), "{snippet}");
     // A blog post with the snippet and a second embed of the default scenario.
-    let default_embed = format!("<iframe src=\"{}?embed=1\" width=\"900\" height=\"500\"></iframe>", std::env::var("RECON_E2E_URL").unwrap());
+    let default_embed = format!(
+        "<iframe src=\"{}?embed=1\" width=\"900\" height=\"500\"></iframe>",
+        std::env::var("RECON_E2E_URL").unwrap()
+    );
     let client = page.client();
     // The host page must come from the same local server: Chromium blocks a
     // public page (about:blank counts as one) from framing a loopback one.

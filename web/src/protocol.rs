@@ -58,6 +58,9 @@ pub enum ToWorker {
         id: u64,
         /// The plugin.
         upload: Upload,
+        /// The limits it is checked under: the scenario's `limits.plugins`.
+        #[serde(default)]
+        limits: recon_scenario::PluginLimits,
     },
     /// Search one shard of a scenario's perturbation plans for a violation
     /// ([`crate::search`]); answered with [`FromWorker::Search`] reports.
@@ -163,7 +166,8 @@ mod tests {
 
     #[test]
     fn requests_round_trip_with_their_uploads() {
-        let upload = Upload { component: "kubelet-node-1".into(), file_name: "k.wasm".into(), bytes: vec![0, 97, 115, 109] };
+        let upload =
+            Upload { component: "kubelet-node-1".into(), file_name: "k.wasm".into(), bytes: vec![0, 97, 115, 109] };
         let request = ToWorker::Run { id: 3, scenario: "name: x".into(), seed: 9, uploads: vec![upload.clone()] };
         let text = serde_json::to_string(&request).unwrap();
         let ToWorker::Run { id, seed, uploads, .. } = serde_json::from_str(&text).unwrap() else { panic!("a Run") };

@@ -18,8 +18,9 @@ const STEPS_PER_PROGRESS_CHECK: u64 = 256;
 /// re-runs with the same uploads, and compiling is the slow part.
 pub struct Runner {
     engine: Engine,
-    /// Compiled uploads by (file name, FNV-1a of the bytes).
-    compiled: BTreeMap<(String, u64), CompiledPlugin>,
+    /// Compiled uploads by (file name, FNV-1a of the bytes, the limits
+    /// written into them).
+    compiled: BTreeMap<(String, u64, recon_scenario::PluginLimits), CompiledPlugin>,
 }
 
 /// A parsed scenario and its compiled uploads, ready to simulate.
@@ -87,16 +88,16 @@ impl Runner {
                 }
                 Err(failed) => failed,
             },
-            ToWorker::Check { id, upload } => self.check(id, &upload),
+            ToWorker::Check { id, upload, limits } => self.check(id, &upload, &limits),
             ToWorker::Search(request) => crate::search::search(self, &request, progress),
             ToWorker::Shrink(request) => crate::search::shrink(self, &request),
         };
         progress.report(answer);
     }
 
-    fn check(&mut self, id: u64, upload: &Upload) -> FromWorker {
+    fn check(&mut self, id: u64, upload: &Upload, limits: &recon_scenario::PluginLimits) -> FromWorker {
         let failed = |error: String| FromWorker::Failed { id, component: Some(upload.component.clone()), error };
-        let plugin = match self.compile(upload) {
+        let plugin = match self.compile(upload, limits) {
             Ok(plugin) => plugin,
             Err(error) => return failed(error),
         };
@@ -130,7 +131,9 @@ impl Runner {
                 let error = format!("{}: the scenario has no component {:?}", upload.file_name, upload.component);
                 return Err(failed(Some(upload.component.clone()), error));
             }
-            let plugin = self.compile(upload).map_err(|error| failed(Some(upload.component.clone()), error))?;
+            let plugin = self
+                .compile(upload, &scenario.limits.plugins)
+                .map_err(|error| failed(Some(upload.component.clone()), error))?;
             swaps.insert(upload.component.clone(), plugin);
         }
         Ok(Prepared { scenario, source, swaps })
@@ -146,7 +149,7 @@ impl Runner {
         let mut steps = 0u64;
         while sim.step() {
             steps += 1;
-            if steps % STEPS_PER_PROGRESS_CHECK == 0 {
+            if steps.is_multiple_of(STEPS_PER_PROGRESS_CHECK) {
                 let now = progress.now_ms();
                 if now - last_report >= PROGRESS_EVERY_MS {
                     last_report = now;
@@ -160,13 +163,15 @@ impl Runner {
         FromWorker::Done { id, hash: trace.hash(), wall_ms, trace }
     }
 
-    /// Validates, instruments and compiles an upload, or says why not in one line.
-    fn compile(&mut self, upload: &Upload) -> Result<CompiledPlugin, String> {
-        let key = (upload.file_name.clone(), recon_sim::rng::fnv1a(&upload.bytes));
+    /// Validates, instruments (under `limits`) and compiles an upload, or
+    /// says why not in one line.
+    fn compile(&mut self, upload: &Upload, limits: &recon_scenario::PluginLimits) -> Result<CompiledPlugin, String> {
+        let key = (upload.file_name.clone(), recon_sim::rng::fnv1a(&upload.bytes), *limits);
         if let Some(plugin) = self.compiled.get(&key) {
             return Ok(plugin.clone());
         }
-        let module = Module::load(&upload.file_name, &upload.bytes, &Limits::default()).map_err(|e| e.to_string())?;
+        let module =
+            Module::load(&upload.file_name, &upload.bytes, &Limits::from(limits)).map_err(|e| e.to_string())?;
         let plugin = self.engine.compile(&module).map_err(|e| e.to_string())?;
         self.compiled.insert(key, plugin.clone());
         Ok(plugin)

@@ -63,7 +63,8 @@ fn encode(link: &Link) -> String {
 /// Makes the link for a run; plugins too large for a link are left out,
 /// with a message saying so.
 pub fn make(library: &str, scenario: &str, uploads: &[Upload], select: Option<EntryId>) -> Made {
-    let mut link = Link { v: VERSION, library: library.into(), scenario: scenario.into(), uploads: uploads.to_vec(), select };
+    let mut link =
+        Link { v: VERSION, library: library.into(), scenario: scenario.into(), uploads: uploads.to_vec(), select };
     let fragment = encode(&link);
     if fragment.len() <= MAX_LINK_BYTES || uploads.is_empty() {
         return Made { fragment, left_out: None };
@@ -108,7 +109,8 @@ mod tests {
 
     #[test]
     fn a_link_round_trips_with_its_plugin_and_selection() {
-        let upload = Upload { component: "kubelet-node-1".into(), file_name: "k.wasm".into(), bytes: vec![0, 97, 115, 109, 1] };
+        let upload =
+            Upload { component: "kubelet-node-1".into(), file_name: "k.wasm".into(), bytes: vec![0, 97, 115, 109, 1] };
         let made = make("pod-safety-59848", default_yaml(), std::slice::from_ref(&upload), Some(42));
         assert!(made.left_out.is_none());
         assert!(made.fragment.starts_with(PREFIX));
@@ -148,7 +150,8 @@ mod tests {
         if edited != made.fragment {
             assert!(read(&edited).is_err());
         }
-        let future = encode(&Link { v: 9, library: String::new(), scenario: String::new(), uploads: vec![], select: None });
+        let future =
+            encode(&Link { v: 9, library: String::new(), scenario: String::new(), uploads: vec![], select: None });
         assert!(read(&future).unwrap_err().contains("another version"));
     }
 }

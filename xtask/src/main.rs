@@ -51,7 +51,9 @@ fn main() -> ExitCode {
             eprintln!("  play [--port N]  build the playground and serve it on 127.0.0.1 (default port {PLAY_PORT})");
             eprintln!("  test             run every test: native, and in headless Chromium");
             eprintln!("  bench            run the benchmarks and print their results");
-            eprintln!("  e2e [ARGS]       build and serve the playground, run only its browser tests (ARGS go to cargo test)");
+            eprintln!(
+                "  e2e [ARGS]       build and serve the playground, run only its browser tests (ARGS go to cargo test)"
+            );
             eprintln!("  fuzz [SECONDS]   run every fuzz target for SECONDS (default 600) with cargo-fuzz");
             eprintln!("  plugins          build the controller plugins for wasm32 and print their directory");
             eprintln!("  web              build the playground and print its directory");
@@ -93,7 +95,10 @@ fn play(args: &[String]) -> Result<(), String> {
     })?;
     println!();
     println!("  Recon playground: http://{addr}/");
-    println!("  (the default scenario, #59848, runs as the page opens; plugins to upload are in {}/plugins)", dist.display());
+    println!(
+        "  (the default scenario, #59848, runs as the page opens; plugins to upload are in {}/plugins)",
+        dist.display()
+    );
     println!("  Press Ctrl-C to stop.");
     loop {
         std::thread::park();

@@ -13,7 +13,8 @@ use std::path::{Component, Path, PathBuf};
 /// Binds 127.0.0.1:`port` (0: any free port) and serves `root` from a
 /// background thread for as long as the process lives.
 pub fn start(root: &Path, port: u16) -> Result<SocketAddr, String> {
-    let listener = TcpListener::bind(("127.0.0.1", port)).map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+    let listener =
+        TcpListener::bind(("127.0.0.1", port)).map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let root = root.to_path_buf();
     std::thread::spawn(move || {

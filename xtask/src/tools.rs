@@ -53,7 +53,9 @@ pub fn ensure_wasm_bindgen(root: &Path) -> Result<(), String> {
     if version_of("wasm-bindgen").is_some_and(|v| v.split_whitespace().nth(1) == Some(version.as_str())) {
         return Ok(());
     }
-    eprintln!("xtask: installing wasm-bindgen-cli {version} (the version in Cargo.lock); this takes a few minutes, once");
+    eprintln!(
+        "xtask: installing wasm-bindgen-cli {version} (the version in Cargo.lock); this takes a few minutes, once"
+    );
     run(cargo().args(["install", "wasm-bindgen-cli", "--version", &version])).map_err(|e| {
         format!("{e}. Install it yourself with `cargo install wasm-bindgen-cli --version {version}` and try again.")
     })
@@ -94,8 +96,10 @@ pub fn ensure_chromium() -> Result<Chromium, String> {
     }
     eprintln!("xtask: installing Debian's chromium and chromium-driver for the browser tests");
     run(Command::new("apt-get").arg("update")).map_err(|e| format!("{e}. {how}"))?;
-    run(Command::new("apt-get").args(["install", "-y", "chromium", "chromium-driver"]).env("DEBIAN_FRONTEND", "noninteractive"))
-        .map_err(|e| format!("{e}. {how}"))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "chromium", "chromium-driver"])
+        .env("DEBIAN_FRONTEND", "noninteractive"))
+    .map_err(|e| format!("{e}. {how}"))?;
     find_chromium().ok_or_else(|| format!("chromium was installed but not found. {how}"))
 }
 

@@ -57,6 +57,10 @@ enum Command {
     CheckPlugin {
         /// The plugin (`.wasm`).
         plugin: PathBuf,
+        /// Check it under the limits this scenario sets (`limits.plugins`)
+        /// rather than the defaults.
+        #[arg(long, value_name = "FILE")]
+        scenario: Option<PathBuf>,
     },
     /// Search for a fault schedule that breaks the scenario's controllers.
     ///
@@ -119,7 +123,7 @@ fn main() -> ExitCode {
                 differential,
             })
         }
-        Command::CheckPlugin { plugin } => plugins::check(&plugin),
+        Command::CheckPlugin { plugin, scenario } => plugins::check(&plugin, scenario.as_deref()),
         Command::Controllers => {
             for b in recon_catalog::BUILTINS {
                 println!("{:<12} {}", b.name, b.description);

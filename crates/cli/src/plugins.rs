@@ -10,13 +10,14 @@ use recon_scenario::Scenario;
 use recon_sim::Instantiate;
 
 /// Loads `COMPONENT=FILE` arguments: each file is validated, instrumented
-/// and compiled once. Errors are one line, ready to print.
+/// under the scenario's `limits.plugins` and compiled once. Errors are one line, ready to print.
 pub fn load_swaps(scenario: &Scenario, args: &[String]) -> Result<BTreeMap<String, CompiledPlugin>, String> {
     let mut swaps = BTreeMap::new();
     if args.is_empty() {
         return Ok(swaps);
     }
     let engine = Engine::new().map_err(|e| e.to_string())?;
+    let limits = Limits::from(&scenario.limits.plugins);
     for arg in args {
         let Some((component, file)) = arg.split_once('=') else {
             return Err(format!("--plugin {arg:?}: expected COMPONENT=FILE.wasm"));
@@ -28,7 +29,7 @@ pub fn load_swaps(scenario: &Scenario, args: &[String]) -> Result<BTreeMap<Strin
                 names.join(", ")
             ));
         }
-        let compiled = load(&engine, Path::new(file))?;
+        let compiled = load(&engine, Path::new(file), &limits)?;
         swaps.insert(component.to_string(), compiled);
     }
     Ok(swaps)
@@ -39,10 +40,10 @@ fn plugin_name(path: &Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-fn load(engine: &Engine, path: &Path) -> Result<CompiledPlugin, String> {
+fn load(engine: &Engine, path: &Path, limits: &Limits) -> Result<CompiledPlugin, String> {
     let name = plugin_name(path);
     let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read the plugin: {e}", path.display()))?;
-    let module = Module::load(&name, &bytes, &Limits::default()).map_err(|e| e.to_string())?;
+    let module = Module::load(&name, &bytes, limits).map_err(|e| e.to_string())?;
     engine.compile(&module).map_err(|e| e.to_string())
 }
 
@@ -57,8 +58,16 @@ pub fn instantiate_with(swaps: BTreeMap<String, CompiledPlugin>) -> Instantiate 
     })
 }
 
-/// `recon check-plugin FILE`: validate, start, print the manifest.
-pub fn check(path: &Path) -> ExitCode {
+/// `recon check-plugin FILE [--scenario S]`: validate, start, print the
+/// manifest; under the limits the scenario sets, if one is given.
+pub fn check(path: &Path, scenario: Option<&Path>) -> ExitCode {
+    let limits = match scenario.map(scenario_limits).transpose() {
+        Ok(limits) => limits.unwrap_or_default(),
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+    };
     let name = plugin_name(path);
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
@@ -67,7 +76,7 @@ pub fn check(path: &Path) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match recon_host::check(&name, &bytes, &Limits::default()) {
+    match recon_host::check(&name, &bytes, &limits) {
         Ok(manifest) => {
             print_manifest(&name, &manifest);
             ExitCode::SUCCESS
@@ -77,6 +86,14 @@ pub fn check(path: &Path) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The plugin limits a scenario file sets.
+fn scenario_limits(path: &Path) -> Result<Limits, String> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{file}: cannot read the scenario: {e}"))?;
+    let scenario = recon_scenario::parse(&file, &text).map_err(|e| e.to_string())?;
+    Ok(Limits::from(&scenario.limits.plugins))
 }
 
 fn print_manifest(file: &str, m: &Manifest) {

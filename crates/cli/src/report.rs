@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use recon_scenario::{Check, Scenario};
 use recon_sim::explain::{describe, fmt_time};
-use recon_sim::{Event, Trace, explain_all, unavailability};
+use recon_sim::{Event, Trace, crashes, explain_all, unavailability};
 
 /// What the summary found.
 pub struct Outcome {
@@ -64,6 +64,18 @@ pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
                 u.failures,
                 u.last_error
             );
+        }
+    }
+    let crashes = crashes(trace);
+    if !crashes.is_empty() {
+        println!();
+        println!("Crashes and restarts (a crashed component restarts with back-off; the rest of the run goes on):");
+        for c in &crashes {
+            let at = trace.get(c.first).map_or_else(String::new, |e| fmt_time(e.time_ms));
+            match c.count {
+                1 => println!("- {} once, at {at}: {}", c.component, c.reason),
+                n => println!("- {} {n} times, first at {at}; last: {}", c.component, c.reason),
+            }
         }
     }
     let seen: BTreeSet<Check> = trace.violations().map(|(_, c, _)| c).collect();

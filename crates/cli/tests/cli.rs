@@ -151,6 +151,48 @@ fn plugin_flag_swaps_in_the_fixed_kubelet_and_the_violation_disappears() {
     assert!(text.contains("No safety property broke.") && text.contains("kubelet-node-1 from t="), "{text}");
 }
 
+/// #59848 with `limits.plugins` appended.
+fn with_plugin_limits(name: &str, limits: &str) -> PathBuf {
+    let text = std::fs::read_to_string(scenario("pod-safety-59848.yaml")).unwrap();
+    assert!(!text.contains("\nlimits:"), "the scenario sets no limits of its own");
+    scratch(name, &format!("{text}\nlimits:\n  plugins:\n{limits}"))
+}
+
+#[test]
+fn a_plugin_runs_under_the_limits_the_scenario_sets() {
+    let plugin = format!("kubelet-node-1={}", built_plugin("recon_plugin_kubelet_fixed").display());
+    let starved = with_plugin_limits("starved.yaml", "    fuelPerCall: 1000\n");
+    let out = recon(&["run", starved.to_str().unwrap(), "--plugin", &plugin]);
+    let text = stdout(&out);
+    // Its first call (the allocation of its input) runs out; the summary says so.
+    let crashed = text.lines().find(|l| l.starts_with("- kubelet-node-1 ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        crashed.contains(
+            "first at t=0.000s; last: recon_plugin_kubelet_fixed.wasm: recon_alloc ran out of fuel \
+                          (budget 1000 per call)"
+        ),
+        "{text}{}",
+        stderr(&out)
+    );
+    // The same plugin under the defaults, as in the test above, never runs out.
+    let out = recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--plugin", &plugin]);
+    assert!(!stdout(&out).contains("ran out of fuel"), "{}", stdout(&out));
+}
+
+#[test]
+fn check_plugin_applies_a_scenarios_limits_when_given_one() {
+    let path = built_plugin("recon_plugin_kubelet_fixed");
+    let small = with_plugin_limits("small.yaml", "    maxModuleBytes: 1000\n");
+    let out = recon(&["check-plugin", path.to_str().unwrap(), "--scenario", small.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("bytes, above the limit of 1000 bytes for a plugin"), "{err}");
+    let bad = scratch("bad-limits.yaml", "name: x\napiServers: [{name: a}]\nlimits: {plugins: {fuel: 1}}\n");
+    let out = recon(&["check-plugin", path.to_str().unwrap(), "--scenario", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("bad-limits.yaml:3:"), "{}", stderr(&out));
+}
+
 #[test]
 fn plugin_flag_for_an_unknown_component_exits_2() {
     let out = recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--plugin", "kubelet-node-9=x.wasm"]);

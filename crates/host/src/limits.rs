@@ -65,6 +65,23 @@ impl Default for Limits {
     }
 }
 
+impl From<&recon_scenario::PluginLimits> for Limits {
+    /// The limits a scenario sets (`limits.plugins`), the defaults where it
+    /// sets none.
+    fn from(set: &recon_scenario::PluginLimits) -> Limits {
+        let d = Limits::DEFAULT;
+        Limits {
+            memory_bytes: set.memory_bytes.unwrap_or(d.memory_bytes),
+            fuel_per_call: set.fuel_per_call.unwrap_or(d.fuel_per_call),
+            max_call_depth: set.max_call_depth.unwrap_or(d.max_call_depth),
+            max_module_bytes: set.max_module_bytes.unwrap_or(d.max_module_bytes),
+            max_functions: set.max_functions.unwrap_or(d.max_functions),
+            max_output_bytes: set.max_output_bytes.unwrap_or(d.max_output_bytes),
+            max_actions_per_call: set.max_actions_per_call.unwrap_or(d.max_actions_per_call),
+        }
+    }
+}
+
 impl Limits {
     /// The memory cap in pages.
     pub(crate) fn memory_pages(&self) -> u64 {

@@ -90,6 +90,63 @@ pub struct RunLimits {
     /// Default 1.5 MiB, etcd's default.
     #[serde(default = "default_max_object_bytes")]
     pub max_object_bytes: u64,
+    /// What each Wasm plugin of the run may consume. Unset fields keep the
+    /// host's defaults (`recon_host::Limits::DEFAULT`).
+    #[serde(default, skip_serializing_if = "PluginLimits::is_default")]
+    pub plugins: PluginLimits,
+}
+
+/// The limits every uploaded (Wasm) plugin of a run is loaded and runs
+/// under, as the scenario sets them; `None` keeps the host's default. Each
+/// may be raised at most to its `MAX_` constant (validation says so).
+/// Built-in controllers run natively and are not metered. Being part of the
+/// scenario, they travel with it (in share links too), so a run that needs a
+/// hungrier plugin replays the same everywhere.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PluginLimits {
+    /// Fuel for one call: one unit per WebAssembly instruction executed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuel_per_call: Option<u64>,
+    /// The most linear memory an instance may have, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
+    /// How deeply calls may nest inside the plugin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_call_depth: Option<u32>,
+    /// The largest result of one call the host reads, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_output_bytes: Option<u64>,
+    /// The most actions one call may return.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_actions_per_call: Option<u32>,
+    /// The largest module accepted, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_module_bytes: Option<u64>,
+    /// The most functions a module may define.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_functions: Option<u32>,
+}
+
+impl PluginLimits {
+    /// The most `fuelPerCall` may be: a hundred times the default.
+    pub const MAX_FUEL_PER_CALL: u64 = 100_000_000_000;
+    /// The most `memoryBytes` may be: 1 GiB.
+    pub const MAX_MEMORY_BYTES: u64 = 1 << 30;
+    /// The most `maxCallDepth` may be.
+    pub const MAX_CALL_DEPTH: u64 = 100_000;
+    /// The most `maxOutputBytes` may be: 256 MiB.
+    pub const MAX_OUTPUT_BYTES: u64 = 256 << 20;
+    /// The most `maxActionsPerCall` may be.
+    pub const MAX_ACTIONS_PER_CALL: u64 = 1_000_000;
+    /// The most `maxModuleBytes` may be: 64 MiB.
+    pub const MAX_MODULE_BYTES: u64 = 64 << 20;
+    /// The most `maxFunctions` may be.
+    pub const MAX_FUNCTIONS: u64 = 100_000;
+
+    fn is_default(&self) -> bool {
+        *self == PluginLimits::default()
+    }
 }
 
 impl RunLimits {
@@ -100,7 +157,11 @@ impl RunLimits {
 
 impl Default for RunLimits {
     fn default() -> Self {
-        RunLimits { max_trace_entries: default_max_trace_entries(), max_object_bytes: default_max_object_bytes() }
+        RunLimits {
+            max_trace_entries: default_max_trace_entries(),
+            max_object_bytes: default_max_object_bytes(),
+            plugins: PluginLimits::default(),
+        }
     }
 }
 

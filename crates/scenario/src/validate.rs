@@ -44,6 +44,7 @@ pub(crate) fn validate(scenario: &Scenario, source: &SourceMap) -> Vec<Diagnosti
     v.objects(scenario);
     v.script(scenario, &names);
     v.checks(scenario);
+    v.plugin_limits(scenario);
     v.found
 }
 
@@ -297,6 +298,30 @@ impl<'a> Validator<'a> {
                 self.report(
                     format!("expect.violations[{i}]"),
                     format!("expects a {check} violation, but the {check} check is not in checks.enabled"),
+                );
+            }
+        }
+    }
+
+    /// A scenario may raise a plugin limit only so far: scenarios travel in
+    /// share links, and opening one must not let it ask a visitor's browser
+    /// for gigabytes or minutes per call.
+    fn plugin_limits(&mut self, s: &Scenario) {
+        let p = &s.limits.plugins;
+        let fields = [
+            ("fuelPerCall", p.fuel_per_call, crate::PluginLimits::MAX_FUEL_PER_CALL),
+            ("memoryBytes", p.memory_bytes, crate::PluginLimits::MAX_MEMORY_BYTES),
+            ("maxCallDepth", p.max_call_depth.map(u64::from), crate::PluginLimits::MAX_CALL_DEPTH),
+            ("maxOutputBytes", p.max_output_bytes, crate::PluginLimits::MAX_OUTPUT_BYTES),
+            ("maxActionsPerCall", p.max_actions_per_call.map(u64::from), crate::PluginLimits::MAX_ACTIONS_PER_CALL),
+            ("maxModuleBytes", p.max_module_bytes, crate::PluginLimits::MAX_MODULE_BYTES),
+            ("maxFunctions", p.max_functions.map(u64::from), crate::PluginLimits::MAX_FUNCTIONS),
+        ];
+        for (name, value, most) in fields {
+            if let Some(value) = value.filter(|&v| v > most) {
+                self.report(
+                    format!("limits.plugins.{name}"),
+                    format!("{name} {value} is above the most a scenario may set, {most}"),
                 );
             }
         }

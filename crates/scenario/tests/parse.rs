@@ -753,3 +753,45 @@ fn a_component_starting_after_the_run_ends_is_rejected() {
     assert_eq!(d.path, "components[0].startAt");
     assert_eq!(d.message, "starts at 6s, after the end of the run at 5s");
 }
+
+// --- plugin limits ---
+
+#[test]
+fn plugin_limits_are_unset_by_default_and_read_and_written_back_when_set() {
+    let base =
+        "name: x\napiServers: [{name: a}]\nnodes: [{name: n}]\ncomponents: [{name: c, controller: k, apiServer: a}]\n";
+    let plain = parse("x.yaml", base).unwrap();
+    assert_eq!(plain.limits.plugins, Default::default());
+    assert!(!to_yaml(&plain).contains("plugins"), "unset limits are not written");
+    let text = format!("{base}limits:\n  plugins:\n    fuelPerCall: 5000\n    maxActionsPerCall: 3\n");
+    let set = parse("x.yaml", &text).unwrap();
+    assert_eq!(set.limits.plugins.fuel_per_call, Some(5_000));
+    assert_eq!(set.limits.plugins.max_actions_per_call, Some(3));
+    assert_eq!(set.limits.plugins.memory_bytes, None);
+    assert_eq!(parse("again.yaml", &to_yaml(&set)).unwrap(), set);
+}
+
+#[test]
+fn an_unknown_plugin_limit_lists_the_known_ones() {
+    let text = "name: x\napiServers: [{name: a}]\nlimits:\n  plugins:\n    fuel: 5\n";
+    assert_problem(
+        text,
+        5,
+        5,
+        "limits.plugins.fuel",
+        "unknown field `fuel`, expected one of fuelPerCall, memoryBytes, maxCallDepth, maxOutputBytes, \
+         maxActionsPerCall, maxModuleBytes, maxFunctions",
+    );
+}
+
+#[test]
+fn a_plugin_limit_above_its_ceiling_is_reported_at_its_value() {
+    let text = "name: x\napiServers: [{name: a}]\nlimits:\n  plugins:\n    memoryBytes: 4294967296\n";
+    assert_problem(
+        text,
+        5,
+        18,
+        "limits.plugins.memoryBytes",
+        "memoryBytes 4294967296 is above the most a scenario may set, 1073741824",
+    );
+}

@@ -417,6 +417,44 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
     steps
 }
 
+/// A component's crashes in one run (a plugin that traps or runs out of
+/// fuel crashes on every call, so one line per component is enough).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CrashSummary {
+    /// The component.
+    pub component: String,
+    /// How many times it crashed.
+    pub count: usize,
+    /// Its first crash.
+    pub first: EntryId,
+    /// Why it crashed last.
+    pub reason: String,
+}
+
+/// Every component's crashes, scripted ones included, in order of their
+/// first crash: what a summary lists so that a plugin that keeps crashing
+/// is never silent.
+pub fn crashes(trace: &Trace) -> Vec<CrashSummary> {
+    let mut summaries: Vec<CrashSummary> = Vec::new();
+    for entry in &trace.entries {
+        let Event::ComponentCrashed { component, reason } = &entry.event else { continue };
+        match summaries.iter_mut().find(|s| &s.component == component) {
+            Some(summary) => {
+                summary.count += 1;
+                summary.reason = reason.clone();
+            }
+            None => summaries.push(CrashSummary {
+                component: component.clone(),
+                count: 1,
+                first: entry.id,
+                reason: reason.clone(),
+            }),
+        }
+    }
+    summaries
+}
+
 /// Periods during which a component's list or watch requests kept failing:
 /// the availability cost of refusing to serve stale data.
 pub fn unavailability(trace: &Trace) -> Vec<Unavailability> {

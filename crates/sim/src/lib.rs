@@ -42,6 +42,8 @@ pub use component::{
     FAILOVER_AFTER,
 };
 pub use error::SimError;
-pub use explain::{Explanation, ExplanationStep, Unavailability, explain, explain_all, unavailability};
+pub use explain::{
+    CrashSummary, Explanation, ExplanationStep, Unavailability, crashes, explain, explain_all, unavailability,
+};
 pub use trace::{Entry, EntryId, Event, Trace};
 pub use world::{Instantiate, Sim};

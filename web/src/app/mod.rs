@@ -19,10 +19,10 @@ mod worker_link;
 use std::collections::BTreeMap;
 
 use recon_scenario::Scenario;
-use recon_sim::{EntryId, Explanation, Trace, Unavailability};
+use recon_sim::{CrashSummary, EntryId, Explanation, Trace, Unavailability, crashes};
 
 use crate::Shared;
-use crate::protocol::{FromWorker, Upload};
+use crate::protocol::{FromWorker, ToWorker, Upload};
 
 /// A finished run, ready to show.
 pub struct RunView {
@@ -38,41 +38,6 @@ pub struct RunView {
     pub unavailable: Vec<Unavailability>,
     /// Components whose controller crashed, in order of their first crash.
     pub crashes: Vec<CrashSummary>,
-}
-
-/// A component's crashes in one run (a plugin that traps or runs out of
-/// fuel crashes on every call, so one line per component is enough).
-#[derive(Clone, Debug, PartialEq)]
-pub struct CrashSummary {
-    /// The component.
-    pub component: String,
-    /// How many times it crashed.
-    pub count: usize,
-    /// Its first crash.
-    pub first: EntryId,
-    /// Why it crashed last.
-    pub reason: String,
-}
-
-/// Every component's crashes, scripted ones included.
-pub fn crashes(trace: &Trace) -> Vec<CrashSummary> {
-    let mut summaries: Vec<CrashSummary> = Vec::new();
-    for entry in &trace.entries {
-        let recon_sim::Event::ComponentCrashed { component, reason } = &entry.event else { continue };
-        match summaries.iter_mut().find(|s| &s.component == component) {
-            Some(summary) => {
-                summary.count += 1;
-                summary.reason = reason.clone();
-            }
-            None => summaries.push(CrashSummary {
-                component: component.clone(),
-                count: 1,
-                first: entry.id,
-                reason: reason.clone(),
-            }),
-        }
-    }
-    summaries
 }
 
 impl RunView {
@@ -141,6 +106,8 @@ pub struct RunProgress {
 }
 
 /// The request in flight.
+// There is one at a time: boxing the run's setup would save nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum Pending {
     /// A run of this setup.
@@ -209,6 +176,9 @@ pub struct State {
     pub snapshot: Option<recon_sim::inspect::Snapshot>,
     /// An entry to select when the next run finishes (from a share link).
     pub select_on_done: Option<EntryId>,
+    /// A moment asked for while another was being inspected: inspected
+    /// when that answers (see [`State::inspect`]).
+    inspect_next: Option<u64>,
     next_id: u64,
 }
 
@@ -226,6 +196,7 @@ impl State {
             notice: None,
             snapshot: None,
             select_on_done: None,
+            inspect_next: None,
             next_id: 1,
         }
     }
@@ -234,6 +205,45 @@ impl State {
     pub fn next_id(&mut self) -> u64 {
         self.next_id += 1;
         self.next_id
+    }
+
+    /// Asks for every component's view at `at_ms` of the shown run: the
+    /// request to send now, or `None`. One inspection runs at a time: asked
+    /// while one is under way, the latest moment asked for waits for it
+    /// ([`State::next_inspection`]), so stepping through events does not
+    /// queue a simulation per step. Nothing while a run or a check is under
+    /// way (its run replaces the one shown), nor for the moment already shown.
+    pub fn inspect(&mut self, at_ms: u64) -> Option<ToWorker> {
+        self.run.as_ref()?;
+        match self.pending {
+            Some(Pending::Inspect { at_ms: asked, .. }) => {
+                self.inspect_next = (asked != at_ms).then_some(at_ms);
+                return None;
+            }
+            Some(Pending::Run { .. } | Pending::Check { .. }) => return None,
+            None if self.snapshot.as_ref().is_some_and(|s| s.time_ms == at_ms) => return None,
+            None => {}
+        }
+        let id = self.next_id();
+        self.pending = Some(Pending::Inspect { id, at_ms });
+        let setup = &self.good;
+        Some(ToWorker::Inspect {
+            id,
+            scenario: setup.scenario_text(),
+            seed: setup.scenario.seed,
+            uploads: setup.upload_list(),
+            at_ms,
+        })
+    }
+
+    /// The inspection asked for while the last one ran, once nothing else is
+    /// under way.
+    pub fn next_inspection(&mut self) -> Option<ToWorker> {
+        if self.pending.is_some() {
+            return None;
+        }
+        let at_ms = self.inspect_next.take()?;
+        self.inspect(at_ms)
     }
 
     /// Handles a message from the worker.
@@ -268,6 +278,7 @@ impl State {
                 }
                 self.run = Some(run);
                 self.snapshot = None;
+                self.inspect_next = None;
                 self.good = setup.clone();
                 self.current = setup;
                 Outcome::Redraw
@@ -392,7 +403,7 @@ mod tests {
             Upload { component: "kubelet-node-1".into(), file_name: "notes.txt".into(), bytes: b"hello".to_vec() };
         state.pending = Some(Pending::Check { id, upload: upload.clone() });
         let mut out = Collect(Vec::new());
-        runner.handle(ToWorker::Check { id, upload }, &mut out);
+        runner.handle(ToWorker::Check { id, upload, limits: Default::default() }, &mut out);
         for message in out.0 {
             state.receive(message);
         }
@@ -439,6 +450,48 @@ mod tests {
         let kubelet = snapshot.components.iter().find(|c| c.component == "kubelet-node-1").unwrap();
         assert!(kubelet.deleted.iter().any(|o| o.key.name == "web-0"), "{kubelet:?}");
         assert!(state.pending.is_none() && state.error.is_none());
+    }
+
+    /// The moment an inspection request asks for.
+    fn inspect_at(request: &ToWorker) -> u64 {
+        match request {
+            ToWorker::Inspect { at_ms, .. } => *at_ms,
+            other => panic!("not an inspection: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn inspections_asked_while_one_runs_collapse_into_the_latest() {
+        let mut state = default_state();
+        let mut runner = Runner::new().unwrap();
+        assert!(state.inspect(1_000).is_none(), "nothing to inspect before a run");
+        run(&mut state, &mut runner);
+        let first = state.inspect(1_000).expect("asked at once");
+        // Stepping through three events while it runs: only the last is kept.
+        for at_ms in [2_000, 3_000, 5_010] {
+            assert!(state.inspect(at_ms).is_none());
+        }
+        assert!(state.next_inspection().is_none(), "the first is still under way");
+        let mut out = Collect(Vec::new());
+        runner.handle(first, &mut out);
+        for message in out.0 {
+            state.receive(message);
+        }
+        assert_eq!(state.snapshot.as_ref().unwrap().time_ms, 1_000);
+        let next = state.next_inspection().expect("the latest moment asked for");
+        assert_eq!(inspect_at(&next), 5_010);
+        let mut out = Collect(Vec::new());
+        runner.handle(next, &mut out);
+        for message in out.0 {
+            state.receive(message);
+        }
+        assert_eq!(state.snapshot.as_ref().unwrap().time_ms, 5_010);
+        assert!(state.next_inspection().is_none(), "nothing more was asked");
+        assert!(state.inspect(5_010).is_none(), "that moment is already shown");
+        // A run under way is not interrupted by a selection.
+        state.pending = Some(Pending::Run { id: 77, setup: state.good.clone(), progress: RunProgress::default() });
+        assert!(state.inspect(7_000).is_none());
+        assert!(matches!(state.pending, Some(Pending::Run { id: 77, .. })));
     }
 
     #[test]

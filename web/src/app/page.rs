@@ -250,7 +250,14 @@ impl Component for App {
                     self.run(ctx);
                 }
             }
-            Msg::Select(id) => self.state.selected = Some(id),
+            Msg::Select(id) => {
+                self.state.selected = Some(id);
+                // The inspector follows the selection (not in an embed, which has none).
+                let at_ms = self.state.run.as_ref().and_then(|run| run.trace.get(id)).map(|entry| entry.time_ms);
+                if let Some(at_ms) = at_ms.filter(|_| self.embed.is_none()) {
+                    self.inspect(ctx, at_ms);
+                }
+            }
             Msg::DismissError => self.state.error = None,
             Msg::ToggleAbout => self.show_about = !self.show_about,
             Msg::AddFault { component, fault, at } => {
@@ -261,21 +268,7 @@ impl Component for App {
                 ctx.link().send_message(Msg::Edit(edit));
                 return false;
             }
-            Msg::Inspect(at_ms) => {
-                let id = self.state.next_id();
-                let setup = self.state.good.clone();
-                let request = ToWorker::Inspect {
-                    id,
-                    scenario: setup.scenario_text(),
-                    seed: setup.scenario.seed,
-                    uploads: setup.upload_list(),
-                    at_ms,
-                };
-                self.state.pending = Some(Pending::Inspect { id, at_ms });
-                if let Some(worker) = self.idle_worker(ctx) {
-                    worker.send(&request);
-                }
-            }
+            Msg::Inspect(at_ms) => self.inspect(ctx, at_ms),
             Msg::Share => {
                 let (fragment, left_out) = self.share_fragment();
                 let url = format!("{}{fragment}", base_url());
@@ -300,10 +293,7 @@ impl Component for App {
                     self.state.notice =
                         Some("The run is still going: click the moment again when it has finished.".into())
                 }
-                _ => {
-                    ctx.link().send_message(Msg::Inspect(at_ms));
-                    return false;
-                }
+                _ => self.inspect(ctx, at_ms),
             },
             Msg::ApplyText(text) => match recon_scenario::parse("scenario.yaml", &text) {
                 Ok(scenario) => {
@@ -387,6 +377,21 @@ impl App {
         self.worker.as_mut()
     }
 
+    /// Puts every component's view beside the store at a moment of the
+    /// shown run ([`State::inspect`] decides whether to ask now).
+    fn inspect(&mut self, ctx: &Context<Self>, at_ms: u64) {
+        if let Some(request) = self.state.inspect(at_ms) {
+            self.send(ctx, &request);
+        }
+    }
+
+    /// Sends a request to the worker, replacing it first if it is busy.
+    fn send(&mut self, ctx: &Context<Self>, request: &ToWorker) {
+        if let Some(worker) = self.idle_worker(ctx) {
+            worker.send(request);
+        }
+    }
+
     /// Runs the current setup.
     fn run(&mut self, ctx: &Context<Self>) {
         let id = self.state.next_id();
@@ -410,9 +415,8 @@ impl App {
         self.state.error = None;
         self.state.notice = Some(format!("Checking {}…", upload.file_name));
         self.state.pending = Some(Pending::Check { id, upload: upload.clone() });
-        if let Some(worker) = self.idle_worker(ctx) {
-            worker.send(&ToWorker::Check { id, upload });
-        }
+        let limits = self.state.current.scenario.limits.plugins;
+        self.send(ctx, &ToWorker::Check { id, upload, limits });
     }
 
     fn worker_event(&mut self, ctx: &Context<Self>, event: WorkerEvent) {
@@ -423,6 +427,9 @@ impl App {
                 }
                 if self.state.receive(message) == super::Outcome::RunWithUpload {
                     self.run(ctx);
+                }
+                if let Some(request) = self.state.next_inspection() {
+                    self.send(ctx, &request);
                 }
                 if self.tour_on_first_run && self.state.run.is_some() {
                     self.tour_on_first_run = false;

@@ -537,6 +537,14 @@ fn object(o: &recon_sim::trace::ObjectVersion) -> String {
 fn inspector(state: &State, ctx: &Context<App>) -> Html {
     let Some(run) = &state.run else { return html! {} };
     let selected = state.selected.and_then(|id| run.trace.get(id));
+    // Selecting an event inspects its moment; the button is for a selection
+    // the page made (a run's violation), or one made while a run was going.
+    let shown = state.snapshot.as_ref().map(|s| s.time_ms);
+    let asked = match state.pending {
+        Some(super::Pending::Inspect { at_ms, .. }) => Some(at_ms),
+        _ => None,
+    };
+    let selected = selected.filter(|entry| shown != Some(entry.time_ms) && asked != Some(entry.time_ms));
     let button = selected.map(|entry| {
         let at_ms = entry.time_ms;
         html! {
@@ -551,7 +559,7 @@ fn inspector(state: &State, ctx: &Context<App>) -> Html {
             { for button }
             if state.snapshot.is_none() {
                 <p class="hint" id="inspector-hint">
-                    { "Or click any moment on the timeline, away from its events, to look there." }
+                    { "Select an event, or click any moment on the timeline away from its events, to look there." }
                 </p>
             }
             if let Some(snapshot) = &state.snapshot {

@@ -179,8 +179,8 @@ pub fn steps(run: &RunView) -> Vec<Step> {
     };
     let inspector = Step {
         title: "Look inside at any moment".into(),
-        text: "Click an empty moment on the timeline (or select an event and press the button here) to see what \
-               each component's cache held then, beside etcd."
+        text: "Select an event, or click an empty moment on the timeline, to see what each component's cache \
+               held then, beside etcd."
             .into(),
         anchor: Anchor::Inspector,
         select: None,
