@@ -123,6 +123,29 @@ async fn an_upload_runs_under_the_plugin_limits_the_scenario_sets() {
 }
 
 #[tokio::test(flavor = "current_thread")]
+async fn a_run_that_reaches_its_trace_limit_says_so_above_its_findings() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    assert!(!page.exists("#halted").await, "the default run goes to its end");
+    page.find("#editor-toggle").await.click().await.unwrap();
+    let text = page.find("#editor-text").await.prop("value").await.unwrap().unwrap();
+    let limited = format!("{text}\nlimits:\n  maxTraceEntries: 20\n");
+    let set = "const t = document.querySelector('#editor-text'); t.value = arguments[0]; \
+               t.dispatchEvent(new Event('input', { bubbles: true }));";
+    page.client().execute(set, vec![limited.clone().into()]).await.unwrap();
+    page.wait_text("#editor-status", |t| t.starts_with("valid")).await;
+    page.find("#editor-apply").await.click().await.unwrap();
+    let after = page.hash_after(Some(&before)).await;
+    let native = recon_e2e::run_scenario(&recon_scenario::parse("limited.yaml", &limited).unwrap(), &[]);
+    assert_eq!(after, native.hash());
+    let halted = page.find("#halted").await.text().await.unwrap();
+    assert!(halted.starts_with("The run stopped early: the run stopped at t="), "{halted}");
+    assert!(halted.contains("limit of 20 trace entries (limits.maxTraceEntries in the scenario)"), "{halted}");
+    assert!(page.find("#no-violations").await.text().await.unwrap().contains("up to where the run stopped"));
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
 async fn an_invalid_control_value_is_refused_and_nothing_is_lost() {
     let page = Browser::open("").await;
     let before = page.hash_after(None).await;

@@ -38,6 +38,9 @@ pub struct RunView {
     pub unavailable: Vec<Unavailability>,
     /// Components whose controller crashed, in order of their first crash.
     pub crashes: Vec<CrashSummary>,
+    /// Why the run stopped before its end (a run limit), and the entry
+    /// that says so.
+    pub halted: Option<(EntryId, String)>,
 }
 
 impl RunView {
@@ -49,7 +52,11 @@ impl RunView {
         explanations.sort_by_key(|e| e.check == recon_scenario::Check::TimeTravel);
         let unavailable = recon_sim::unavailability(&trace);
         let crashes = crashes(&trace);
-        RunView { trace: Shared::new(trace), hash, wall_ms, explanations, unavailable, crashes }
+        let halted = trace.entries.last().and_then(|e| match &e.event {
+            recon_sim::Event::Halted { reason } => Some((e.id, reason.clone())),
+            _ => None,
+        });
+        RunView { trace: Shared::new(trace), hash, wall_ms, explanations, unavailable, crashes, halted }
     }
 
     /// The violation to show first: the first broken safety property (two
@@ -492,6 +499,20 @@ mod tests {
         state.pending = Some(Pending::Run { id: 77, setup: state.good.clone(), progress: RunProgress::default() });
         assert!(state.inspect(7_000).is_none());
         assert!(matches!(state.pending, Some(Pending::Run { id: 77, .. })));
+    }
+
+    #[test]
+    fn a_run_that_reaches_its_trace_limit_says_why_it_stopped() {
+        let mut state = default_state();
+        let mut runner = Runner::new().unwrap();
+        run(&mut state, &mut runner);
+        assert!(state.run.as_ref().unwrap().halted.is_none(), "the default run goes to its end");
+        state.current.scenario.limits.max_trace_entries = 40;
+        run(&mut state, &mut runner);
+        let view = state.run.as_ref().unwrap();
+        let (entry, reason) = view.halted.as_ref().expect("stopped at its limit");
+        assert_eq!(*entry + 1, view.trace.entries.len() as u64);
+        assert!(reason.contains("limit of 40 trace entries (limits.maxTraceEntries in the scenario)"), "{reason}");
     }
 
     #[test]

@@ -468,8 +468,20 @@ fn findings(state: &State, ctx: &Context<App>) -> Html {
     let link = ctx.link();
     html! {
         <section class="findings" id="findings">
+            if let Some((entry, reason)) = run.halted.clone() {
+                <p class="halted" id="halted">
+                    <a href="#" data-entry={entry.to_string()}
+                        onclick={link.callback(move |e: MouseEvent| { e.prevent_default(); Msg::Select(entry) })}>
+                        { "The run stopped early" }
+                    </a>
+                    { format!(": {reason}") }
+                </p>
+            }
             if run.explanations.is_empty() {
-                <p class="ok" id="no-violations">{ "No violation: every enabled check held for the whole run." }</p>
+                <p class="ok" id="no-violations">{
+                    if run.halted.is_some() { "No violation up to where the run stopped." }
+                    else { "No violation: every enabled check held for the whole run." }
+                }</p>
             }
             { for run.explanations.iter().enumerate().map(|(k, explanation)| {
                 let violation = explanation.violation;
