@@ -120,6 +120,40 @@ impl Browser {
         self.wait_text("#trace-hash", |h| h.len() == 16 && Some(h) != previous).await
     }
 
+    /// Opens the scenario editor and returns the text it shows.
+    pub async fn open_editor(&self) -> String {
+        self.find("#editor-toggle").await.click().await.unwrap();
+        self.find("#editor-text").await.prop("value").await.unwrap().expect("the editor has a value")
+    }
+
+    /// Replaces the editor's text as typing would (an `input` event),
+    /// without applying it.
+    pub async fn type_scenario(&self, text: &str) {
+        let set = "const t = document.querySelector('#editor-text'); t.value = arguments[0]; \
+                   t.dispatchEvent(new Event('input', { bubbles: true }));";
+        self.client.execute(set, vec![text.into()]).await.unwrap();
+    }
+
+    /// Types `text` into the open editor, waits until the page finds it
+    /// valid, and applies it (which runs it).
+    pub async fn apply_scenario(&self, text: &str) {
+        self.type_scenario(text).await;
+        self.wait_text("#editor-status", |t| t.starts_with("valid")).await;
+        self.find("#editor-apply").await.click().await.unwrap();
+    }
+
+    /// Checks that, with a run under way, the page answers a click (the
+    /// "about" toggle) within a second: the worker does the work, not the page.
+    pub async fn assert_answers_while_running(&self) {
+        self.find("#running").await;
+        let clicked = Instant::now();
+        self.find("#about-toggle").await.click().await.unwrap();
+        self.find("#about").await;
+        let answered = clicked.elapsed();
+        assert!(self.exists("#running").await, "the run was still going when the page answered");
+        assert!(answered < Duration::from_secs(1), "the page took {answered:?} to answer a click");
+    }
+
     /// Closes the browser and deletes its profile.
     pub async fn close(self) {
         let _ = self.client.close().await;

@@ -90,17 +90,12 @@ async fn a_rejected_upload_says_why_and_keeps_everything() {
 async fn an_upload_runs_under_the_plugin_limits_the_scenario_sets() {
     let page = Browser::open("").await;
     let before = page.hash_after(None).await;
-    page.find("#editor-toggle").await.click().await.unwrap();
-    let text = page.find("#editor-text").await.prop("value").await.unwrap().unwrap();
+    let text = page.open_editor().await;
     assert!(!text.contains("\nlimits:"), "the default scenario sets no limits");
     // Another seed too, so that the applied edit shows in the trace hash.
     let starved =
         format!("{}\nlimits:\n  plugins:\n    fuelPerCall: 1000\n", text.replacen("seed: 1\n", "seed: 7\n", 1));
-    let set = "const t = document.querySelector('#editor-text'); t.value = arguments[0]; \
-               t.dispatchEvent(new Event('input', { bubbles: true }));";
-    page.client().execute(set, vec![starved.clone().into()]).await.unwrap();
-    page.wait_text("#editor-status", |t| t.starts_with("valid")).await;
-    page.find("#editor-apply").await.click().await.unwrap();
+    page.apply_scenario(&starved).await;
     let limited = page.hash_after(Some(&before)).await;
     // Starting the fixed kubelet takes more than 1000 instructions: its check
     // fails under the scenario's limit, and the page keeps what it had.
@@ -113,7 +108,7 @@ async fn an_upload_runs_under_the_plugin_limits_the_scenario_sets() {
     // A limit above the ceiling is an error in the editor, at its line.
     let greedy = format!("{text}\nlimits:\n  plugins:\n    memoryBytes: 4294967296\n");
     let line = greedy.lines().position(|l| l.contains("memoryBytes")).unwrap() + 1;
-    page.client().execute(set, vec![greedy.into()]).await.unwrap();
+    page.type_scenario(&greedy).await;
     let errors = page.wait_text("#editor-errors", |t| !t.is_empty()).await;
     assert!(
         errors.contains(&format!("line {line}")) && errors.contains("above the most a scenario may set"),
@@ -127,14 +122,9 @@ async fn a_run_that_reaches_its_trace_limit_says_so_above_its_findings() {
     let page = Browser::open("").await;
     let before = page.hash_after(None).await;
     assert!(!page.exists("#halted").await, "the default run goes to its end");
-    page.find("#editor-toggle").await.click().await.unwrap();
-    let text = page.find("#editor-text").await.prop("value").await.unwrap().unwrap();
+    let text = page.open_editor().await;
     let limited = format!("{text}\nlimits:\n  maxTraceEntries: 20\n");
-    let set = "const t = document.querySelector('#editor-text'); t.value = arguments[0]; \
-               t.dispatchEvent(new Event('input', { bubbles: true }));";
-    page.client().execute(set, vec![limited.clone().into()]).await.unwrap();
-    page.wait_text("#editor-status", |t| t.starts_with("valid")).await;
-    page.find("#editor-apply").await.click().await.unwrap();
+    page.apply_scenario(&limited).await;
     let after = page.hash_after(Some(&before)).await;
     let native = recon_e2e::run_scenario(&recon_scenario::parse("limited.yaml", &limited).unwrap(), &[]);
     assert_eq!(after, native.hash());
@@ -184,13 +174,7 @@ async fn a_looping_plugin_is_contained_and_the_page_keeps_responding() {
     std::fs::write(&file, &bytes).unwrap();
     page.find("#upload-kubelet-node-2").await.send_keys(&file.display().to_string()).await.unwrap();
     // While the worker burns through the plugin's fuel, the page answers a click at once.
-    page.find("#running").await;
-    let clicked = Instant::now();
-    page.find("#about-toggle").await.click().await.unwrap();
-    page.find("#about").await;
-    let answered = clicked.elapsed();
-    assert!(page.exists("#running").await, "the run was still going when the page answered");
-    assert!(answered < Duration::from_secs(1), "the page took {answered:?} to answer a click");
+    page.assert_answers_while_running().await;
     // The run ends: the plugin's component crashed on fuel, the rest went on,
     // and the trace is the one wasmtime gives for the same module.
     let after = page.hash_after(Some(&before)).await;
@@ -371,22 +355,17 @@ async fn two_embeds_on_one_page_render_their_own_runs() {
 async fn the_editor_points_at_errors_as_you_type_and_runs_what_you_apply() {
     let page = Browser::open("").await;
     let before = page.hash_after(None).await;
-    page.find("#editor-toggle").await.click().await.unwrap();
-    let text = page.find("#editor-text").await.prop("value").await.unwrap().unwrap();
-    let set = "const t = document.querySelector('#editor-text'); t.value = arguments[0]; \
-               t.dispatchEvent(new Event('input', { bubbles: true }));";
+    let text = page.open_editor().await;
     // A field the format does not have: the error names its line.
     let broken = text.replacen("seed: 1\n", "seed: 1\nseeed: 2\n", 1);
     let line = broken.lines().position(|l| l.starts_with("seeed")).unwrap() + 1;
-    page.client().execute(set, vec![broken.into()]).await.unwrap();
+    page.type_scenario(&broken).await;
     let errors = page.wait_text("#editor-errors", |t| !t.is_empty()).await;
     assert!(errors.contains(&format!("line {line}")) && errors.contains("seeed"), "{errors}");
     assert_eq!(page.find("#editor-apply").await.attr("disabled").await.unwrap().as_deref(), Some("true"));
     // Fixed and applied: the page runs the edited scenario.
     let edited = text.replacen("seed: 1\n", "seed: 7\n", 1);
-    page.client().execute(set, vec![edited.clone().into()]).await.unwrap();
-    page.wait_text("#editor-status", |t| t.starts_with("valid")).await;
-    page.find("#editor-apply").await.click().await.unwrap();
+    page.apply_scenario(&edited).await;
     let after = page.hash_after(Some(&before)).await;
     let scenario = recon_scenario::parse("edited.yaml", &edited).unwrap();
     assert_eq!(after, recon_e2e::run_scenario(&scenario, &[]).hash());
@@ -540,8 +519,7 @@ async fn an_editor_problem_is_reached_with_tab_and_puts_the_caret_at_its_line_an
     use fantoccini::key::Key;
     let page = Browser::open("").await;
     page.hash_after(None).await;
-    page.find("#editor-toggle").await.click().await.unwrap();
-    let text = page.find("#editor-text").await.prop("value").await.unwrap().unwrap();
+    let text = page.open_editor().await;
     assert!(page.exists("label[for=\"editor-text\"]").await, "the text has a label");
     let broken = text.replacen("seed: 1\n", "seed: 1\nseeed: 2\n", 1);
     let line = broken.lines().position(|l| l.starts_with("seeed")).unwrap() + 1;
