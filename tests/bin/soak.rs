@@ -106,7 +106,7 @@ fn main() {
     println!("store             revision {}, {} live keys", sim.store().revision(), sim.store().len());
     println!("peak RSS          {} MiB", memory("VmHWM:").map_or("?".into(), |kb| (kb / 1024).to_string()));
     println!("findings          {findings:?}");
-    if let Some(Event::Halted { reason }) = trace.entries.last().map(|e| &e.event) {
+    if let Some((_, reason)) = trace.halted() {
         println!("halted            {reason}");
     }
 }

@@ -29,7 +29,7 @@ pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
             println!("{:>10}  {:<24} {}", fmt_time(e.time_ms), e.lane, describe(e));
         }
     }
-    if let Some(Event::Halted { reason }) = trace.entries.last().map(|e| &e.event) {
+    if let Some((_, reason)) = trace.halted() {
         println!("stopped   {reason}");
     }
     let explanations = explain_all(trace);

@@ -291,6 +291,16 @@ impl Trace {
         self.entries.get(usize::try_from(id).ok()?)
     }
 
+    /// Why the run stopped before its end (a run limit), and the entry that
+    /// says so: the last one, when it is [`Event::Halted`].
+    pub fn halted(&self) -> Option<(&Entry, &str)> {
+        let last = self.entries.last()?;
+        match &last.event {
+            Event::Halted { reason } => Some((last, reason)),
+            _ => None,
+        }
+    }
+
     /// The trace as stable JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("trace serialization cannot fail: plain data")

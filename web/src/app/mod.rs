@@ -52,10 +52,7 @@ impl RunView {
         explanations.sort_by_key(|e| e.check == recon_scenario::Check::TimeTravel);
         let unavailable = recon_sim::unavailability(&trace);
         let crashes = crashes(&trace);
-        let halted = trace.entries.last().and_then(|e| match &e.event {
-            recon_sim::Event::Halted { reason } => Some((e.id, reason.clone())),
-            _ => None,
-        });
+        let halted = trace.halted().map(|(entry, reason)| (entry.id, reason.to_owned()));
         RunView { trace: Shared::new(trace), hash, wall_ms, explanations, unavailable, crashes, halted }
     }
 
@@ -365,8 +362,14 @@ mod tests {
         let seed = setup.scenario.seed;
         let uploads = setup.upload_list();
         state.pending = Some(Pending::Run { id, setup, progress: RunProgress::default() });
+        answer(state, runner, ToWorker::Run { id, scenario, seed, uploads })
+    }
+
+    /// Has the runner handle `request` and the state receive every answer,
+    /// as the worker and the page would; the outcome of the last.
+    fn answer(state: &mut State, runner: &mut Runner, request: ToWorker) -> Outcome {
         let mut out = Collect(Vec::new());
-        runner.handle(ToWorker::Run { id, scenario, seed, uploads }, &mut out);
+        runner.handle(request, &mut out);
         let mut outcome = Outcome::Nothing;
         for message in out.0 {
             outcome = state.receive(message);
@@ -409,11 +412,7 @@ mod tests {
         let upload =
             Upload { component: "kubelet-node-1".into(), file_name: "notes.txt".into(), bytes: b"hello".to_vec() };
         state.pending = Some(Pending::Check { id, upload: upload.clone() });
-        let mut out = Collect(Vec::new());
-        runner.handle(ToWorker::Check { id, upload, limits: Default::default() }, &mut out);
-        for message in out.0 {
-            state.receive(message);
-        }
+        answer(&mut state, &mut runner, ToWorker::Check { id, upload, limits: Default::default() });
         let error = state.error.expect("the upload is rejected");
         assert!(error.contains("kubelet-node-1") && error.contains("notes.txt"), "{error}");
         assert!(!error.contains('\n'), "one line: {error}");
@@ -438,21 +437,8 @@ mod tests {
         let mut state = default_state();
         let mut runner = Runner::new().unwrap();
         run(&mut state, &mut runner);
-        let (id, at_ms) = (state.next_id(), 5_010);
-        state.pending = Some(Pending::Inspect { id, at_ms });
-        let setup = state.good.clone();
-        let request = ToWorker::Inspect {
-            id,
-            scenario: setup.scenario_text(),
-            seed: setup.scenario.seed,
-            uploads: Vec::new(),
-            at_ms,
-        };
-        let mut out = Collect(Vec::new());
-        runner.handle(request, &mut out);
-        for message in out.0 {
-            state.receive(message);
-        }
+        let request = state.inspect(5_010).expect("an inspection");
+        answer(&mut state, &mut runner, request);
         let snapshot = state.snapshot.as_ref().expect("a snapshot");
         let kubelet = snapshot.components.iter().find(|c| c.component == "kubelet-node-1").unwrap();
         assert!(kubelet.deleted.iter().any(|o| o.key.name == "web-0"), "{kubelet:?}");
@@ -479,19 +465,11 @@ mod tests {
             assert!(state.inspect(at_ms).is_none());
         }
         assert!(state.next_inspection().is_none(), "the first is still under way");
-        let mut out = Collect(Vec::new());
-        runner.handle(first, &mut out);
-        for message in out.0 {
-            state.receive(message);
-        }
+        answer(&mut state, &mut runner, first);
         assert_eq!(state.snapshot.as_ref().unwrap().time_ms, 1_000);
         let next = state.next_inspection().expect("the latest moment asked for");
         assert_eq!(inspect_at(&next), 5_010);
-        let mut out = Collect(Vec::new());
-        runner.handle(next, &mut out);
-        for message in out.0 {
-            state.receive(message);
-        }
+        answer(&mut state, &mut runner, next);
         assert_eq!(state.snapshot.as_ref().unwrap().time_ms, 5_010);
         assert!(state.next_inspection().is_none(), "nothing more was asked");
         assert!(state.inspect(5_010).is_none(), "that moment is already shown");
