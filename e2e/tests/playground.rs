@@ -461,7 +461,7 @@ async fn clicking_an_empty_moment_of_the_timeline_inspects_every_cache_then() {
     use fantoccini::actions::InputSource;
     use recon_web::timeline::layout::LaneLayout;
     use recon_web::timeline::model::TimelineModel;
-    use recon_web::timeline::theme::GUTTER_WIDTH;
+    use recon_web::timeline::theme::gutter_width;
     use recon_web::timeline::viewport::{Span, Viewport};
     let page = Browser::open("").await;
     page.hash_after(None).await;
@@ -478,12 +478,13 @@ async fn clicking_an_empty_moment_of_the_timeline_inspects_every_cache_then() {
         script(&page, "const c = document.getElementById('timeline-canvas'); return [c.clientWidth, c.clientHeight]")
             .await;
     let (width, height) = (size[0].as_f64().unwrap(), size[1].as_f64().unwrap());
-    let view = Viewport::fit(Span::new(model.start_ms, model.end_ms), width - GUTTER_WIDTH);
+    let gutter = gutter_width(width);
+    let view = Viewport::fit(Span::new(model.start_ms, model.end_ms), width - gutter);
     let at = 12_000.0;
     let near = 20.0 * view.ms_per_px;
     let lane =
         (0..model.lanes.len()).find(|&l| model.marks[l].range(at - near, at + near).is_empty()).expect("a quiet lane");
-    let (x, y) = (GUTTER_WIDTH + view.x_of(at), layout.middle(lane));
+    let (x, y) = (gutter + view.x_of(at), layout.middle(lane));
     let click = fantoccini::actions::MouseActions::new("mouse".into())
         .then(fantoccini::actions::PointerAction::MoveToElement {
             element: canvas,

@@ -172,6 +172,12 @@ pub enum Msg {
     Scroll,
 }
 
+/// Where the message beside line `line` (1-based) sits in the text's box
+/// before any scrolling: level with the line (the text has a 6 px top padding).
+fn inline_top(line: usize) -> i32 {
+    6 + i32::try_from(line.saturating_sub(1)).unwrap_or(i32::MAX / 2).saturating_mul(LINE_HEIGHT_PX)
+}
+
 /// The scenario editor component (see the [module docs](self)).
 pub struct ScenarioEditor {
     /// The prop's text, newlines normalised.
@@ -182,6 +188,8 @@ pub struct ScenarioEditor {
     check: Check,
     textarea: NodeRef,
     gutter: NodeRef,
+    /// The first problem's message, drawn beside its line.
+    inline: NodeRef,
 }
 
 impl ScenarioEditor {
@@ -192,9 +200,14 @@ impl ScenarioEditor {
     }
 
     fn sync_gutter(&self) {
-        if let (Some(textarea), Some(gutter)) = (self.textarea.cast::<HtmlElement>(), self.gutter.cast::<HtmlElement>())
-        {
+        let Some(textarea) = self.textarea.cast::<HtmlElement>() else { return };
+        if let Some(gutter) = self.gutter.cast::<HtmlElement>() {
             gutter.set_scroll_top(textarea.scroll_top());
+        }
+        // The message beside its line follows the line as the text scrolls.
+        if let (Some(inline), Some(d)) = (self.inline.cast::<HtmlElement>(), self.check.diagnostics().first()) {
+            let top = inline_top(d.line) - textarea.scroll_top();
+            let _ = inline.set_attribute("style", &format!("top:{top}px"));
         }
     }
 
@@ -209,6 +222,19 @@ impl ScenarioEditor {
         let line_top = i32::try_from(line.saturating_sub(1)).unwrap_or(i32::MAX / 2).saturating_mul(LINE_HEIGHT_PX);
         textarea.set_scroll_top((line_top - textarea.client_height() / 2).max(0));
         self.sync_gutter();
+    }
+
+    /// The first problem's message, beside the line it is about (in the
+    /// text's own box, so it needs no scrolling to be seen when the line is).
+    fn inline_view(&self) -> Html {
+        let Some(d) = self.check.diagnostics().first() else { return html! {} };
+        let style = format!("top:{}px", inline_top(d.line));
+        html! {
+            <div id="editor-inline-error" class="editor-inline-error" ref={self.inline.clone()} {style}
+                data-line={d.line.to_string()} aria-hidden="true">
+                { format!("line {}: {}", d.line, describe(d)) }
+            </div>
+        }
     }
 
     fn gutter_view(&self) -> Html {
@@ -235,6 +261,7 @@ impl Component for ScenarioEditor {
             check: Check::Valid { components: 0, steps: 0 },
             textarea: NodeRef::default(),
             gutter: NodeRef::default(),
+            inline: NodeRef::default(),
         };
         editor.reset(&ctx.props().text);
         editor
@@ -280,6 +307,10 @@ impl Component for ScenarioEditor {
         }
     }
 
+    fn rendered(&mut self, _ctx: &Context<Self>, _first_render: bool) {
+        self.sync_gutter();
+    }
+
     fn view(&self, ctx: &Context<Self>) -> Html {
         let link = ctx.link();
         let valid = self.check.is_valid();
@@ -310,8 +341,16 @@ impl Component for ScenarioEditor {
                 <label class="editor-label" for="editor-text">
                     { "Scenario file (YAML)" }
                 </label>
+                <div class="editor-bar">
+                    <button id="editor-apply" type="button" disabled={!valid} onclick={link.callback(|_| Msg::Apply)}
+                        aria-keyshortcuts="Control+Enter" title="Run this scenario (Ctrl+Enter)">{ "Apply" }</button>
+                    <button id="editor-revert" type="button" disabled={!dirty} onclick={link.callback(|_| Msg::Revert)}
+                        title="Discard the edits">{ "Revert" }</button>
+                    <span id="editor-status" class={status_class} role="status">{ self.check.summary() }</span>
+                </div>
                 <div class="editor-area">
                     { self.gutter_view() }
+                    { self.inline_view() }
                     <textarea
                         id="editor-text"
                         ref={self.textarea.clone()}
@@ -329,13 +368,6 @@ impl Component for ScenarioEditor {
                 <ul id="editor-errors" class="editor-errors" aria-label="Problems in the scenario file">
                     { for problems }
                 </ul>
-                <div class="editor-bar">
-                    <button id="editor-apply" type="button" disabled={!valid} onclick={link.callback(|_| Msg::Apply)}
-                        aria-keyshortcuts="Control+Enter" title="Run this scenario (Ctrl+Enter)">{ "Apply" }</button>
-                    <button id="editor-revert" type="button" disabled={!dirty} onclick={link.callback(|_| Msg::Revert)}
-                        title="Discard the edits">{ "Revert" }</button>
-                    <span id="editor-status" class={status_class} role="status">{ self.check.summary() }</span>
-                </div>
             </div>
         }
     }

@@ -15,6 +15,7 @@
 pub mod app;
 #[cfg(target_arch = "wasm32")]
 pub mod bench_page;
+pub mod crash;
 pub mod editor;
 pub mod protocol;
 pub mod runner;

@@ -67,6 +67,10 @@ pub enum ToWorker {
     Search(crate::search::SearchRequest),
     /// Shrink a failing plan and answer with the scenario that replays it.
     Shrink(crate::search::ShrinkRequest),
+    /// Panic on purpose, so the browser tests can check that a worker that
+    /// breaks is reported and replaced ([`crate::crash`]; the page sends it
+    /// for `?selftest=panic-worker`; nothing else does).
+    SelfTestPanic,
 }
 
 /// An answer from the worker.
@@ -140,6 +144,7 @@ impl ToWorker {
             ToWorker::Run { id, .. } | ToWorker::Inspect { id, .. } | ToWorker::Check { id, .. } => *id,
             ToWorker::Search(request) => request.id,
             ToWorker::Shrink(request) => request.id,
+            ToWorker::SelfTestPanic => 0,
         }
     }
 }

@@ -91,6 +91,7 @@ impl Runner {
             ToWorker::Check { id, upload, limits } => self.check(id, &upload, &limits),
             ToWorker::Search(request) => crate::search::search(self, &request, progress),
             ToWorker::Shrink(request) => crate::search::shrink(self, &request),
+            ToWorker::SelfTestPanic => panic!("a panic asked for by ?selftest=panic-worker"),
         };
         progress.report(answer);
     }

@@ -52,11 +52,14 @@ pub fn with_playground(
     let _driver = Driver(child);
     wait_for_port(SocketAddr::from(([127, 0, 0, 1], port)), Duration::from_secs(30))
         .map_err(|e| format!("chromedriver did not start listening: {e}"))?;
-    let env = vec![
+    let mut env = vec![
         ("RECON_E2E_URL".to_owned(), format!("http://{site}/")),
         ("RECON_WEBDRIVER_URL".to_owned(), format!("http://127.0.0.1:{port}")),
         ("RECON_CHROME".to_owned(), chromium.browser.display().to_string()),
     ];
+    if let Some(axe) = crate::tools::ensure_axe(&crate::target_dir(&crate::workspace_root())) {
+        env.push(("RECON_AXE_SCRIPT".to_owned(), axe.display().to_string()));
+    }
     f(&env)
 }
 

@@ -72,6 +72,51 @@ pub fn ensure_trunk() -> Result<(), String> {
     })
 }
 
+/// The axe-core release the accessibility check runs (from the npm registry).
+const AXE_VERSION: &str = "4.14.1";
+
+/// axe-core's browser script, installed with npm into the target directory
+/// when missing: the browser tests inject it into the playground and fail
+/// on serious or critical findings. `None`, with a message, where npm is
+/// missing or cannot reach its registry: that one check is then skipped.
+pub fn ensure_axe(target: &Path) -> Option<PathBuf> {
+    let dir = target.join("axe-core");
+    let script = dir.join("node_modules").join("axe-core").join("axe.min.js");
+    let installed = dir.join("node_modules").join("axe-core").join("package.json");
+    let version_ok =
+        std::fs::read_to_string(&installed).is_ok_and(|text| text.contains(&format!("\"version\": \"{AXE_VERSION}\"")));
+    if script.is_file() && version_ok {
+        return Some(script);
+    }
+    if version_of("npm").is_none() {
+        eprintln!(
+            "xtask: npm was not found, so the accessibility check (axe-core) is skipped; install Node.js and npm \
+             (e.g. `apt-get install npm`) to run it"
+        );
+        return None;
+    }
+    eprintln!("xtask: installing axe-core {AXE_VERSION} with npm for the accessibility check");
+    let _ = std::fs::create_dir_all(&dir);
+    let installed = run(Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--ignore-scripts", "--prefix"])
+        .arg(&dir)
+        .arg(format!("axe-core@{AXE_VERSION}")));
+    match installed {
+        Ok(()) if script.is_file() => Some(script),
+        Ok(()) => {
+            eprintln!(
+                "xtask: npm installed axe-core but {} is missing; the accessibility check is skipped",
+                script.display()
+            );
+            None
+        }
+        Err(e) => {
+            eprintln!("xtask: {e}; the accessibility check (axe-core) is skipped");
+            None
+        }
+    }
+}
+
 /// Chromium and its WebDriver, for the browser tests.
 pub struct Chromium {
     /// The browser.

@@ -72,18 +72,18 @@ pub fn explore(args: Args) -> ExitCode {
         Err(e) => return crate::sim_error(&file, &source, e),
     };
     if let Some(finding) = explorer.reference_finding() {
-        println!("The workload breaks {} without any fault: {}", finding.broken, finding.message);
-        println!("Nothing to search for; `recon run` explains it.");
+        say!("The workload breaks {} without any fault: {}", finding.broken, finding.message);
+        say!("Nothing to search for; `recon run` explains it.");
         return ExitCode::from(1);
     }
     let all = explorer.plans();
     let total_plans = all.len();
     let plans: Vec<_> = shard(all, shard_i, shard_n).into_iter().take(args.budget).collect();
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    println!("scenario  {} (workload: {} script steps, no faults)", scenario.name, explorer.workload.script.len());
-    println!("seed      {}", scenario.seed);
-    println!("reference {} trace entries, trace {}", explorer.trace.entries.len(), explorer.trace.hash());
-    println!(
+    say!("scenario  {} (workload: {} script steps, no faults)", scenario.name, explorer.workload.script.len());
+    say!("seed      {}", scenario.seed);
+    say!("reference {} trace entries, trace {}", explorer.trace.entries.len(), explorer.trace.hash());
+    say!(
         "plans     {total_plans} from the reference run; running {} (shard {shard_i}/{shard_n}, budget {}) on {jobs} thread(s)",
         plans.len(),
         args.budget
@@ -98,38 +98,38 @@ pub fn explore(args: Args) -> ExitCode {
     );
 
     let Some(first) = result.failures.first() else {
-        println!();
-        println!("No violation found in {} plan(s).", result.run);
+        say!();
+        say!("No violation found in {} plan(s).", result.run);
         return ExitCode::SUCCESS;
     };
-    println!();
+    say!();
     if args.keep_going {
-        println!("{} failing plan(s):", result.failures.len());
+        say!("{} failing plan(s):", result.failures.len());
         for f in &result.failures {
-            println!("- #{}: {} — {}", f.index, f.plan.describe(), f.finding.broken);
+            say!("- #{}: {} — {}", f.index, f.plan.describe(), f.finding.broken);
         }
-        println!();
+        say!();
     }
-    println!(
+    say!(
         "First failing plan: #{} (found after {:.2}s; {} plans run in {:.2}s)",
         first.index,
         first.found_after.as_secs_f64(),
         result.run,
         result.elapsed.as_secs_f64()
     );
-    println!("  {}", first.plan.describe());
-    println!("  why this plan: {}", first.plan.rationale);
-    println!("  broke: {}: {}", first.finding.broken, first.finding.message);
+    say!("  {}", first.plan.describe());
+    say!("  why this plan: {}", first.plan.rationale);
+    say!("  broke: {}: {}", first.finding.broken, first.finding.message);
     let started = Instant::now();
     let shrunk = explorer.shrink(&first.plan, &first.finding, &factory);
-    println!(
+    say!(
         "Shrunk to {} fault(s) in {} run(s), {:.2}s:",
         shrunk.plan.faults.len(),
         shrunk.runs,
         started.elapsed().as_secs_f64()
     );
     for f in &shrunk.plan.faults {
-        println!("  - {}", f.describe());
+        say!("  - {}", f.describe());
     }
     let found = explorer.found_scenario(&shrunk);
     let out = args.out.unwrap_or_else(|| default_out(&args.scenario));
@@ -137,8 +137,8 @@ pub fn explore(args: Args) -> ExitCode {
         eprintln!("cannot write the scenario to {}: {e}", out.display());
         return ExitCode::from(2);
     }
-    println!("Wrote {} (replay: recon run {})", out.display(), out.display());
-    println!();
+    say!("Wrote {} (replay: recon run {})", out.display(), out.display());
+    say!();
     let mut sim = match Sim::new(&found, factory()) {
         Ok(sim) => sim,
         Err(e) => return crate::sim_error(&file, &source, e),

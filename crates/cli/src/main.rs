@@ -12,9 +12,19 @@ use clap::{Parser, Subcommand};
 use recon_scenario::ScenarioError;
 use recon_sim::{Sim, SimError, Trace};
 
+/// Prints a line to standard output, like `println!`, except that a reader
+/// who stops reading (`recon run … | head`) ends the printing quietly
+/// instead of panicking on the broken pipe; the command still finishes and
+/// exits with its own status.
+macro_rules! say {
+    () => { $crate::stdout::line(format_args!("")) };
+    ($($arg:tt)*) => { $crate::stdout::line(format_args!($($arg)*)) };
+}
+
 mod explore;
 mod plugins;
 mod report;
+mod stdout;
 
 /// Recon: a deterministic Kubernetes control-plane simulator.
 #[derive(Parser)]
@@ -126,7 +136,7 @@ fn main() -> ExitCode {
         Command::CheckPlugin { plugin, scenario } => plugins::check(&plugin, scenario.as_deref()),
         Command::Controllers => {
             for b in recon_catalog::BUILTINS {
-                println!("{:<12} {}", b.name, b.description);
+                say!("{:<12} {}", b.name, b.description);
             }
             ExitCode::SUCCESS
         }

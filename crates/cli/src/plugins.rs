@@ -97,11 +97,11 @@ fn scenario_limits(path: &Path) -> Result<Limits, String> {
 }
 
 fn print_manifest(file: &str, m: &Manifest) {
-    println!("{file}: valid plugin");
-    println!("controller  {}", m.name);
-    println!("abi         version {}", m.abi_version);
-    println!("list mode   {:?}", m.list_mode);
-    println!("node agent  {}", if m.node_agent { "yes (may start and stop containers)" } else { "no" });
+    say!("{file}: valid plugin");
+    say!("controller  {}", m.name);
+    say!("abi         version {}", m.abi_version);
+    say!("list mode   {:?}", m.list_mode);
+    say!("node agent  {}", if m.node_agent { "yes (may start and stop containers)" } else { "no" });
     for (i, w) in m.watches.iter().enumerate() {
         let mut line = format!("watch {i}     {}", w.kind);
         if !w.namespace.is_empty() {
@@ -113,10 +113,10 @@ fn print_manifest(file: &str, m: &Manifest) {
         if !w.label_selector.is_empty() {
             line += &format!(" labels {}", w.label_selector);
         }
-        println!("{line}");
+        say!("{line}");
     }
     for w in &m.writes {
         let verbs: Vec<String> = w.verbs.iter().map(|v| format!("{v:?}")).collect();
-        println!("writes      {}: {}", w.kind, verbs.join(", "));
+        say!("writes      {}: {}", w.kind, verbs.join(", "));
     }
 }

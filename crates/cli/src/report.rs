@@ -16,47 +16,47 @@ pub struct Outcome {
 
 /// Prints the summary (and the whole timeline if asked) to standard output.
 pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
-    println!("scenario  {}", scenario.name);
-    println!("seed      {}", trace.seed);
-    println!("ran       {} of virtual time, {} trace entries", fmt_time(scenario.duration.0), trace.entries.len());
-    println!("trace     {}", trace.hash());
+    say!("scenario  {}", scenario.name);
+    say!("seed      {}", trace.seed);
+    say!("ran       {} of virtual time, {} trace entries", fmt_time(scenario.duration.0), trace.entries.len());
+    say!("trace     {}", trace.hash());
     if timeline {
-        println!();
+        say!();
         for e in &trace.entries {
             if matches!(e.event, Event::CacheApply { .. }) {
                 continue; // one line per API server per write drowns the story
             }
-            println!("{:>10}  {:<24} {}", fmt_time(e.time_ms), e.lane, describe(e));
+            say!("{:>10}  {:<24} {}", fmt_time(e.time_ms), e.lane, describe(e));
         }
     }
     if let Some((_, reason)) = trace.halted() {
-        println!("stopped   {reason}");
+        say!("stopped   {reason}");
     }
     let explanations = explain_all(trace);
-    println!();
+    say!();
     let liveness = explanations.iter().filter(|x| x.check.is_liveness()).count();
     let safety = explanations.len() - liveness;
     match (safety, liveness) {
-        (0, 0) => println!("No safety property broke."),
-        (0, n) => println!("No safety property broke, but {n} liveness failure(s) (never converged):"),
-        (s, 0) => println!("{s} safety violation(s):"),
-        (s, n) => println!("{s} safety violation(s) and {n} liveness failure(s):"),
+        (0, 0) => say!("No safety property broke."),
+        (0, n) => say!("No safety property broke, but {n} liveness failure(s) (never converged):"),
+        (s, 0) => say!("{s} safety violation(s):"),
+        (s, n) => say!("{s} safety violation(s) and {n} liveness failure(s):"),
     }
     for (i, x) in explanations.iter().enumerate() {
-        println!();
-        println!("{}. [{}] {}", i + 1, x.check, x.headline);
-        println!("   Why:");
+        say!();
+        say!("{}. [{}] {}", i + 1, x.check, x.headline);
+        say!("   Why:");
         for step in &x.steps {
-            println!("   - {}", step.text);
+            say!("   - {}", step.text);
         }
     }
     let outages = unavailability(trace);
     if !outages.is_empty() {
-        println!();
-        println!("Unavailable (reads refused rather than served stale):");
+        say!();
+        say!("Unavailable (reads refused rather than served stale):");
         for u in &outages {
             let until = u.until_ms.map_or("the end of the run".to_string(), fmt_time);
-            println!(
+            say!(
                 "- {} from {} until {}: {} failed request(s), last: {}",
                 u.component,
                 fmt_time(u.from_ms),
@@ -68,22 +68,22 @@ pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
     }
     let crashes = crashes(trace);
     if !crashes.is_empty() {
-        println!();
-        println!("Crashes and restarts (a crashed component restarts with back-off; the rest of the run goes on):");
+        say!();
+        say!("Crashes and restarts (a crashed component restarts with back-off; the rest of the run goes on):");
         for c in &crashes {
             let at = trace.get(c.first).map_or_else(String::new, |e| fmt_time(e.time_ms));
             match c.count {
-                1 => println!("- {} once, at {at}: {}", c.component, c.reason),
-                n => println!("- {} {n} times, first at {at}; last: {}", c.component, c.reason),
+                1 => say!("- {} once, at {at}: {}", c.component, c.reason),
+                n => say!("- {} {n} times, first at {at}; last: {}", c.component, c.reason),
             }
         }
     }
     let seen: BTreeSet<Check> = trace.violations().map(|(_, c, _)| c).collect();
     let expected: BTreeSet<Check> = scenario.expect.violations.iter().copied().collect();
     let as_expected = seen == expected;
-    println!();
+    say!();
     if as_expected {
-        println!("Outcome matches the scenario's expectation.");
+        say!("Outcome matches the scenario's expectation.");
     } else {
         let names = |s: &BTreeSet<Check>| {
             if s.is_empty() {
@@ -92,11 +92,7 @@ pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
                 s.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
             }
         };
-        println!(
-            "Outcome differs from the scenario's expectation: expected {}, saw {}.",
-            names(&expected),
-            names(&seen)
-        );
+        say!("Outcome differs from the scenario's expectation: expected {}, saw {}.", names(&expected), names(&seen));
     }
     Outcome { violated: !seen.is_empty(), as_expected }
 }

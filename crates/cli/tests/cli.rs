@@ -259,3 +259,32 @@ fn explore_with_the_fixed_kubelet_as_a_wasm_plugin_on_every_thread_finds_nothing
     assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("No violation found in 131 plan(s)."), "{}", stdout(&out));
 }
+
+/// Runs `recon` with its standard output closed before it writes anything,
+/// as `recon … | head -0` would: what it says on standard error, and its status.
+fn with_reader_gone(args: &[&str]) -> (Option<i32>, String) {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_recon"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("recon starts");
+    // The reader leaves at once: every write recon makes meets a broken pipe.
+    drop(child.stdout.take());
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    (child.wait().unwrap().code(), err)
+}
+
+#[test]
+fn a_reader_that_stops_reading_ends_the_output_quietly_and_the_status_still_tells() {
+    // Issue 19/20: `recon run … | head` panicked on the broken pipe.
+    let (status, err) = with_reader_gone(&["run", "--timeline", scenario("pod-safety-59848.yaml").to_str().unwrap()]);
+    assert_eq!(status, Some(1), "the run still reports its violation: {err}");
+    assert!(err.is_empty(), "nothing on standard error: {err}");
+    let (status, err) =
+        with_reader_gone(&["check-plugin", built_plugin("recon_plugin_kubelet_fixed").to_str().unwrap()]);
+    assert_eq!(status, Some(0), "{err}");
+    assert!(err.is_empty(), "nothing on standard error: {err}");
+}

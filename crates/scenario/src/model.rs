@@ -150,6 +150,13 @@ impl PluginLimits {
 }
 
 impl RunLimits {
+    /// The most `maxTraceEntries` may be: ten times the default, room for
+    /// the hour-long soak; a trace that size already takes gigabytes, and a
+    /// share link must not be able to ask a visitor's tab for more.
+    pub const MAX_TRACE_ENTRIES: u64 = 20_000_000;
+    /// The most `maxObjectBytes` may be: 64 MiB.
+    pub const MAX_OBJECT_BYTES: u64 = 64 << 20;
+
     fn is_default(&self) -> bool {
         *self == RunLimits::default()
     }
@@ -480,7 +487,10 @@ pub enum Check {
     PodIdentity,
     /// At most one live pod per StatefulSet ordinal.
     StatefulSetOrdinals,
-    /// A component's observed revision never decreases across its life.
+    /// The revisions a component observes never decrease, across its
+    /// restarts too (the component, not one process of it, remembers the
+    /// newest it saw): a restart that relists from an older cache is time
+    /// travel, the #59848 case.
     TimeTravel,
     /// A controller never creates a pod for a ReplicaSet that already has
     /// `spec.replicas` live pods in the store, nor deletes one when it has no

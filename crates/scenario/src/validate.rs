@@ -325,5 +325,17 @@ impl<'a> Validator<'a> {
                 );
             }
         }
+        let run = [
+            ("maxTraceEntries", s.limits.max_trace_entries, crate::RunLimits::MAX_TRACE_ENTRIES),
+            ("maxObjectBytes", s.limits.max_object_bytes, crate::RunLimits::MAX_OBJECT_BYTES),
+        ];
+        for (name, value, most) in run {
+            if value > most {
+                self.report(
+                    format!("limits.{name}"),
+                    format!("{name} {value} is above the most a scenario may set, {most}"),
+                );
+            }
+        }
     }
 }

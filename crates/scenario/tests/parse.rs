@@ -795,3 +795,19 @@ fn a_plugin_limit_above_its_ceiling_is_reported_at_its_value() {
         "memoryBytes 4294967296 is above the most a scenario may set, 1073741824",
     );
 }
+
+#[test]
+fn a_trace_limit_above_its_ceiling_is_reported_at_its_value() {
+    // Issue 20: a share link must not be able to ask the tab that opens it
+    // for an unbounded trace.
+    let text = "name: x\napiServers: [{name: a}]\nlimits:\n  maxTraceEntries: 900000000\n";
+    assert_problem(
+        text,
+        4,
+        20,
+        "limits.maxTraceEntries",
+        "maxTraceEntries 900000000 is above the most a scenario may set, 20000000",
+    );
+    let at_most = "name: x\napiServers: [{name: a}]\nlimits:\n  maxTraceEntries: 20000000\n";
+    assert_eq!(parse("x.yaml", at_most).unwrap().limits.max_trace_entries, 20_000_000);
+}

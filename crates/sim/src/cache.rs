@@ -152,6 +152,11 @@ impl WatchCache {
         self.objects.get(key)
     }
 
+    /// Every object the cache holds, in store-key order.
+    pub fn objects(&self) -> impl Iterator<Item = &Object> {
+        self.objects.values()
+    }
+
     /// Events after `revision`, or `None` if some of them have left the
     /// window (the client must relist: 410 Gone).
     pub fn events_after(&self, revision: u64) -> Option<impl Iterator<Item = &CachedEvent>> {

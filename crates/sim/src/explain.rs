@@ -4,6 +4,8 @@
 //! Everything here reads the trace only, so the same explanation can be
 //! produced from a saved trace, natively or in the browser.
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 
 use recon_scenario::Check;
@@ -432,13 +434,29 @@ pub struct CrashSummary {
     pub reason: String,
 }
 
-/// Every component's crashes, scripted ones included, in order of their
-/// first crash: what a summary lists so that a plugin that keeps crashing
-/// is never silent.
+/// Every component's crashes, in order of their first crash: what a summary
+/// lists so that a plugin that keeps crashing is never silent. A scripted
+/// crash counts; a scripted restart does not (it is a planned stop and
+/// start, shown in the script and on the timeline): it is the stop that the
+/// same script step starts the component again after.
 pub fn crashes(trace: &Trace) -> Vec<CrashSummary> {
+    let by_script = |id: &EntryId| trace.get(*id).is_some_and(|e| matches!(e.event, Event::Script { .. }));
+    let restarts: BTreeSet<(&str, EntryId)> = trace
+        .entries
+        .iter()
+        .filter_map(|e| match (&e.event, e.causes.first()) {
+            (Event::ComponentStarted { component, .. }, Some(cause)) if by_script(cause) => {
+                Some((component.as_str(), *cause))
+            }
+            _ => None,
+        })
+        .collect();
     let mut summaries: Vec<CrashSummary> = Vec::new();
     for entry in &trace.entries {
         let Event::ComponentCrashed { component, reason } = &entry.event else { continue };
+        if entry.causes.first().is_some_and(|cause| restarts.contains(&(component.as_str(), *cause))) {
+            continue;
+        }
         match summaries.iter_mut().find(|s| &s.component == component) {
             Some(summary) => {
                 summary.count += 1;

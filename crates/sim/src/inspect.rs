@@ -4,8 +4,13 @@
 //! it holds. [`Sim::snapshot`] puts every running component's view (what its
 //! watches delivered) beside the store and lists the differences: objects it
 //! lacks, objects it holds at an older revision, and objects it still holds
-//! though they were deleted (or replaced by a new incarnation).
+//! though they were deleted (or replaced by a new incarnation). Every API
+//! server's watch cache is put beside the store the same way: in #59848 it
+//! is the frozen cache, not the kubelet, that is the story.
 
+use std::collections::BTreeMap;
+
+use recon_store::KeyValue;
 use serde::{Deserialize, Serialize};
 
 use crate::Sim;
@@ -21,6 +26,37 @@ pub struct Snapshot {
     pub store_revision: u64,
     /// Every component, in scenario order.
     pub components: Vec<ComponentView>,
+    /// Every API server's watch cache, in scenario order.
+    #[serde(default)]
+    pub caches: Vec<CacheView>,
+}
+
+/// One API server's watch cache against the store.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheView {
+    /// The API server.
+    pub api_server: String,
+    /// Whether the server has its watch cache on (off: reads go to the
+    /// store, and what the cache holds serves only watches).
+    pub enabled: bool,
+    /// The store revision the cache reflects.
+    pub revision: u64,
+    /// How many objects it holds.
+    pub held: usize,
+    /// Objects in the store that the cache does not hold yet.
+    pub missing: Vec<ObjectVersion>,
+    /// Objects it holds at an older revision than the store's.
+    pub outdated: Vec<Outdated>,
+    /// Objects it holds that the store no longer has (deleted or replaced).
+    pub deleted: Vec<ObjectVersion>,
+}
+
+impl CacheView {
+    /// Whether the cache matches the store.
+    pub fn is_current(&self) -> bool {
+        self.missing.is_empty() && self.outdated.is_empty() && self.deleted.is_empty()
+    }
 }
 
 /// One component's view against the store.
@@ -65,11 +101,43 @@ fn version(object: &recon_abi::Object) -> ObjectVersion {
     ObjectVersion { key: object.key(), uid: object.metadata.uid.clone(), revision: object.revision().unwrap_or(0) }
 }
 
+/// The differences between what a view holds and the store's objects it
+/// should hold: `(missing, outdated, deleted)`.
+fn compare<'a>(
+    selected: impl Iterator<Item = &'a KeyValue>,
+    held: impl Iterator<Item = &'a recon_abi::Object>,
+    held_now: impl Fn(&KeyValue) -> Option<&'a recon_abi::Object>,
+    store: &BTreeMap<recon_abi::ObjectKey, &KeyValue>,
+) -> (Vec<ObjectVersion>, Vec<Outdated>, Vec<ObjectVersion>) {
+    let (mut missing, mut outdated, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
+    for kv in selected {
+        match held_now(kv) {
+            None => missing.push(version(&kv.value)),
+            Some(h) if h.metadata.uid == kv.value.metadata.uid => {
+                let held = version(h);
+                if held.revision < kv.mod_revision {
+                    outdated.push(Outdated { held, current: kv.mod_revision });
+                }
+            }
+            // Another incarnation: what it holds is gone (listed below).
+            Some(_) => {}
+        }
+    }
+    for object in held {
+        if store.get(&object.key()).is_none_or(|kv| kv.value.metadata.uid != object.metadata.uid) {
+            deleted.push(version(object));
+        }
+    }
+    (missing, outdated, deleted)
+}
+
 impl Sim {
-    /// Every component's view against the store, now. Run the simulation
-    /// to the moment of interest first ([`Sim::run_until`]).
+    /// Every component's view and every API server's cache against the
+    /// store, now. Run the simulation to the moment of interest first
+    /// ([`Sim::run_until`]).
     pub fn snapshot(&self) -> Snapshot {
         let store = self.store.range("", None).unwrap_or_default();
+        let by_key: BTreeMap<recon_abi::ObjectKey, &KeyValue> = store.iter().map(|kv| (kv.value.key(), kv)).collect();
         let components = self
             .components
             .iter()
@@ -89,30 +157,35 @@ impl Sim {
                     let Some(held) = instance.view.get(w) else { continue };
                     view.held += held.len();
                     let Ok(filter) = crate::cache::Filter::new(&crate::component::selection(spec)) else { continue };
-                    for kv in store.iter().filter(|kv| filter.matches(&kv.value)) {
-                        match held.get(&kv.value.key()) {
-                            None => view.missing.push(version(&kv.value)),
-                            Some(h) if h.metadata.uid == kv.value.metadata.uid => {
-                                let held = version(h);
-                                if held.revision < kv.mod_revision {
-                                    view.outdated.push(Outdated { held, current: kv.mod_revision });
-                                }
-                            }
-                            // Another incarnation: what it holds is gone.
-                            Some(_) => {}
-                        }
-                    }
-                    for object in held.values() {
-                        let current = store.iter().find(|kv| kv.value.key() == object.key());
-                        if current.is_none_or(|kv| kv.value.metadata.uid != object.metadata.uid) {
-                            view.deleted.push(version(object));
-                        }
-                    }
+                    let selected = store.iter().filter(|kv| filter.matches(&kv.value));
+                    let (missing, outdated, deleted) =
+                        compare(selected, held.values(), |kv| held.get(&kv.value.key()), &by_key);
+                    view.missing.extend(missing);
+                    view.outdated.extend(outdated);
+                    view.deleted.extend(deleted);
                 }
                 view
             })
             .collect();
-        Snapshot { time_ms: self.now, store_revision: self.store.revision(), components }
+        let caches = self
+            .servers
+            .iter()
+            .map(|server| {
+                let cache = &server.cache;
+                let (missing, outdated, deleted) =
+                    compare(store.iter(), cache.objects(), |kv| cache.get(&kv.key), &by_key);
+                CacheView {
+                    api_server: server.config.name.clone(),
+                    enabled: server.config.watch_cache.enabled,
+                    revision: cache.revision,
+                    held: cache.objects().count(),
+                    missing,
+                    outdated,
+                    deleted,
+                }
+            })
+            .collect();
+        Snapshot { time_ms: self.now, store_revision: self.store.revision(), components, caches }
     }
 }
 
@@ -151,5 +224,26 @@ mod tests {
         // node-2's kubelet, on the fresh API server, holds the new web-0.
         let other = snapshot.components.iter().find(|v| v.component == "kubelet-node-2").unwrap();
         assert!(other.deleted.is_empty(), "{other:?}");
+    }
+
+    #[test]
+    fn the_partitioned_servers_cache_is_shown_frozen_beside_the_store() {
+        let mut sim = default_sim();
+        sim.run_until(900);
+        let before = sim.snapshot();
+        let names: Vec<&str> = before.caches.iter().map(|c| c.api_server.as_str()).collect();
+        assert_eq!(names, ["apiserver-1", "apiserver-2"]);
+        assert!(before.caches.iter().all(|c| c.is_current() && c.revision == before.store_revision), "{before:?}");
+        // During the partition (from 2s in #59848) apiserver-2's cache stops
+        // at an old revision and still holds the pod the store deleted.
+        sim.run_until(5_010);
+        let during = sim.snapshot();
+        let fresh = &during.caches[0];
+        let frozen = &during.caches[1];
+        assert!(fresh.is_current() && fresh.revision == during.store_revision, "{fresh:?}");
+        assert!(frozen.revision < during.store_revision, "{frozen:?}");
+        let held: Vec<&str> = frozen.deleted.iter().map(|o| o.key.name.as_str()).collect();
+        assert!(held.contains(&"web-0"), "{frozen:?}");
+        assert!(frozen.held > 0, "{frozen:?}");
     }
 }

@@ -84,6 +84,11 @@ pub struct Setup {
     pub scenario: Scenario,
     /// Uploaded plugins by component.
     pub uploads: BTreeMap<String, Uploaded>,
+    /// The text the scenario was read from, comments and all (the library
+    /// file, or what the user applied in the editor), while it still says
+    /// what the scenario is; a control's change drops it (the editor then
+    /// shows the scenario written out anew).
+    pub source: Option<String>,
 }
 
 impl Setup {
@@ -92,9 +97,35 @@ impl Setup {
         recon_scenario::to_yaml(&self.scenario)
     }
 
+    /// What the editor shows: the user's own text while it stands,
+    /// otherwise the scenario written out.
+    pub fn source_text(&self) -> String {
+        self.source.clone().unwrap_or_else(|| self.scenario_text())
+    }
+
     /// The uploaded plugins, as the worker and share links carry them.
     pub fn upload_list(&self) -> Vec<Upload> {
         self.uploads.values().map(|u| u.upload.clone()).collect()
+    }
+
+    /// How the scenario relates to the library one it started from, for
+    /// the scenario picker: `None` when it is that scenario unchanged.
+    pub fn provenance(&self) -> Option<&'static str> {
+        if self.scenario.name.ends_with("-found") {
+            return Some("found by search");
+        }
+        if self.scenario.name != self.library {
+            return Some("custom");
+        }
+        let library = recon_catalog::scenario(&self.library)?;
+        let original = recon_scenario::parse("library.yaml", library.yaml).ok()?;
+        (original != self.scenario).then_some("edited")
+    }
+
+    /// Whether this is a library scenario as shipped, with no plugin
+    /// uploaded: its name alone says what it is.
+    pub fn is_pristine(&self) -> bool {
+        self.uploads.is_empty() && self.provenance().is_none()
     }
 }
 
@@ -183,13 +214,19 @@ pub struct State {
     /// A moment asked for while another was being inspected: inspected
     /// when that answers (see [`State::inspect`]).
     inspect_next: Option<u64>,
+    /// Whether the next finished run's selection (its headline violation)
+    /// is inspected at once, so that on first load the inspector opens on
+    /// the moment the story is about. Once only: later runs leave the
+    /// worker free (an inspection re-runs the scenario up to the moment).
+    /// The page turns it off in an embed, which has no inspector.
+    pub inspect_selection_after_run: bool,
     next_id: u64,
 }
 
 impl State {
     /// The state for a library scenario, before its first run.
     pub fn new(library: &str, scenario: Scenario) -> State {
-        let setup = Setup { library: library.to_owned(), scenario, uploads: BTreeMap::new() };
+        let setup = Setup { library: library.to_owned(), scenario, uploads: BTreeMap::new(), source: None };
         State {
             good: setup.clone(),
             current: setup,
@@ -201,6 +238,7 @@ impl State {
             snapshot: None,
             select_on_done: None,
             inspect_next: None,
+            inspect_selection_after_run: true,
             next_id: 1,
         }
     }
@@ -229,6 +267,8 @@ impl State {
             None => {}
         }
         let id = self.next_id();
+        // A moment asked for now supersedes one queued earlier (a run's own).
+        self.inspect_next = None;
         self.pending = Some(Pending::Inspect { id, at_ms });
         let setup = &self.good;
         Some(ToWorker::Inspect {
@@ -266,6 +306,18 @@ impl State {
             }
             FromWorker::Done { id, hash, wall_ms, trace } if pending_id == Some(id) => {
                 let Some(Pending::Run { setup, .. }) = self.pending.take() else { return Outcome::Nothing };
+                // A change that leaves the run exactly as it was says so,
+                // rather than re-running silently to the same trace.
+                if let Some(before) = &self.run
+                    && before.hash == hash
+                    && setup != self.good
+                {
+                    self.notice = Some(
+                        "That change left this run exactly as it was (the same trace, event for event): nothing \
+                         in this run depends on it."
+                            .into(),
+                    );
+                }
                 let run = RunView::new(trace, hash, wall_ms);
                 self.selected = run.headline_violation();
                 if let Some(wanted) = self.select_on_done.take() {
@@ -282,7 +334,11 @@ impl State {
                 }
                 self.run = Some(run);
                 self.snapshot = None;
-                self.inspect_next = None;
+                let first = std::mem::take(&mut self.inspect_selection_after_run);
+                self.inspect_next = match self.selected.and_then(|id| self.run.as_ref()?.trace.get(id)) {
+                    Some(entry) if first => Some(entry.time_ms),
+                    _ => None,
+                };
                 self.good = setup.clone();
                 self.current = setup;
                 Outcome::Redraw
@@ -294,7 +350,16 @@ impl State {
             }
             FromWorker::Checked { id, component, manifest } if pending_id == Some(id) => {
                 let Some(Pending::Check { upload, .. }) = self.pending.take() else { return Outcome::Nothing };
-                self.notice = Some(format!("{component} now runs {} ({})", upload.file_name, manifest.name));
+                let warning = match fit(&self.current.scenario, &component, &upload.file_name, &manifest) {
+                    Fit::Refused(why) => {
+                        self.error = Some(format!("Plugin for {component} rejected: {why}"));
+                        self.notice = None;
+                        return Outcome::Redraw;
+                    }
+                    Fit::Warning(why) => format!(". Note: {why}"),
+                    Fit::Fits => String::new(),
+                };
+                self.notice = Some(format!("{component} now runs {} ({}){warning}", upload.file_name, manifest.name));
                 self.current.uploads.insert(component, Uploaded { upload, controller: Some(manifest.name) });
                 Outcome::RunWithUpload
             }
@@ -310,6 +375,7 @@ impl State {
             }
             // Search workers report to the search panel, never here.
             FromWorker::Search(_) => Outcome::Nothing,
+
             // An answer to a request that has since been replaced.
             FromWorker::Done { .. }
             | FromWorker::Snapshot { .. }
@@ -328,6 +394,42 @@ impl State {
     }
 }
 
+/// How well a plugin fits the component it was dropped on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fit {
+    /// Nothing to say.
+    Fits,
+    /// It cannot stand in for the component: refused, with the reason.
+    Refused(String),
+    /// It can run there, but the run will not be what one may expect: said.
+    Warning(String),
+}
+
+/// Whether a plugin fits a component, in one line: a node agent (a
+/// kubelet) needs a component on a node, so on any other it is refused; a
+/// controller that is no node agent may stand in for one (a test of what
+/// happens when a node's agent misbehaves), with a warning that the node's
+/// containers will not run meanwhile.
+pub fn fit(scenario: &Scenario, component: &str, file_name: &str, manifest: &recon_abi::Manifest) -> Fit {
+    let Some(spec) = scenario.components.iter().find(|c| c.name == component) else { return Fit::Fits };
+    match (manifest.node_agent, &spec.node) {
+        (true, None) => Fit::Refused(format!(
+            "{file_name} is a node agent ({}), but {component} runs on no node; drop it on a node's agent (a kubelet-… component)",
+            manifest.name
+        )),
+        (false, Some(node)) => Fit::Warning(format!(
+            "{file_name} ({}) is not a node agent: while it stands in for {component}, nothing starts or stops {node}'s containers",
+            manifest.name
+        )),
+        _ => Fit::Fits,
+    }
+}
+
+/// `n` things, in words: "1 object", "3 objects" (never "1 object(s)").
+pub fn count(n: usize, thing: &str) -> String {
+    if n == 1 { format!("1 {thing}") } else { format!("{n} {thing}s") }
+}
+
 #[cfg(target_arch = "wasm32")]
 mod page;
 #[cfg(target_arch = "wasm32")]
@@ -336,6 +438,48 @@ pub use page::App;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plugin_that_does_not_fit_its_component_is_refused_in_one_line() {
+        let state = default_state();
+        let manifest = |controller: &str, component: &str| {
+            let config = recon_abi::ComponentConfig { name: component.into(), ..Default::default() };
+            recon_catalog::instantiate(controller).unwrap().init(&config).unwrap()
+        };
+        let scenario = &state.current.scenario;
+        let Fit::Refused(text) = fit(scenario, "scheduler", "k.wasm", &manifest("kubelet", "scheduler")) else {
+            panic!("a node agent on the scheduler is refused")
+        };
+        assert!(text.contains("k.wasm") && text.contains("node agent") && !text.contains('\n'), "{text}");
+        let Fit::Warning(text) = fit(scenario, "kubelet-node-1", "s.wasm", &manifest("scheduler", "kubelet-node-1"))
+        else {
+            panic!("a controller standing in for a kubelet is warned about")
+        };
+        assert!(text.contains("node-1's containers") && !text.contains('\n'), "{text}");
+        assert_eq!(fit(scenario, "kubelet-node-1", "k.wasm", &manifest("kubelet-fixed", "kubelet-node-1")), Fit::Fits);
+        assert_eq!(fit(scenario, "scheduler", "s.wasm", &manifest("scheduler", "scheduler")), Fit::Fits);
+    }
+
+    #[test]
+    fn the_picker_tells_an_edited_a_custom_and_a_found_scenario_from_the_library_one() {
+        let state = default_state();
+        let mut setup = state.current.clone();
+        assert_eq!(setup.provenance(), None);
+        assert!(setup.is_pristine());
+        setup.scenario.seed += 1;
+        assert_eq!(setup.provenance(), Some("edited"));
+        setup.scenario.name = "mine".into();
+        assert_eq!(setup.provenance(), Some("custom"));
+        setup.scenario.name = format!("{}-workload-found", setup.library);
+        assert_eq!(setup.provenance(), Some("found by search"));
+    }
+
+    #[test]
+    fn counts_read_as_words() {
+        assert_eq!(count(1, "object"), "1 object");
+        assert_eq!(count(0, "object"), "0 objects");
+        assert_eq!(count(12, "revision"), "12 revisions");
+    }
     use crate::protocol::ToWorker;
     use crate::runner::{Progress, Runner};
 
@@ -420,16 +564,24 @@ mod tests {
     }
 
     #[test]
-    fn crashes_are_summarised_per_component() {
+    fn crashes_are_summarised_per_component_and_a_scripted_restart_is_not_one() {
         let mut state = default_state();
         let mut runner = Runner::new().unwrap();
         run(&mut state, &mut runner);
+        // The scenario's own restart of node-1's kubelet is planned, not a crash (issue 19).
+        assert_eq!(state.run.as_ref().unwrap().crashes, vec![]);
+        // A scripted crash is one.
+        let at = recon_scenario::Millis(3_000);
+        settings::add_fault(&mut state.current.scenario, "scheduler", settings::Fault::Crash, at).unwrap();
+        run(&mut state, &mut runner);
         let view = state.run.as_ref().unwrap();
-        // The scenario's own restart of node-1's kubelet is a crash of that component.
-        let kubelet = view.crashes.iter().find(|c| c.component == "kubelet-node-1").expect("the scripted restart");
-        assert_eq!(kubelet.count, 1);
-        assert!(matches!(view.trace.get(kubelet.first).unwrap().event, recon_sim::Event::ComponentCrashed { .. }));
-        assert!(view.crashes.iter().all(|c| c.component != "scheduler"));
+        let names: Vec<&str> = view.crashes.iter().map(|c| c.component.as_str()).collect();
+        assert_eq!(names, ["scheduler"]);
+        assert_eq!(view.crashes[0].count, 1);
+        assert!(matches!(
+            view.trace.get(view.crashes[0].first).unwrap().event,
+            recon_sim::Event::ComponentCrashed { .. }
+        ));
     }
 
     #[test]
@@ -491,6 +643,43 @@ mod tests {
         let (entry, reason) = view.halted.as_ref().expect("stopped at its limit");
         assert_eq!(*entry + 1, view.trace.entries.len() as u64);
         assert!(reason.contains("limit of 40 trace entries (limits.maxTraceEntries in the scenario)"), "{reason}");
+    }
+
+    #[test]
+    fn the_first_run_opens_the_inspector_on_its_violation_and_later_runs_do_not() {
+        let mut state = default_state();
+        let mut runner = Runner::new().unwrap();
+        run(&mut state, &mut runner);
+        let at = state.run.as_ref().unwrap().trace.get(state.selected.unwrap()).unwrap().time_ms;
+        let request = state.next_inspection().expect("the violation's moment is inspected at once");
+        assert_eq!(inspect_at(&request), at);
+        answer(&mut state, &mut runner, request);
+        assert_eq!(state.snapshot.as_ref().unwrap().time_ms, at);
+        // A later run leaves the worker free.
+        state.current.scenario.seed += 1;
+        run(&mut state, &mut runner);
+        assert!(state.next_inspection().is_none());
+    }
+
+    #[test]
+    fn a_change_that_leaves_the_run_as_it_was_says_so() {
+        let mut state = default_state();
+        let mut runner = Runner::new().unwrap();
+        run(&mut state, &mut runner);
+        let hash = state.run.as_ref().unwrap().hash.clone();
+        // #59848's kubelets list with resourceVersion="0": KEP-2340's
+        // consistent reads from the cache do not touch those lists.
+        let server = state.current.scenario.api_servers.iter().position(|s| s.name == "apiserver-2").unwrap();
+        settings::set_consistent_reads(&mut state.current.scenario, server, true);
+        run(&mut state, &mut runner);
+        assert_eq!(state.run.as_ref().unwrap().hash, hash);
+        assert!(state.notice.as_deref().is_some_and(|n| n.contains("exactly as it was")), "{:?}", state.notice);
+        // A change that does change the run says nothing of the kind.
+        state.notice = None;
+        state.current.scenario.seed += 1;
+        run(&mut state, &mut runner);
+        assert_ne!(state.run.as_ref().unwrap().hash, hash);
+        assert_eq!(state.notice, None);
     }
 
     #[test]

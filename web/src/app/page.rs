@@ -37,6 +37,9 @@ pub enum Msg {
     DismissError,
     /// Show or hide the "about" panel.
     ToggleAbout,
+    /// Open or close the controls on a narrow screen (where they fold away
+    /// so the timeline gets the width).
+    ToggleControls,
     /// Add a crash or restart of a component at a time typed by the user.
     AddFault { component: String, fault: Fault, at: String },
     /// Save the trace in a format.
@@ -83,12 +86,23 @@ pub struct App {
     pub(super) embed: Option<Embed>,
     /// Whether the scenario editor is open.
     pub(super) show_editor: bool,
+    /// Whether the controls are unfolded on a narrow screen (on a wide one
+    /// they are always shown).
+    pub(super) show_controls: bool,
     /// The guided tour's step, while it is open.
     pub(super) tour: Option<usize>,
     /// Open the tour when the first run finishes (a first visit to the default scenario).
     tour_on_first_run: bool,
     /// The search for a violation and its workers.
     pub(super) search: super::search::Search,
+    /// Scroll the selected violation's explanation into view after the next render.
+    reveal_selected_finding: bool,
+    /// Back and Forward: the address holds the scenario, so the page starts
+    /// again from it.
+    _history: Option<gloo::events::EventListener>,
+    /// A deliberate failure the browser tests ask for with `?selftest=`
+    /// (`panic-page` or `panic-worker`), done once after the first run.
+    selftest: Option<String>,
 }
 
 /// What an embedded page needs to know.
@@ -153,7 +167,11 @@ fn state_from_link() -> Option<Result<State, String>> {
 fn library_state(name: &str) -> Result<State, String> {
     let library = recon_catalog::scenario(name).ok_or_else(|| format!("there is no scenario {name:?}"))?;
     let scenario = recon_scenario::parse(&format!("{name}.yaml"), library.yaml).map_err(|e| e.to_string())?;
-    Ok(State::new(name, scenario))
+    let mut state = State::new(name, scenario);
+    // The editor shows the file as shipped, comments and all.
+    state.current.source = Some(library.yaml.to_owned());
+    state.good.source = state.current.source.clone();
+    Ok(state)
 }
 
 impl Component for App {
@@ -180,6 +198,8 @@ impl Component for App {
             && embed_from_url().is_none()
             && state.current.library == recon_catalog::DEFAULT_SCENARIO
             && !super::tour::seen();
+        let mut state = state;
+        state.inspect_selection_after_run = embed_from_url().is_none();
         let mut app = App {
             state,
             worker: None,
@@ -189,9 +209,19 @@ impl Component for App {
             embed_snippet: None,
             embed: embed_from_url(),
             show_editor: false,
+            show_controls: false,
             tour: None,
             tour_on_first_run: first_visit,
             search: Default::default(),
+            reveal_selected_finding: false,
+            _history: web_sys::window().map(|window| {
+                gloo::events::EventListener::new(&window, "popstate", |_| {
+                    if let Some(window) = web_sys::window() {
+                        let _ = window.location().reload();
+                    }
+                })
+            }),
+            selftest: url_param("selftest"),
         };
         app.start_worker(ctx);
         app.run(ctx);
@@ -206,6 +236,8 @@ impl Component for App {
                 match edit(&mut scenario) {
                     Ok(()) => {
                         self.state.current.scenario = scenario;
+                        // The text no longer says what the scenario is.
+                        self.state.current.source = None;
                         self.state.error = None;
                         self.run(ctx);
                     }
@@ -252,6 +284,7 @@ impl Component for App {
             }
             Msg::Select(id) => {
                 self.state.selected = Some(id);
+                self.reveal_selected_finding = true;
                 // The inspector follows the selection (not in an embed, which has none).
                 let at_ms = self.state.run.as_ref().and_then(|run| run.trace.get(id)).map(|entry| entry.time_ms);
                 if let Some(at_ms) = at_ms.filter(|_| self.embed.is_none()) {
@@ -260,6 +293,7 @@ impl Component for App {
             }
             Msg::DismissError => self.state.error = None,
             Msg::ToggleAbout => self.show_about = !self.show_about,
+            Msg::ToggleControls => self.show_controls = !self.show_controls,
             Msg::AddFault { component, fault, at } => {
                 let edit: Edit = Box::new(move |scenario| {
                     let at = super::settings::parse_time(&at)?;
@@ -279,9 +313,14 @@ impl Component for App {
                     }
                     let _ = window.navigator().clipboard().write_text(&url);
                 }
+                let size = if url.len() > 16 * 1024 {
+                    format!(" It is {} KB long, most of it the uploaded plugin.", url.len() / 1024)
+                } else {
+                    String::new()
+                };
                 self.share_url = Some(url);
                 self.state.notice =
-                    Some(left_out.unwrap_or_else(|| "Link copied: it replays this run exactly.".into()));
+                    Some(left_out.unwrap_or_else(|| format!("Link copied: it replays this run exactly.{size}")));
             }
             Msg::Search(msg) => return self.search_update(ctx, msg),
             Msg::ToggleEditor => self.show_editor = !self.show_editor,
@@ -298,6 +337,7 @@ impl Component for App {
             Msg::ApplyText(text) => match recon_scenario::parse("scenario.yaml", &text) {
                 Ok(scenario) => {
                     self.state.current.scenario = scenario;
+                    self.state.current.source = Some(text);
                     self.state.error = None;
                     self.run(ctx);
                 }
@@ -341,9 +381,75 @@ impl Component for App {
     fn view(&self, ctx: &Context<Self>) -> Html {
         panels::page(self, ctx)
     }
+
+    fn rendered(&mut self, _ctx: &Context<Self>, _first_render: bool) {
+        // A violation selected from the timeline (its "First violation"
+        // button, a click, the arrow keys) is brought into view in the
+        // findings list, which may be scrolled elsewhere.
+        // Only the list scrolls (its headline to the top), never the page:
+        // on a phone the list does not scroll and the page stays put.
+        let document = gloo::utils::document();
+        if std::mem::take(&mut self.reveal_selected_finding)
+            && let Some(list) = document.get_element_by_id("findings")
+            && let Some(article) = document.query_selector("article.violation.selected").ok().flatten()
+        {
+            let (shown, headline) = (list.get_bounding_client_rect(), article.get_bounding_client_rect());
+            if headline.top() < shown.top() || headline.top() > shown.bottom() - 24.0 {
+                list.set_scroll_top(list.scroll_top() + (headline.top() - shown.top()) as i32 - 8);
+            }
+        }
+    }
 }
 
+/// The most a run's own address may carry of uploaded plugins: small ones
+/// (a hand-written test plugin) travel in it; real ones would make the
+/// address enormous, so only Share puts them in a link.
+const MAX_ADDRESS_UPLOAD_BYTES: usize = 32 * 1024;
+
 impl App {
+    /// Puts the shown run's scenario in the page's address as it changes,
+    /// so that reload and Back bring it back: nothing for a library
+    /// scenario as shipped, its edits compressed in the fragment otherwise
+    /// (as a share link, without large uploads). Not in an embed, whose
+    /// address belongs to the page around it.
+    fn keep_in_address(&self) {
+        if self.embed.is_some() {
+            return;
+        }
+        let Some(window) = web_sys::window() else { return };
+        let good = &self.state.good;
+        let query = if good.library == recon_catalog::DEFAULT_SCENARIO {
+            String::new()
+        } else {
+            format!("?scenario={}", good.library)
+        };
+        let fragment = if good.is_pristine() {
+            String::new()
+        } else {
+            let uploads = good.upload_list();
+            let small = uploads.iter().map(|u| u.bytes.len()).sum::<usize>() <= MAX_ADDRESS_UPLOAD_BYTES;
+            let carried = if small { uploads.as_slice() } else { &[] };
+            // A link the page was opened with that already says this (with
+            // its large plugins) is kept as it is.
+            let hash = window.location().hash().unwrap_or_default();
+            if !small
+                && crate::share::read(&hash).is_ok_and(|link| {
+                    link.library == good.library && link.scenario == good.scenario_text() && link.uploads == uploads
+                })
+            {
+                return;
+            }
+            crate::share::make(&good.library, &good.scenario_text(), carried, None).fragment
+        };
+        let url = format!("{}{query}{fragment}", base_url());
+        if window.location().href().ok().as_deref() == Some(url.as_str()) {
+            return;
+        }
+        if let Ok(history) = window.history() {
+            let _ = history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url));
+        }
+    }
+
     /// The share-link fragment for the shown run, and what it had to leave out.
     fn share_fragment(&self) -> (String, Option<String>) {
         let good = &self.state.good;
@@ -425,11 +531,22 @@ impl App {
                 if let Some(worker) = self.worker.as_mut() {
                     worker.received(&message);
                 }
+                let finished = matches!(message, crate::protocol::FromWorker::Done { .. });
                 if self.state.receive(message) == super::Outcome::RunWithUpload {
                     self.run(ctx);
                 }
+                if finished && self.state.pending.is_none() {
+                    self.keep_in_address();
+                }
                 if let Some(request) = self.state.next_inspection() {
                     self.send(ctx, &request);
+                }
+                if self.state.run.is_some() && self.state.pending.is_none() {
+                    match self.selftest.take().as_deref() {
+                        Some("panic-page") => panic!("a panic asked for by ?selftest=panic-page"),
+                        Some("panic-worker") => self.send(ctx, &ToWorker::SelfTestPanic),
+                        _ => {}
+                    }
                 }
                 if self.tour_on_first_run && self.state.run.is_some() {
                     self.tour_on_first_run = false;
@@ -437,10 +554,12 @@ impl App {
                 }
             }
             WorkerEvent::Broken(why) => {
-                self.state.worker_lost(&why);
                 // A worker that never loaded would fail again: leave it for a reload.
                 if self.worker.as_ref().is_some_and(WorkerLink::ready) {
+                    self.state.worker_lost(&format!("{why}\nIt was replaced; the last finished run is kept."));
                     self.restart_worker(ctx);
+                } else {
+                    self.state.worker_lost(&why);
                 }
             }
             WorkerEvent::Stalled => {

@@ -8,7 +8,7 @@ use yew::prelude::*;
 
 use super::page::{App, Edit, Export, Msg};
 use super::settings::{self, Fault};
-use super::{Pending, State};
+use super::{Pending, State, count};
 use crate::timeline::Timeline;
 
 /// A control's change to the scenario, as a message.
@@ -73,13 +73,30 @@ pub fn page(app: &App, ctx: &Context<App>) -> Html {
             { banners(app, ctx) }
             if app.show_about { { about() } }
             <div class="main">
-                <aside class="controls">
+                <button id="controls-toggle" class="controls-toggle" type="button"
+                    aria-expanded={app.show_controls.to_string()} aria-controls="controls"
+                    onclick={ctx.link().callback(|_| Msg::ToggleControls)}>
+                    { if app.show_controls { "Hide settings ▴" } else { "Settings: servers, controllers, faults ▾" } }
+                </button>
+                <aside id="controls" class={classes!("controls", app.show_controls.then_some("open"))}>
                     { scenario_panel(app, ctx) }
                     { super::search::panel(app, ctx) }
                     { servers(state, ctx) }
                     { components(state, ctx) }
                     { script(state, ctx) }
                 </aside>
+                if app.show_editor {
+                    <section class="editor-room" id="editor-room" aria-label="The scenario file">
+                        <h2>
+                            { "Scenario file" }
+                            <button type="button" id="editor-close" onclick={ctx.link().callback(|_| Msg::ToggleEditor)}>
+                                { "Close" }
+                            </button>
+                        </h2>
+                        <crate::editor::ScenarioEditor text={AttrValue::from(state.current.source_text())}
+                            on_apply={ctx.link().callback(Msg::ApplyText)} />
+                    </section>
+                }
                 <section class="view">
                     { timeline(state, ctx) }
                     <div class="below">
@@ -113,8 +130,13 @@ fn header(state: &State, ctx: &Context<App>) -> Html {
             <label class="scenario-pick">
                 { "Scenario " }
                 <select id="scenario-select" onchange={pick}>
-                    { for recon_catalog::SCENARIOS.iter().map(|s| html! {
-                        <option value={s.name} selected={s.name == current.library}>{ s.name }</option>
+                    { for recon_catalog::SCENARIOS.iter().map(|s| {
+                        let selected = s.name == current.library;
+                        let label = match current.provenance().filter(|_| selected) {
+                            Some(how) => format!("{} ({how})", s.name),
+                            None => s.name.to_owned(),
+                        };
+                        html! { <option value={s.name} {selected}>{ label }</option> }
                     }) }
                 </select>
             </label>
@@ -127,7 +149,7 @@ fn header(state: &State, ctx: &Context<App>) -> Html {
             <button id="embed" title="An <iframe> snippet that shows this run in your page"
                 onclick={link.callback(|_| Msg::EmbedSnippet)}>{ "Embed" }</button>
             <button id="tour-open" title="A short tour of this page"
-                onclick={link.callback(|_| Msg::Tour(super::tour::Action::Start))}>{ "Take the tour" }</button>
+                onclick={link.callback(|_| Msg::Tour(super::tour::Action::Start))}>{ "Tour" }</button>
             <button id="about-toggle" onclick={link.callback(|_| Msg::ToggleAbout)}>{ "About" }</button>
         </header>
     }
@@ -158,14 +180,13 @@ fn status(state: &State, ctx: &Context<App>) -> Html {
         None => match &state.run {
             Some(run) => html! {
                 <span class="status" id="run-status">
-                    { format!("{} events · {} violation{} · ", run.trace.entries.len(), run.explanations.len(),
-                        if run.explanations.len() == 1 { "" } else { "s" }) }
-                    { "trace " }
-                    <code id="trace-hash" data-wall-ms={format!("{:.1}", run.wall_ms)}
+                    { format!("{} · {} · ", count(run.trace.entries.len(), "event"), count(run.explanations.len(), "violation")) }
+                    <code id="trace-hash" title="The trace's hash: the same scenario and seed give it everywhere"
+                        data-wall-ms={format!("{:.1}", run.wall_ms)}
                         data-entries={run.trace.entries.len().to_string()}>{ &run.hash }</code>
-                    { format!(" · simulated in {:.0} ms ", run.wall_ms) }
-                    <button id="export-json" title="The trace as JSON (what recon run --trace writes)"
-                        onclick={ctx.link().callback(|_| Msg::Export(Export::Json))}>{ "Export" }</button>
+                    <span title="How long the simulation took in this browser">{ format!(" · {:.0} ms ", run.wall_ms) }</span>
+                    <button id="export-json" title="Save the trace as JSON (what recon run --trace writes)"
+                        onclick={ctx.link().callback(|_| Msg::Export(Export::Json))}>{ "JSON" }</button>
                     <button id="export-perfetto" title="The trace in Chrome's trace format, for ui.perfetto.dev"
                         onclick={ctx.link().callback(|_| Msg::Export(Export::Perfetto))}>{ "Perfetto" }</button>
                 </span>
@@ -231,13 +252,10 @@ fn scenario_panel(app: &App, ctx: &Context<App>) -> Html {
         <section class="panel">
             <h2>{ "Scenario" }</h2>
             <p class="description" id="scenario-description">{ &scenario.description }</p>
-            <button id="editor-toggle" onclick={toggle}>
+            <button id="editor-toggle" onclick={toggle} aria-expanded={app.show_editor.to_string()}
+                aria-controls="editor-room">
                 { if app.show_editor { "Hide the scenario file" } else { "Edit the scenario file" } }
             </button>
-            if app.show_editor {
-                <crate::editor::ScenarioEditor text={AttrValue::from(recon_scenario::to_yaml(scenario))}
-                    on_apply={ctx.link().callback(Msg::ApplyText)} />
-            }
         </section>
     }
 }
@@ -291,6 +309,10 @@ fn servers(state: &State, ctx: &Context<App>) -> Html {
                                 checked={server.consistent_reads_from_cache} onchange={consistent} />
                             { " consistent reads from cache" }
                         </label>
+                        <p class="hint setting-scope" id={format!("consistent-reads-scope-{name}")}>
+                            { "Changes only lists that ask for the latest state (quorum or consistent), not \
+                               resourceVersion=\"0\" lists, which any cache answers." }
+                        </p>
                         <div class="partitions">
                             { "cut off from etcd:" }
                             { for server.partitions.iter().enumerate().map(|(k, w)| {
@@ -545,7 +567,29 @@ fn object(o: &recon_sim::trace::ObjectVersion) -> String {
     format!("{} {} (uid {}, revision {})", o.key.kind, o.key.name, o.uid.get(..8).unwrap_or(&o.uid), o.revision)
 }
 
-/// The inspector: every component's view beside the store, at the selected moment.
+/// What a view holds that differs from etcd, one line each.
+fn differences(
+    deleted: &[recon_sim::trace::ObjectVersion],
+    outdated: &[recon_sim::inspect::Outdated],
+    missing: &[recon_sim::trace::ObjectVersion],
+) -> Html {
+    html! {
+        <>
+            { for deleted.iter().map(|o| html! {
+                <div class="deleted">{ format!("still holds {}, which etcd no longer has", object(o)) }</div>
+            }) }
+            { for outdated.iter().map(|o| html! {
+                <div class="outdated">{ format!("holds {}; etcd has revision {}", object(&o.held), o.current) }</div>
+            }) }
+            { for missing.iter().map(|o| html! {
+                <div class="missing">{ format!("lacks {}", object(o)) }</div>
+            }) }
+        </>
+    }
+}
+
+/// The inspector: every API server's cache and every component's view
+/// beside the store, at the selected moment.
 fn inspector(state: &State, ctx: &Context<App>) -> Html {
     let Some(run) = &state.run else { return html! {} };
     let selected = state.selected.and_then(|id| run.trace.get(id));
@@ -576,27 +620,45 @@ fn inspector(state: &State, ctx: &Context<App>) -> Html {
             }
             if let Some(snapshot) = &state.snapshot {
                 <p class="hint" id="inspector-at">{ format!("At {}, etcd at revision {}.", fmt_time(snapshot.time_ms), snapshot.store_revision) }</p>
+                <h3 class="inspector-group">{ "API servers' watch caches" }</h3>
+                { for snapshot.caches.iter().map(|cache| html! {
+                    <div class={classes!("view-diff", (!cache.is_current()).then_some("stale"))}
+                        id={format!("cache-{}", cache.api_server)}>
+                        <div class="component-name">
+                            { format!("{}'s cache", cache.api_server) }
+                            <span class="hint">{ format!(
+                                " · revision {}{} · holds {}",
+                                cache.revision,
+                                match snapshot.store_revision.saturating_sub(cache.revision) {
+                                    0 => String::new(),
+                                    behind => format!(" ({} behind etcd)", count(behind as usize, "revision")),
+                                },
+                                count(cache.held, "object"),
+                            ) }</span>
+                        </div>
+                        if !cache.enabled {
+                            <div class="hint">{ "cache off: lists and gets go to etcd; the cache feeds watches only" }</div>
+                        }
+                        if cache.is_current() {
+                            <div class="ok">{ "matches etcd" }</div>
+                        }
+                        { differences(&cache.deleted, &cache.outdated, &cache.missing) }
+                    </div>
+                }) }
+                <h3 class="inspector-group">{ "Components' informers" }</h3>
                 { for snapshot.components.iter().map(|view| html! {
                     <div class={classes!("view-diff", (!view.is_current()).then_some("stale"))}
                         id={format!("view-{}", view.component)}>
                         <div class="component-name">
                             { &view.component }
-                            <span class="hint">{ format!(" via {} · holds {} objects", view.api_server, view.held) }</span>
+                            <span class="hint">{ format!(" via {} · holds {}", view.api_server, count(view.held, "object")) }</span>
                         </div>
                         if !view.running {
                             <div class="hint">{ "not running (crashed or restarting): holds nothing" }</div>
                         } else if view.is_current() {
                             <div class="ok">{ "matches etcd for everything it watches" }</div>
                         }
-                        { for view.deleted.iter().map(|o| html! {
-                            <div class="deleted">{ format!("still holds {}, which etcd no longer has", object(o)) }</div>
-                        }) }
-                        { for view.outdated.iter().map(|o| html! {
-                            <div class="outdated">{ format!("holds {}; etcd has revision {}", object(&o.held), o.current) }</div>
-                        }) }
-                        { for view.missing.iter().map(|o| html! {
-                            <div class="missing">{ format!("lacks {}", object(o)) }</div>
-                        }) }
+                        { differences(&view.deleted, &view.outdated, &view.missing) }
                     </div>
                 }) }
             }

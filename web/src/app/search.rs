@@ -201,9 +201,9 @@ impl Hunt {
                 format!("Plan #{index} of {total} breaks {broken}. Shrinking it…")
             }
             Phase::Found { index, faults, runs, broken } => format!(
-                "Found after {done} of {total} plans: plan #{index} breaks {broken}. Shrunk in {runs} runs to {} \
-                 fault(s): {}. Opened below as the current scenario.",
-                faults.len(),
+                "Found after {done} of {total} plans: plan #{index} breaks {broken}. Shrunk in {runs} runs to {}: \
+                 {}. Opened below as the current scenario.",
+                super::count(faults.len(), "fault"),
                 faults.join("; ")
             ),
             Phase::NothingFound => {

@@ -7,7 +7,7 @@
 //! the first step it sits over the quiet end of the timeline, clear of the
 //! controls. It opens by itself once, after the first run of a first visit
 //! to the default scenario (remembered in `localStorage` under
-//! [`SEEN_KEY`]); "Take the tour" opens it again. Never in an embed.
+//! [`SEEN_KEY`]); the header's "Tour" button opens it again. Never in an embed.
 //!
 //! Keys, with the card focused (it takes focus when it opens): → or Enter
 //! next, ← back, Esc skips (Esc works anywhere on the page while it is open).

@@ -3,6 +3,7 @@
 fn main() {
     #[cfg(target_arch = "wasm32")]
     {
+        recon_web::crash::install_page_hook();
         use recon_web::bench_page::{TimelineBench, TimelineBenchProps, requested};
         match requested() {
             Some(events) => {

@@ -2,5 +2,8 @@
 
 fn main() {
     #[cfg(target_arch = "wasm32")]
-    recon_web::worker::start();
+    {
+        recon_web::crash::install_worker_hook();
+        recon_web::worker::start();
+    }
 }

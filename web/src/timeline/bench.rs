@@ -16,7 +16,7 @@ use web_sys::HtmlCanvasElement;
 use super::draw::{Frame, Scratch, Surface, draw};
 use super::layout::LaneLayout;
 use super::model::TimelineModel;
-use super::theme::GUTTER_WIDTH;
+use super::theme::gutter_width;
 use super::viewport::{Span, Viewport};
 
 /// Share of the run visible while the benchmark pans.
@@ -41,7 +41,8 @@ pub fn pan_benchmark(canvas: &HtmlCanvasElement, trace: &Trace, frames: u32) -> 
     surface.resize(width, height);
 
     let span = Span::new(model.start_ms, model.end_ms);
-    let plot_width = (width - GUTTER_WIDTH).max(1.0);
+    let gutter = gutter_width(width);
+    let plot_width = (width - gutter).max(1.0);
     let mut view = Viewport::fit(span, plot_width);
     view.ms_per_px *= BENCH_VISIBLE_SHARE;
     let travel = (span.end_ms - span.start_ms - view.width_px * view.ms_per_px).max(0.0);
@@ -63,6 +64,7 @@ pub fn pan_benchmark(canvas: &HtmlCanvasElement, trace: &Trace, frames: u32) -> 
             hovered: None,
             cursor_ms: Some(view.time_at(view.width_px / 2.0)),
             width,
+            gutter,
             height,
         };
         draw(&surface, &input, &mut scratch);

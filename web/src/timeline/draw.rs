@@ -19,7 +19,7 @@ use super::columns::{BandRun, ColumnMark, aggregate_marks, band_runs, column_of}
 use super::layout::{LaneLayout, mark_position};
 use super::model::{MarkKind, TimelineModel};
 use super::theme::*;
-use super::viewport::{Viewport, tick_label, ticks};
+use super::viewport::{Viewport, tick_label, ticks, within};
 
 /// How far past the plot's edges marks are still gathered, so a mark cut by
 /// the edge is drawn cut rather than missing.
@@ -81,6 +81,8 @@ pub struct Frame<'a> {
     pub cursor_ms: Option<f64>,
     /// Canvas width in CSS pixels.
     pub width: f64,
+    /// Width of the label gutter left of the plot ([`gutter_width`] of `width`).
+    pub gutter: f64,
     /// Canvas height in CSS pixels.
     pub height: f64,
 }
@@ -123,7 +125,7 @@ pub fn draw(surface: &Surface, frame: &Frame, scratch: &mut Scratch) {
 
     ctx.save();
     ctx.begin_path();
-    ctx.rect(GUTTER_WIDTH, AXIS_HEIGHT, frame.view.width_px, frame.height - AXIS_HEIGHT);
+    ctx.rect(frame.gutter, AXIS_HEIGHT, frame.view.width_px, frame.height - AXIS_HEIGHT);
     ctx.clip();
     let (step, tick_times) = ticks(&frame.view, TICK_SPACING);
     grid(ctx, frame, &tick_times);
@@ -153,7 +155,7 @@ fn lane_backgrounds(ctx: &CanvasRenderingContext2d, f: &Frame) {
     for (i, lane) in f.model.lanes.iter().enumerate().skip(1) {
         let new_group = f.model.lanes[i - 1].group != lane.group;
         ctx.set_fill_style_str(if new_group { RULE } else { GRID });
-        let x = if new_group { 0.0 } else { GUTTER_WIDTH };
+        let x = if new_group { 0.0 } else { f.gutter };
         ctx.fill_rect(x, f.layout.tops[i], f.width - x, 1.0);
     }
     ctx.set_fill_style_str(RULE);
@@ -164,7 +166,7 @@ fn grid(ctx: &CanvasRenderingContext2d, f: &Frame, tick_times: &[f64]) {
     ctx.set_fill_style_str(GRID);
     ctx.begin_path();
     for t in tick_times {
-        ctx.rect(GUTTER_WIDTH + f.view.x_of(*t).round(), AXIS_HEIGHT, 1.0, f.height);
+        ctx.rect(f.gutter + f.view.x_of(*t).round(), AXIS_HEIGHT, 1.0, f.height);
     }
     ctx.fill();
 }
@@ -179,21 +181,18 @@ fn partitions(ctx: &CanvasRenderingContext2d, f: &Frame) {
         let (from, to) = (from.max(-EDGE_MARGIN_PX), to.min(f.view.width_px + EDGE_MARGIN_PX));
         let width = (to - from).max(1.0);
         ctx.set_fill_style_str(PARTITION_FILL);
-        ctx.fill_rect(GUTTER_WIDTH + from, f.layout.tops[window.lane], width, f.layout.heights[window.lane]);
+        ctx.fill_rect(f.gutter + from, f.layout.tops[window.lane], width, f.layout.heights[window.lane]);
         if let Some(cache) = window.cache_lane {
             ctx.set_fill_style_str(PARTITION_FILL_FAINT);
-            ctx.fill_rect(GUTTER_WIDTH + from, f.layout.tops[cache], width, f.layout.heights[cache]);
+            ctx.fill_rect(f.gutter + from, f.layout.tops[cache], width, f.layout.heights[cache]);
         }
         if width > 90.0 {
             ctx.set_font(FONT_SMALL);
             ctx.set_text_baseline("middle");
             ctx.set_text_align("left");
             ctx.set_fill_style_str(TEXT_MUTED);
-            let _ = ctx.fill_text(
-                "partitioned from etcd",
-                GUTTER_WIDTH + from.max(0.0) + 6.0,
-                f.layout.middle(window.lane),
-            );
+            let _ =
+                ctx.fill_text("partitioned from etcd", f.gutter + from.max(0.0) + 6.0, f.layout.middle(window.lane));
         }
     }
 }
@@ -214,7 +213,7 @@ fn bands(ctx: &CanvasRenderingContext2d, f: &Frame, scratch: &mut Scratch) {
         ctx.begin_path();
         for run in scratch.runs.iter().filter(|r| r.behind > 0) {
             let h = height(run.behind);
-            let x = GUTTER_WIDTH + run.from_column as f64;
+            let x = f.gutter + run.from_column as f64;
             ctx.rect(x, bottom - h, (run.to_column - run.from_column) as f64, h);
         }
         ctx.fill();
@@ -222,7 +221,7 @@ fn bands(ctx: &CanvasRenderingContext2d, f: &Frame, scratch: &mut Scratch) {
         ctx.begin_path();
         for run in scratch.runs.iter().filter(|r| r.behind > 0 && height(r.behind) >= 3.0) {
             let h = height(run.behind);
-            let x = GUTTER_WIDTH + run.from_column as f64;
+            let x = f.gutter + run.from_column as f64;
             ctx.rect(x, bottom - h, (run.to_column - run.from_column) as f64, 1.5);
         }
         ctx.fill();
@@ -246,7 +245,7 @@ fn violation_lines(ctx: &CanvasRenderingContext2d, f: &Frame) {
     ctx.set_fill_style_str(VIOLATION_LINE);
     ctx.begin_path();
     for column in visible_violations(f) {
-        ctx.rect(GUTTER_WIDTH + column as f64, AXIS_HEIGHT, 1.0, f.layout.total_height - AXIS_HEIGHT);
+        ctx.rect(f.gutter + column as f64, AXIS_HEIGHT, 1.0, f.layout.total_height - AXIS_HEIGHT);
     }
     ctx.fill();
 }
@@ -269,7 +268,7 @@ fn marks(ctx: &CanvasRenderingContext2d, f: &Frame, scratch: &mut Scratch) {
                 MarkKind::Watch | MarkKind::Cache => (base_width, lane_height * 0.38),
                 _ => (base_width, lane_height * 0.55),
             };
-            let x = GUTTER_WIDTH + mark.column as f64 + 0.5 - w / 2.0;
+            let x = f.gutter + mark.column as f64 + 0.5 - w / 2.0;
             let rect = Rect { x, y: middle - h / 2.0, w, h };
             // Touching marks of one kind on one lane become one rectangle:
             // the same pixels, far fewer calls into the canvas.
@@ -333,14 +332,14 @@ fn selection(ctx: &CanvasRenderingContext2d, f: &Frame) {
         let lane_height = f.model.lane_of(id).map_or(LANE_HEIGHT, |l| f.layout.heights[l]);
         ctx.set_stroke_style_str(colour);
         ctx.set_line_width(line_width);
-        ctx.stroke_rect(GUTTER_WIDTH + x - 6.0, y - lane_height * 0.46, 12.0, lane_height * 0.92);
+        ctx.stroke_rect(f.gutter + x - 6.0, y - lane_height * 0.46, 12.0, lane_height * 0.92);
     };
     if let Some(hovered) = f.hovered.filter(|h| Some(*h) != f.selected) {
         outline(hovered, HOVER, 1.5);
     }
     let Some(selected) = f.selected else { return };
     let Some((sx, sy)) = mark_position(f.model, f.layout, &f.view, selected) else { return };
-    let sx = GUTTER_WIDTH + sx;
+    let sx = f.gutter + sx;
     for cause in f.causes {
         outline(*cause, CAUSE, 1.5);
     }
@@ -349,7 +348,7 @@ fn selection(ctx: &CanvasRenderingContext2d, f: &Frame) {
     ctx.set_line_width(1.5);
     for cause in f.causes {
         if let Some((cx, cy)) = mark_position(f.model, f.layout, &f.view, *cause) {
-            arrow(ctx, (GUTTER_WIDTH + cx, cy), (sx, sy));
+            arrow(ctx, (f.gutter + cx, cy), (sx, sy));
         }
     }
     outline(selected, SELECTION, 2.0);
@@ -387,11 +386,11 @@ fn time_lines(ctx: &CanvasRenderingContext2d, f: &Frame) {
     let height = f.layout.total_height - AXIS_HEIGHT;
     if let Some((x, _)) = f.selected.and_then(|id| mark_position(f.model, f.layout, &f.view, id)) {
         ctx.set_fill_style_str(SELECTION_LINE);
-        ctx.fill_rect(GUTTER_WIDTH + x - 0.5, AXIS_HEIGHT, 1.0, height);
+        ctx.fill_rect(f.gutter + x - 0.5, AXIS_HEIGHT, 1.0, height);
     }
     if let Some(x) = cursor_x(f) {
         ctx.set_fill_style_str(CURSOR);
-        ctx.fill_rect(GUTTER_WIDTH + x - 0.75, AXIS_HEIGHT, 1.5, height);
+        ctx.fill_rect(f.gutter + x - 0.75, AXIS_HEIGHT, 1.5, height);
     }
 }
 
@@ -404,7 +403,7 @@ fn cursor_x(f: &Frame) -> Option<f64> {
 /// Each lagging cache's lag, written where the scrub cursor crosses its lane.
 fn lag_readouts(ctx: &CanvasRenderingContext2d, f: &Frame) {
     let (Some(time), Some(x)) = (f.cursor_ms, cursor_x(f)) else { return };
-    let x = GUTTER_WIDTH + x;
+    let x = f.gutter + x;
     ctx.set_font(FONT_SMALL);
     ctx.set_text_baseline("middle");
     ctx.set_text_align("left");
@@ -425,18 +424,18 @@ fn lag_readouts(ctx: &CanvasRenderingContext2d, f: &Frame) {
 fn axis(ctx: &CanvasRenderingContext2d, f: &Frame, step: f64, tick_times: &[f64]) {
     ctx.save();
     ctx.begin_path();
-    ctx.rect(GUTTER_WIDTH, 0.0, f.view.width_px, AXIS_HEIGHT);
+    ctx.rect(f.gutter, 0.0, f.view.width_px, AXIS_HEIGHT);
     ctx.clip();
     ctx.set_fill_style_str(AXIS);
-    ctx.fill_rect(GUTTER_WIDTH, 0.0, f.view.width_px, AXIS_HEIGHT);
+    ctx.fill_rect(f.gutter, 0.0, f.view.width_px, AXIS_HEIGHT);
     ctx.set_fill_style_str(RULE);
-    ctx.fill_rect(GUTTER_WIDTH, AXIS_HEIGHT - 1.0, f.view.width_px, 1.0);
+    ctx.fill_rect(f.gutter, AXIS_HEIGHT - 1.0, f.view.width_px, 1.0);
 
     ctx.set_font(FONT_SMALL);
     ctx.set_text_baseline("middle");
     ctx.set_text_align("left");
     for t in tick_times {
-        let x = GUTTER_WIDTH + f.view.x_of(*t).round();
+        let x = f.gutter + f.view.x_of(*t).round();
         ctx.set_fill_style_str(TEXT_MUTED);
         ctx.fill_rect(x, AXIS_HEIGHT - 7.0, 1.0, 6.0);
         let _ = ctx.fill_text(&tick_label(*t, step), x + 4.0, AXIS_HEIGHT / 2.0 - 2.0);
@@ -445,7 +444,7 @@ fn axis(ctx: &CanvasRenderingContext2d, f: &Frame, step: f64, tick_times: &[f64]
     ctx.set_fill_style_str(mark_colour(MarkKind::Violation));
     ctx.begin_path();
     for column in visible_violations(f) {
-        let x = GUTTER_WIDTH + column as f64 + 0.5;
+        let x = f.gutter + column as f64 + 0.5;
         ctx.move_to(x - 5.0, AXIS_HEIGHT - 9.0);
         ctx.line_to(x + 5.0, AXIS_HEIGHT - 9.0);
         ctx.line_to(x, AXIS_HEIGHT - 1.0);
@@ -456,7 +455,7 @@ fn axis(ctx: &CanvasRenderingContext2d, f: &Frame, step: f64, tick_times: &[f64]
     if let (Some(time), Some(x)) = (f.cursor_ms, cursor_x(f)) {
         let label = fmt_time(time.max(0.0).round() as u64);
         let width = ctx.measure_text(&label).map_or(60.0, |m| m.width()) + 10.0;
-        let left = (GUTTER_WIDTH + x - width / 2.0).clamp(GUTTER_WIDTH, GUTTER_WIDTH + f.view.width_px - width);
+        let left = within(f.gutter + x - width / 2.0, f.gutter, f.gutter + f.view.width_px - width);
         ctx.set_fill_style_str(CURSOR);
         ctx.fill_rect(left, 3.0, width, AXIS_HEIGHT - 6.0);
         ctx.set_fill_style_str(CURSOR_TEXT);
@@ -469,16 +468,16 @@ fn axis(ctx: &CanvasRenderingContext2d, f: &Frame, step: f64, tick_times: &[f64]
 /// Lane names on the left; sub-lanes indented under the lane they belong to.
 fn gutter(ctx: &CanvasRenderingContext2d, f: &Frame) {
     ctx.set_fill_style_str(GUTTER);
-    ctx.fill_rect(0.0, 0.0, GUTTER_WIDTH, f.height);
+    ctx.fill_rect(0.0, 0.0, f.gutter, f.height);
     for (i, lane) in f.model.lanes.iter().enumerate().skip(1) {
         if f.model.lanes[i - 1].group != lane.group {
             ctx.set_fill_style_str(RULE);
-            ctx.fill_rect(0.0, f.layout.tops[i], GUTTER_WIDTH, 1.0);
+            ctx.fill_rect(0.0, f.layout.tops[i], f.gutter, 1.0);
         }
     }
     ctx.set_fill_style_str(RULE);
-    ctx.fill_rect(GUTTER_WIDTH - 1.0, 0.0, 1.0, f.height);
-    ctx.fill_rect(0.0, AXIS_HEIGHT - 1.0, GUTTER_WIDTH, 1.0);
+    ctx.fill_rect(f.gutter - 1.0, 0.0, 1.0, f.height);
+    ctx.fill_rect(0.0, AXIS_HEIGHT - 1.0, f.gutter, 1.0);
 
     ctx.set_text_baseline("middle");
     ctx.set_text_align("left");
@@ -496,7 +495,7 @@ fn gutter(ctx: &CanvasRenderingContext2d, f: &Frame) {
         }
         ctx.set_font(if lane.sub { FONT_SMALL } else { FONT_LABEL });
         ctx.set_fill_style_str(if lane.sub { TEXT_MUTED } else { TEXT });
-        let text = ellipsize(ctx, &lane.name, GUTTER_WIDTH - x - 8.0);
+        let text = ellipsize(ctx, &lane.name, f.gutter - x - 8.0);
         let _ = ctx.fill_text(&text, x, middle);
     }
 }

@@ -27,13 +27,17 @@
 //!
 //! Keys, with the timeline focused (click it or tab to it): ← → step to the
 //! previous or next entry, + and − zoom, `v` selects the first violation,
-//! `0` or Home fits the whole run.
+//! `0` or Home fits the whole run. Touch: one finger drags to pan and taps
+//! to select (or to inspect an empty moment), two fingers pinch to zoom.
+//! The canvas follows its container's size (a `ResizeObserver`), and the
+//! label gutter narrows on a narrow screen ([`theme::gutter_width`]).
 //!
 //! Hooks for browser tests: the root `#timeline` carries `data-lanes` (lane
 //! names, comma-separated, top to bottom) and `data-violations` (a count);
 //! the canvas is `#timeline-canvas`, with `data-selected-x` and
 //! `data-selected-y` (CSS pixels from its top left) where the selected
-//! entry's mark was last drawn, absent while it is out of sight;
+//! entry's mark was last drawn, absent while it is out of sight, and
+//! `data-painted-width` and `data-ms-per-px` (the last frame's width and zoom);
 //! `#timeline-selected` (visually hidden)
 //! has `data-entry` set to the selected entry's id and the entry's
 //! description as text; the buttons are `#tl-first-violation`, `#tl-prev`,
@@ -70,7 +74,7 @@ use self::hover::{Tooltip, band_tooltip, entry_tooltip, partition_at, partition_
 use self::layout::{LaneLayout, hit_test, mark_position};
 use self::model::{MarkKind, TimelineModel};
 use self::theme::*;
-use self::viewport::{Span, Viewport};
+use self::viewport::{Span, Viewport, within};
 
 /// How much one press of a zoom button or key zooms.
 const ZOOM_STEP: f64 = 1.6;
@@ -159,6 +163,34 @@ pub enum Msg {
     },
     /// A toolbar or keyboard command.
     Command(Command),
+    /// Fingers on the canvas, in client coordinates: the first `count`
+    /// of `points` are down (for `End`, the finger that lifted is first).
+    Touch {
+        /// Up to two touch points.
+        points: [(i32, i32); 2],
+        /// How many fingers are down now (after an `End`: still down).
+        count: u8,
+        /// What happened.
+        phase: TouchPhase,
+    },
+}
+
+/// Where a touch event comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TouchPhase {
+    /// A finger went down.
+    Start,
+    /// Fingers moved.
+    Move,
+    /// A finger lifted (or the touch was cancelled).
+    End,
+}
+
+/// Two fingers on the canvas: their midpoint and distance, canvas pixels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Pinch {
+    mid_x: f64,
+    distance: f64,
 }
 
 /// What the pointer is over.
@@ -209,12 +241,21 @@ pub struct Timeline {
     drag: Option<Drag>,
     /// Window listeners that live as long as a drag.
     drag_listeners: Vec<EventListener>,
-    /// The wheel and window-resize listeners.
+    /// The wheel, touch and window-resize listeners.
     listeners: Vec<EventListener>,
+    /// Follows the timeline's own box, which changes without the window
+    /// (a panel opening, an embed's column); disconnected on drop.
+    resize_observer: Option<ResizeWatch>,
+    /// Two fingers down: pinch to zoom, move to pan.
+    pinch: Option<Pinch>,
     frame: Option<AnimationFrame>,
     surface: Option<Surface>,
     scratch: Scratch,
     canvas_width: f64,
+    /// The label gutter's width at that canvas width.
+    gutter: f64,
+    /// The width and zoom of the last frame, as the canvas's hooks say.
+    drawn_hook: Option<(f64, f64)>,
     /// Where the selected mark was last drawn, as the canvas's hooks say.
     mark_hook: Option<(f64, f64)>,
     root: NodeRef,
@@ -242,10 +283,14 @@ impl Component for Timeline {
             drag: None,
             drag_listeners: Vec::new(),
             listeners: Vec::new(),
+            resize_observer: None,
+            pinch: None,
             frame: None,
             surface: None,
             scratch: Scratch::default(),
             canvas_width: 0.0,
+            gutter: GUTTER_WIDTH,
+            drawn_hook: None,
             mark_hook: None,
             root: NodeRef::default(),
             canvas: NodeRef::default(),
@@ -309,7 +354,7 @@ impl Component for Timeline {
                 } else if dx.abs() > dy.abs() {
                     self.view.pan_by_px(-dx, span);
                 } else {
-                    let anchor = (px - GUTTER_WIDTH).clamp(0.0, self.view.width_px);
+                    let anchor = within(px - self.gutter, 0.0, self.view.width_px);
                     self.view.zoom_at(anchor, (-dy * WHEEL_ZOOM_PER_PX).exp(), span);
                 }
                 self.refresh_target();
@@ -321,6 +366,7 @@ impl Component for Timeline {
                 self.request_paint(ctx);
                 true
             }
+            Msg::Touch { points, count, phase } => self.touch_event(ctx, points, count, phase),
         }
     }
 
@@ -418,6 +464,26 @@ impl Component for Timeline {
                         shift: e.shift_key(),
                     });
                 }));
+                // Touch: one finger pans (a tap selects), two pinch. Not
+                // passive, so no emulated mouse events follow.
+                for (name, phase) in [
+                    ("touchstart", TouchPhase::Start),
+                    ("touchmove", TouchPhase::Move),
+                    ("touchend", TouchPhase::End),
+                    ("touchcancel", TouchPhase::End),
+                ] {
+                    let link = ctx.link().clone();
+                    let options = EventListenerOptions::enable_prevent_default();
+                    self.listeners.push(EventListener::new_with_options(&canvas, name, options, move |e| {
+                        let Some(e) = e.dyn_ref::<web_sys::TouchEvent>() else { return };
+                        e.prevent_default();
+                        link.send_message(touch_message(e, phase));
+                    }));
+                }
+            }
+            if let Some(root) = self.root.cast::<web_sys::Element>() {
+                let link = ctx.link().clone();
+                self.resize_observer = ResizeWatch::new(&root, move || link.send_message(Msg::Repaint));
             }
         }
         self.request_paint(ctx);
@@ -444,7 +510,8 @@ impl Timeline {
             return;
         }
         self.canvas_width = width;
-        let plot_width = (width - GUTTER_WIDTH).max(1.0);
+        self.gutter = gutter_width(width);
+        let plot_width = (width - self.gutter).max(1.0);
         let span = self.span();
         if !self.fitted {
             self.view = Viewport::fit(span, plot_width);
@@ -474,13 +541,22 @@ impl Timeline {
             hovered,
             cursor_ms: self.cursor_ms,
             width,
+            gutter: self.gutter,
             height,
         };
         draw(surface, &frame, &mut self.scratch);
+        // What was drawn, for tests and tools: the canvas width this frame
+        // filled and its zoom.
+        let drawn = (width, self.view.ms_per_px);
+        if self.drawn_hook != Some(drawn) {
+            self.drawn_hook = Some(drawn);
+            let _ = canvas.set_attribute("data-painted-width", &format!("{width:.0}"));
+            let _ = canvas.set_attribute("data-ms-per-px", &format!("{:e}", self.view.ms_per_px));
+        }
         let mark = selected
             .and_then(|id| mark_position(&self.model, &self.layout, &self.view, id))
             .filter(|(x, _)| (0.0..=self.view.width_px).contains(x))
-            .map(|(x, y)| (x + GUTTER_WIDTH, y));
+            .map(|(x, y)| (x + self.gutter, y));
         if mark != self.mark_hook {
             self.mark_hook = mark;
             let set = |name: &str, value: Option<f64>| match value {
@@ -511,12 +587,12 @@ impl Timeline {
                 if let Some(root) = self.root.cast::<HtmlElement>() {
                     let _ = root.focus();
                 }
-                if x < GUTTER_WIDTH {
+                if x < self.gutter {
                     return false;
                 }
                 let kind = if y < AXIS_HEIGHT { DragKind::Scrub } else { DragKind::Pan };
                 if kind == DragKind::Scrub {
-                    self.cursor_ms = Some(self.view.time_at(x - GUTTER_WIDTH));
+                    self.cursor_ms = Some(self.view.time_at(x - self.gutter));
                 }
                 self.drag = Some(Drag { kind, start: (x, y), last_x: x, moved: false });
                 self.listen_for_drag(ctx);
@@ -543,7 +619,7 @@ impl Timeline {
                 match drag.kind {
                     DragKind::Pan => self.view.pan_by_px(dx, span),
                     DragKind::Scrub => {
-                        let plot_x = (x - GUTTER_WIDTH).clamp(0.0, self.view.width_px);
+                        let plot_x = within(x - self.gutter, 0.0, self.view.width_px);
                         self.cursor_ms = Some(self.view.time_at(plot_x));
                     }
                 }
@@ -557,10 +633,10 @@ impl Timeline {
                 self.pointer = inside.then(|| Pointer { x, y, target: self.target_at(x, y) });
                 let picked = match drag.kind {
                     DragKind::Pan if !drag.moved => {
-                        let hit = hit_test(&self.model, &self.layout, &self.view, x - GUTTER_WIDTH, y, PICK_RADIUS);
+                        let hit = hit_test(&self.model, &self.layout, &self.view, x - self.gutter, y, PICK_RADIUS);
                         if hit.is_none() {
                             // A click on an empty moment: the cursor goes there, the parent may look.
-                            let plot_x = (x - GUTTER_WIDTH).clamp(0.0, self.view.width_px);
+                            let plot_x = within(x - self.gutter, 0.0, self.view.width_px);
                             self.cursor_ms = Some(self.view.time_at(plot_x));
                             ctx.props().on_moment.emit(self.view.moment_at(plot_x));
                         }
@@ -576,6 +652,38 @@ impl Timeline {
                 self.request_paint(ctx);
                 true
             }
+        }
+    }
+
+    /// One finger behaves as the mouse's main button (drag pans, a tap
+    /// selects or inspects); a second finger turns it into a pinch, which
+    /// zooms about the fingers' midpoint and pans as it moves.
+    fn touch_event(&mut self, ctx: &Context<Self>, points: [(i32, i32); 2], count: u8, phase: TouchPhase) -> bool {
+        let [(x, y), _] = points;
+        match (phase, count) {
+            (TouchPhase::Start | TouchPhase::Move, 2..) => {
+                // A pinch is never also a tap or a drag.
+                self.drag = None;
+                self.drag_listeners.clear();
+                let (a, b) = (self.local(points[0].0, points[0].1), self.local(points[1].0, points[1].1));
+                let now = Pinch { mid_x: (a.0 + b.0) / 2.0 - self.gutter, distance: (a.0 - b.0).hypot(a.1 - b.1) };
+                if let Some(before) = self.pinch.replace(now) {
+                    self.view.pinch(before.mid_x, before.distance, now.mid_x, now.distance, self.span());
+                    self.refresh_target();
+                    self.request_paint(ctx);
+                }
+                false
+            }
+            (TouchPhase::Start, _) if self.pinch.is_none() => self.pointer_event(ctx, x, y, PointerPhase::Down),
+            (TouchPhase::Move, _) if self.pinch.is_none() => self.pointer_event(ctx, x, y, PointerPhase::Drag),
+            (TouchPhase::End, 0) if self.pinch.take().is_none() => {
+                let changed = self.pointer_event(ctx, x, y, PointerPhase::Up);
+                // A finger leaves no pointer hovering behind it.
+                self.pointer = None;
+                changed
+            }
+            // Fingers lifting one by one after a pinch, or a third finger.
+            _ => false,
         }
     }
 
@@ -601,7 +709,7 @@ impl Timeline {
     }
 
     fn target_at(&self, x: f64, y: f64) -> Option<Target> {
-        let plot_x = x - GUTTER_WIDTH;
+        let plot_x = x - self.gutter;
         if plot_x < 0.0 || y < AXIS_HEIGHT {
             return None;
         }
@@ -619,9 +727,9 @@ impl Timeline {
         match (self.drag.map(|d| d.kind), self.pointer) {
             (Some(DragKind::Pan), _) => "grabbing",
             (Some(DragKind::Scrub), _) => "ew-resize",
-            (None, Some(p)) if p.x >= GUTTER_WIDTH && p.y < AXIS_HEIGHT => "ew-resize",
+            (None, Some(p)) if p.x >= self.gutter && p.y < AXIS_HEIGHT => "ew-resize",
             (None, Some(Pointer { target: Some(Target::Entry(_)), .. })) => "pointer",
-            (None, Some(p)) if p.x < GUTTER_WIDTH => "default",
+            (None, Some(p)) if p.x < self.gutter => "default",
             _ => "grab",
         }
     }
@@ -683,9 +791,7 @@ impl Timeline {
         let props = ctx.props();
         let tip: Option<Tooltip> = match target {
             Target::Entry(id) => entry_tooltip(&props.trace, &self.model, id),
-            Target::Band(lane) => {
-                self.model.band_on(lane).map(|b| band_tooltip(b, self.view.time_at(x - GUTTER_WIDTH)))
-            }
+            Target::Band(lane) => self.model.band_on(lane).map(|b| band_tooltip(b, self.view.time_at(x - self.gutter))),
             Target::Partition(i) => self.model.partitions.get(i).map(|w| partition_tooltip(&self.model, w)),
         };
         let Some(tip) = tip else { return html! {} };
@@ -709,5 +815,40 @@ impl Timeline {
         html! {
             <div id="timeline-selected" data-entry={id} style={VISUALLY_HIDDEN_STYLE} aria-live="polite">{ text }</div>
         }
+    }
+}
+
+/// A touch event as a [`Msg::Touch`]: the fingers still down (for a move
+/// or a start) or the finger that lifted (for an end), first two only.
+fn touch_message(e: &web_sys::TouchEvent, phase: TouchPhase) -> Msg {
+    let down = e.touches();
+    let listed = if phase == TouchPhase::End { e.changed_touches() } else { e.touches() };
+    let mut points = [(0, 0); 2];
+    for (i, point) in points.iter_mut().enumerate() {
+        if let Some(t) = listed.get(i as u32) {
+            *point = (t.client_x(), t.client_y());
+        }
+    }
+    Msg::Touch { points, count: down.length().min(2) as u8, phase }
+}
+
+/// A `ResizeObserver` on one element, disconnected when dropped.
+struct ResizeWatch {
+    observer: web_sys::ResizeObserver,
+    _callback: wasm_bindgen::closure::Closure<dyn FnMut()>,
+}
+
+impl ResizeWatch {
+    fn new(element: &web_sys::Element, on_resize: impl FnMut() + 'static) -> Option<ResizeWatch> {
+        let callback = wasm_bindgen::closure::Closure::<dyn FnMut()>::new(on_resize);
+        let observer = web_sys::ResizeObserver::new(callback.as_ref().unchecked_ref()).ok()?;
+        observer.observe(element);
+        Some(ResizeWatch { observer, _callback: callback })
+    }
+}
+
+impl Drop for ResizeWatch {
+    fn drop(&mut self) {
+        self.observer.disconnect();
     }
 }

@@ -13,7 +13,7 @@ use super::layout::{LaneLayout, hit_test, mark_position};
 use super::model::{MarkKind, TimelineModel};
 use super::staleness::StalenessBand;
 use super::synthetic_trace;
-use super::viewport::{Span, Viewport, tick_label, tick_step, ticks};
+use super::viewport::{Span, Viewport, tick_label, tick_step, ticks, within};
 
 const POD_SAFETY: &str = include_str!("../../../scenarios/pod-safety-59848.yaml");
 
@@ -413,6 +413,54 @@ fn resizing_keeps_the_same_stretch_of_time_in_view() {
     let mut resized = fitted;
     resized.resize(1400.0, span());
     assert!((resized.ms_per_px - Viewport::fit(span(), 1400.0).ms_per_px).abs() < 1e-9);
+}
+
+#[test]
+fn within_never_panics_on_an_empty_range_and_keeps_the_low_end() {
+    // The cursor label of a plot narrower than the label (issue 19: below
+    // about 580 px the page died on `clamp` with min > max).
+    assert_eq!(within(50.0, 168.0, 120.0), 168.0);
+    assert_eq!(within(500.0, 168.0, 900.0), 500.0);
+    assert_eq!(within(1000.0, 168.0, 900.0), 900.0);
+}
+
+#[test]
+fn every_width_from_one_pixel_to_a_wall_of_screens_zooms_pans_and_resizes() {
+    // A one-instant run on a plot far wider than its finest zoom needs
+    // (the farthest zoom out used to fall below the closest zoom in).
+    let instant = Span::new(5, 5);
+    for width in [1.0, 2.0, 40.0, 152.0, 390.0, 2560.0, 10_000.0, 100_000.0] {
+        for run in [span(), instant] {
+            let mut view = Viewport::fit(run, width);
+            view.zoom_at(width / 2.0, 1e6, run);
+            view.zoom_at(0.0, 1e-6, run);
+            view.pan_by_px(width * 3.0, run);
+            view.resize(1.0, run);
+            view.resize(width * 2.0, run);
+            view.reveal(run.end_ms, 48.0, run);
+            assert!(view.ms_per_px.is_finite() && view.ms_per_px > 0.0, "{width}: {view:?}");
+            assert!(view.start_ms.is_finite(), "{width}: {view:?}");
+        }
+    }
+}
+
+#[test]
+fn a_pinch_zooms_about_the_fingers_and_follows_them() {
+    let mut view = Viewport::fit(span(), 1000.0);
+    let under = view.time_at(400.0);
+    let before = view.ms_per_px;
+    // Fingers spread from 100 px to 200 px apart around x = 400: twice as close.
+    view.pinch(400.0, 100.0, 400.0, 200.0, span());
+    assert!((view.ms_per_px - before / 2.0).abs() < 1e-9);
+    assert!((view.time_at(400.0) - under).abs() < 1e-6, "the time under the fingers stays");
+    // Both fingers move 50 px right at the same distance: a pan.
+    let scale = view.ms_per_px;
+    view.pinch(400.0, 200.0, 450.0, 200.0, span());
+    assert_eq!(view.ms_per_px, scale);
+    assert!((view.time_at(450.0) - under).abs() < 1e-6, "the content follows the fingers");
+    // Fingers on top of each other are not a zoom to infinity.
+    view.pinch(450.0, 200.0, 450.0, 0.0, span());
+    assert!(view.ms_per_px.is_finite() && view.ms_per_px >= super::viewport::MIN_MS_PER_PX);
 }
 
 #[test]

@@ -55,8 +55,18 @@ pub const FONT_SMALL: &str = "11px system-ui, -apple-system, 'Segoe UI', Roboto,
 /// Tags next to notable marks ("time travel", "stale read").
 pub const FONT_TAG: &str = "bold 10px system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif";
 
-/// Width of the label gutter, in CSS pixels.
+/// Width of the label gutter on a wide canvas, in CSS pixels.
 pub const GUTTER_WIDTH: f64 = 168.0;
+/// The narrowest the gutter gets (a phone), in CSS pixels: room for
+/// "kubelet-no…" while the plot keeps most of the screen.
+pub const MIN_GUTTER_WIDTH: f64 = 88.0;
+
+/// The label gutter's width on a canvas `canvas_width` CSS pixels wide: at
+/// most [`GUTTER_WIDTH`], and never more than about a third of the canvas,
+/// so the plot gets most of a narrow screen.
+pub fn gutter_width(canvas_width: f64) -> f64 {
+    super::viewport::within(canvas_width * 0.3, MIN_GUTTER_WIDTH, GUTTER_WIDTH)
+}
 /// Height of the time axis at the top.
 pub const AXIS_HEIGHT: f64 = 26.0;
 /// Height of a main lane.

@@ -89,7 +89,7 @@ impl Viewport {
             return;
         }
         let anchor = self.time_at(x);
-        self.ms_per_px = (self.ms_per_px / factor).clamp(MIN_MS_PER_PX, self.max_ms_per_px(span));
+        self.ms_per_px = within(self.ms_per_px / factor, MIN_MS_PER_PX, self.max_ms_per_px(span));
         self.start_ms = anchor - x * self.ms_per_px;
         self.keep_near(span);
     }
@@ -114,25 +114,47 @@ impl Viewport {
         self.start_ms != before
     }
 
+    /// Follows two fingers: the time that was under their midpoint
+    /// `from_x` stays under it as it moves to `to_x`, and the view zooms
+    /// by how much farther apart they are (`to_distance / from_distance`).
+    pub fn pinch(&mut self, from_x: f64, from_distance: f64, to_x: f64, to_distance: f64, span: Span) {
+        let anchor = self.time_at(from_x);
+        if from_distance > 1.0 && to_distance > 1.0 {
+            self.ms_per_px =
+                within(self.ms_per_px * from_distance / to_distance, MIN_MS_PER_PX, self.max_ms_per_px(span));
+        }
+        self.start_ms = anchor - to_x * self.ms_per_px;
+        self.keep_near(span);
+    }
+
     /// Follows a new plot width, keeping the same stretch of time in view
     /// (so a fitted run stays fitted).
     pub fn resize(&mut self, width_px: f64, span: Span) {
         let shown_ms = self.width_px * self.ms_per_px;
         self.width_px = width_px.max(1.0);
-        self.ms_per_px = (shown_ms / self.width_px).clamp(MIN_MS_PER_PX, self.max_ms_per_px(span));
+        self.ms_per_px = within(shown_ms / self.width_px, MIN_MS_PER_PX, self.max_ms_per_px(span));
         self.keep_near(span);
     }
 
+    /// The farthest zoom out; never closer than [`MIN_MS_PER_PX`], so a very
+    /// wide plot of a very short run still has a valid zoom range.
     fn max_ms_per_px(&self, span: Span) -> f64 {
-        Viewport::fit(span, self.width_px).ms_per_px * MAX_ZOOM_OUT
+        (Viewport::fit(span, self.width_px).ms_per_px * MAX_ZOOM_OUT).max(MIN_MS_PER_PX)
     }
 
     /// Keeps the view's centre within the run, so it cannot be lost off either end.
     fn keep_near(&mut self, span: Span) {
         let half = self.width_px / 2.0 * self.ms_per_px;
-        let centre = (self.start_ms + half).clamp(span.start_ms, span.end_ms);
+        let centre = within(self.start_ms + half, span.start_ms, span.end_ms);
         self.start_ms = centre - half;
     }
+}
+
+/// `value` kept within `[low, high]`; where the range is empty (`high <
+/// low`, as when a label is wider than a narrow plot) the answer is `low`.
+/// Unlike `f64::clamp` it never panics: drawing code must survive any size.
+pub fn within(value: f64, low: f64, high: f64) -> f64 {
+    value.min(high).max(low)
 }
 
 /// The time axis's ticks for a viewport: a round step at least

@@ -1,0 +1,439 @@
+//! The playground on every screen: phone widths to a wall of monitors, a
+//! window narrowed and widened again, narrow embeds, touch, and what the
+//! page does if its own code ever breaks (issue 19). Run by `cargo xtask
+//! test` (see the crate docs for the environment).
+
+use std::time::{Duration, Instant};
+
+use recon_e2e::{Browser, PATIENCE, native_hash};
+
+const DEFAULT: &str = "pod-safety-59848";
+
+/// Runs a script that returns something, and returns it.
+async fn script(page: &Browser, js: &str) -> serde_json::Value {
+    page.client().execute(js, vec![]).await.unwrap()
+}
+
+/// Waits until `js` returns `true`, failing with `what` and the last value.
+async fn wait_until(page: &Browser, js: &str, what: &str) {
+    let start = Instant::now();
+    loop {
+        let value = script(page, js).await;
+        if value == true {
+            return;
+        }
+        assert!(start.elapsed() < PATIENCE, "{what}: never happened (last: {value})");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Makes the browser's viewport `width` CSS pixels wide.
+async fn set_width(page: &Browser, width: u32) {
+    // The window's frame is what WebDriver sizes; headless has none, but
+    // ask for the inner width and correct by what it reports.
+    page.client().set_window_size(width, 900).await.unwrap();
+    let inner = script(page, "return window.innerWidth").await.as_u64().unwrap() as u32;
+    if inner != width {
+        page.client().set_window_size(width + (width - inner.min(width)), 900).await.unwrap();
+    }
+    wait_until(page, &format!("return window.innerWidth === {width}"), &format!("a {width} px viewport")).await;
+}
+
+/// The timeline has drawn a frame that fills its canvas at the canvas's
+/// current width, and the page has not crashed.
+async fn assert_drawn(page: &Browser, width: u32) {
+    let painted = "const c = document.getElementById('timeline-canvas'); \
+                   return !!c && c.clientWidth > 0 && c.getAttribute('data-painted-width') === String(c.clientWidth)";
+    wait_until(page, painted, &format!("the timeline drawn at {width} px")).await;
+    assert!(!page.exists("#page-crashed").await, "the page crashed at {width} px");
+    // Nothing sticks out sideways: the page is as wide as the screen.
+    let overflow = script(page, "return document.documentElement.scrollWidth - window.innerWidth").await;
+    assert!(overflow.as_i64().unwrap() <= 1, "at {width} px the page is {overflow} px wider than the screen");
+}
+
+/// The page answers: the "about" toggle opens and closes its panel.
+async fn assert_answers(page: &Browser) {
+    page.find("#about-toggle").await.click().await.unwrap();
+    page.find("#about").await;
+    page.find("#about-toggle").await.click().await.unwrap();
+    wait_until(page, "return !document.getElementById('about')", "the about panel closing").await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_page_draws_and_answers_at_every_width_and_after_being_narrowed_and_widened() {
+    let page = Browser::open("").await;
+    let hash = page.hash_after(None).await;
+    page.find("#tour-skip").await.click().await.unwrap();
+    // Issue 19: below about 580 px the cursor label's clamp panicked and
+    // the page froze for good, even after the window was widened again.
+    page.find("#tl-first-violation").await.click().await.unwrap();
+    for width in [2560, 1920, 1400, 1024, 768, 700, 600, 579, 560, 480, 390, 360, 320] {
+        set_width(&page, width).await;
+        assert_drawn(&page, width).await;
+        assert_answers(&page).await;
+        if width >= 1400 {
+            // The header fits one row on a desktop window.
+            let rows = "const h = document.querySelector('header'); const tops = new Set(); \
+                        for (const c of h.children) { const r = c.getBoundingClientRect(); if (r.height > 0) tops.add(Math.round(r.top + r.height / 2)); } \
+                        return Math.max(...tops) - Math.min(...tops)";
+            let spread = script(&page, rows).await.as_f64().unwrap();
+            assert!(spread <= 4.0, "at {width} px the header's items sit on more than one row ({spread} px apart)");
+        }
+    }
+    // Narrow, the settings fold away; they open and still change the run.
+    assert!(!page.find("#controls").await.is_displayed().await.unwrap(), "at 320 px the settings start folded");
+    page.find("#controls-toggle").await.click().await.unwrap();
+    let list_mode = page.find("#list-mode-kubelet-node-1").await;
+    assert!(list_mode.is_displayed().await.unwrap());
+    list_mode.select_by_value("consistent").await.unwrap();
+    let consistent = page.hash_after(Some(&hash)).await;
+    page.find("#no-violations").await;
+    // Widened again: everything works, the settings are beside the timeline.
+    set_width(&page, 1400).await;
+    assert_drawn(&page, 1400).await;
+    assert!(page.find("#controls").await.is_displayed().await.unwrap());
+    assert!(!page.find("#controls-toggle").await.is_displayed().await.unwrap());
+    page.find("#list-mode-kubelet-node-1").await.select_by_value("any").await.unwrap();
+    assert_eq!(page.hash_after(Some(&consistent)).await, hash);
+    assert_answers(&page).await;
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn at_phone_width_the_timeline_has_the_width_and_the_explanation_sits_below_it() {
+    let page = Browser::open("").await;
+    page.hash_after(None).await;
+    set_width(&page, 390).await;
+    assert_drawn(&page, 390).await;
+    let boxes = script(
+        &page,
+        "const r = id => document.getElementById(id).getBoundingClientRect(); \
+         const t = r('timeline-canvas'), f = r('findings'); \
+         return [t.left, t.right, t.bottom, f.top, window.innerWidth]",
+    )
+    .await;
+    let [left, right, bottom, findings_top, screen] =
+        [0, 1, 2, 3, 4].map(|i| boxes[i].as_f64().unwrap_or_else(|| panic!("{boxes}")));
+    assert!(right - left >= screen - 40.0, "the timeline is {} px wide on a {screen} px screen", right - left);
+    assert!(
+        findings_top >= bottom - 1.0,
+        "the explanation starts at {findings_top}, above the timeline's end {bottom}"
+    );
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn narrow_embeds_draw_and_show_the_headline_and_the_start_of_the_chain() {
+    let page = Browser::open("").await;
+    let url = std::env::var("RECON_E2E_URL").unwrap();
+    let client = page.client();
+    // The host page must come from the same local server: Chromium blocks a
+    // public page from framing a loopback one.
+    client.goto(&format!("{url}blog-post.html")).await.unwrap();
+    let widths = [320u32, 390, 480, 560, 700];
+    let frames: String = widths
+        .iter()
+        .map(|w| format!("<iframe src=\"{url}?embed=1\" width=\"{w}\" height=\"520\"></iframe>"))
+        .collect();
+    let write = "document.open(); document.write(arguments[0]); document.close();";
+    client.execute(write, vec![frames.into()]).await.unwrap();
+    for (frame, width) in widths.iter().enumerate() {
+        client.clone().enter_frame(frame as u16).await.unwrap();
+        assert_eq!(page.hash_after(None).await, native_hash(DEFAULT, &[]), "the {width} px embed");
+        let drawn = "const c = document.getElementById('timeline-canvas'); \
+                     return !!c && c.clientWidth > 0 && c.getAttribute('data-painted-width') === String(c.clientWidth)";
+        wait_until(&page, drawn, &format!("the {width} px embed's timeline")).await;
+        assert!(!page.exists("#page-crashed").await, "the {width} px embed crashed");
+        // At its default height the headline and the chain's first step are in view.
+        let seen = "const inView = e => { const r = e.getBoundingClientRect(); \
+                        return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; }; \
+                    const h = document.querySelector('article.violation.selected .headline'); \
+                    const s = document.querySelector('article.violation.selected ol.steps li'); \
+                    return !!h && !!s && inView(h) && inView(s)";
+        wait_until(&page, seen, &format!("the headline and first step in view in the {width} px embed")).await;
+        client.clone().enter_parent_frame().await.unwrap();
+    }
+    page.close().await;
+}
+
+/// Sends a synthetic touch event with the given points (client pixels) to the canvas.
+async fn touch(page: &Browser, kind: &str, down: &[(f64, f64)], changed: &[(f64, f64)]) {
+    let js = "const [kind, down, changed] = arguments; \
+              const c = document.getElementById('timeline-canvas'); \
+              const t = (p, i) => new Touch({ identifier: i, target: c, clientX: p[0], clientY: p[1] }); \
+              c.dispatchEvent(new TouchEvent(kind, { bubbles: true, cancelable: true, \
+                  touches: down.map(t), targetTouches: down.map(t), changedTouches: changed.map(t) }));";
+    let points = |ps: &[(f64, f64)]| serde_json::json!(ps.iter().map(|(x, y)| [x, y]).collect::<Vec<_>>());
+    page.client().execute(js, vec![kind.into(), points(down), points(changed)]).await.unwrap();
+}
+
+async fn canvas_number(page: &Browser, attribute: &str) -> f64 {
+    let js = format!("return document.getElementById('timeline-canvas').getAttribute('{attribute}')");
+    let value = script(page, &js).await;
+    value.as_str().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{attribute} is {value}"))
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn touch_drags_to_pan_pinches_to_zoom_and_taps_to_select() {
+    let page = Browser::open("").await;
+    page.hash_after(None).await;
+    page.find("#tour-skip").await.click().await.unwrap();
+    set_width(&page, 390).await;
+    assert_drawn(&page, 390).await;
+    let rect = script(
+        &page,
+        "const r = document.getElementById('timeline-canvas').getBoundingClientRect(); return [r.left, r.top, r.width]",
+    )
+    .await;
+    let (left, top, width) = (rect[0].as_f64().unwrap(), rect[1].as_f64().unwrap(), rect[2].as_f64().unwrap());
+    let y = top + 60.0;
+    let middle = left + width * 0.65;
+
+    // Two fingers spreading from 40 to 120 px apart: three times as close.
+    let fit = canvas_number(&page, "data-ms-per-px").await;
+    touch(&page, "touchstart", &[(middle - 20.0, y), (middle + 20.0, y)], &[(middle + 20.0, y)]).await;
+    touch(&page, "touchmove", &[(middle - 60.0, y), (middle + 60.0, y)], &[]).await;
+    touch(&page, "touchend", &[(middle - 60.0, y)], &[(middle + 60.0, y)]).await;
+    touch(&page, "touchend", &[], &[(middle - 60.0, y)]).await;
+    let js = format!(
+        "return Math.abs(Number(document.getElementById('timeline-canvas').getAttribute('data-ms-per-px')) * 3 / {fit} - 1) < 0.01"
+    );
+    wait_until(&page, &js, "a pinch zooming in three times").await;
+
+    // One finger dragging 40 px (towards the plot's middle, so the mark
+    // stays in view) moves the selected violation's mark with it.
+    page.find("#tl-first-violation").await.click().await.unwrap();
+    let before = canvas_number(&page, "data-selected-x").await;
+    let dx = if before > width * 0.6 { -40.0 } else { 40.0 };
+    touch(&page, "touchstart", &[(middle, y)], &[(middle, y)]).await;
+    touch(&page, "touchmove", &[(middle + dx / 2.0, y)], &[]).await;
+    touch(&page, "touchmove", &[(middle + dx, y)], &[]).await;
+    touch(&page, "touchend", &[], &[(middle + dx, y)]).await;
+    let js = format!(
+        "return Number(document.getElementById('timeline-canvas').getAttribute('data-selected-x')) === {}",
+        before + dx
+    );
+    wait_until(&page, &js, "the mark following a one-finger drag").await;
+
+    // A tap on the selected mark keeps it selected; a tap on an empty
+    // moment away from the marks inspects that moment.
+    let (mx, my) = (canvas_number(&page, "data-selected-x").await, canvas_number(&page, "data-selected-y").await);
+    let selected = page.find("#timeline-selected").await.attr("data-entry").await.unwrap();
+    touch(&page, "touchstart", &[(left + mx, top + my)], &[(left + mx, top + my)]).await;
+    touch(&page, "touchend", &[], &[(left + mx, top + my)]).await;
+    assert_eq!(page.find("#timeline-selected").await.attr("data-entry").await.unwrap(), selected);
+    // A one-finger tap in the axis scrubs: the cursor selects the entry at or before it.
+    let axis = (left + mx - 1.0, top + 10.0);
+    touch(&page, "touchstart", &[axis], &[axis]).await;
+    touch(&page, "touchend", &[], &[axis]).await;
+    assert!(!page.exists("#page-crashed").await);
+    assert_answers(&page).await;
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn if_the_page_itself_panics_it_says_so_and_offers_a_reload_never_a_frozen_screen() {
+    let page = Browser::open("?selftest=panic-page").await;
+    let message = page.wait_text("#page-crashed", |t| t.contains("Reload")).await;
+    assert!(message.contains("stopped working") && message.contains("selftest=panic-page"), "{message}");
+    assert_eq!(script(&page, "return document.activeElement.id").await, "page-crashed-reload");
+    // The button reloads the page, which starts again (and, asked to, panics again).
+    script(&page, "window.reloadMarker = 1; return 0").await;
+    page.find("#page-crashed-reload").await.click().await.unwrap();
+    wait_until(&page, "return window.reloadMarker === undefined", "the reload").await;
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn if_the_worker_panics_the_page_says_why_replaces_it_and_keeps_working() {
+    let page = Browser::open("?selftest=panic-worker").await;
+    let first = page.hash_after(None).await;
+    let error = page.wait_text("#error pre", |t| t.contains("internal error")).await;
+    assert!(error.contains("selftest=panic-worker") && error.contains("replaced"), "{error}");
+    assert!(!page.exists("#page-crashed").await, "a worker's panic is not the page's");
+    // The last run is still shown, and a new worker runs the next change.
+    page.find("#timeline-canvas").await;
+    let seed = page.find("#seed").await;
+    seed.clear().await.unwrap();
+    seed.send_keys("7\n").await.unwrap();
+    script(&page, "document.getElementById('seed').dispatchEvent(new Event('change', { bubbles: true })); return 0")
+        .await;
+    let after = page.hash_after(Some(&first)).await;
+    let library = recon_catalog::scenario(DEFAULT).unwrap();
+    let mut scenario = recon_scenario::parse(DEFAULT, library.yaml).unwrap();
+    scenario.seed = 7;
+    assert_eq!(after, recon_e2e::run_scenario(&scenario, &[]).hash());
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_edit_lives_in_the_address_so_reload_keeps_it_and_back_undoes_it() {
+    let page = Browser::open("").await;
+    let original = page.hash_after(None).await;
+    page.find("#tour-skip").await.click().await.unwrap();
+    let lag = page.find("#cache-lag-apiserver-1").await;
+    lag.clear().await.unwrap();
+    lag.send_keys("3s").await.unwrap();
+    script(&page, "document.getElementById('cache-lag-apiserver-1').dispatchEvent(new Event('change', { bubbles: true })); return 0").await;
+    let edited = page.hash_after(Some(&original)).await;
+    wait_until(&page, "return location.hash.startsWith('#run=')", "the edit in the address").await;
+    let length = script(&page, "return location.href.length").await.as_u64().unwrap();
+    assert!(length < 4096, "the address stays short: {length} characters");
+    let picked = page.find("#scenario-select option:checked").await.text().await.unwrap();
+    assert!(picked.contains("(edited)"), "{picked}");
+    // Reload: the same edited run, the lag still set.
+    page.client().refresh().await.unwrap();
+    assert_eq!(page.hash_after(None).await, edited);
+    assert_eq!(page.find("#cache-lag-apiserver-1").await.prop("value").await.unwrap().as_deref(), Some("3s"));
+    // Back: the scenario as shipped.
+    page.client().back().await.unwrap();
+    assert_eq!(page.hash_after(None).await, original);
+    let picked = page.find("#scenario-select option:checked").await.text().await.unwrap();
+    assert_eq!(picked, DEFAULT);
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn upload_is_reached_with_tab_and_takes_a_file_from_the_keyboard() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    page.find("#tour-skip").await.click().await.unwrap();
+    script(&page, "document.getElementById('list-mode-kubelet-node-1').focus(); return 0").await;
+    page.client().active_element().await.unwrap().send_keys(&fantoccini::key::Key::Tab.to_string()).await.unwrap();
+    assert_eq!(script(&page, "return document.activeElement.id").await, "upload-kubelet-node-1");
+    // What the keyboard's Enter opens, a file chosen in the picker, arrives as here.
+    let path = recon_e2e::plugin_path("recon_plugin_kubelet_fixed");
+    page.client().active_element().await.unwrap().send_keys(&path.display().to_string()).await.unwrap();
+    page.find("#no-violations").await;
+    assert_ne!(page.hash_after(Some(&before)).await, before);
+    page.close().await;
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn first_violation_scrolls_the_findings_list_to_the_one_it_selects() {
+    let page = Browser::open("").await;
+    page.hash_after(None).await;
+    page.find("#tour-skip").await.click().await.unwrap();
+    page.client().set_window_size(1400, 560).await.unwrap();
+    let in_view = "const f = document.getElementById('findings').getBoundingClientRect(); \
+                   const a = document.querySelector('article.violation.selected'); \
+                   if (!a) return false; const r = a.getBoundingClientRect(); \
+                   return r.top >= f.top - 1 && r.top < f.bottom";
+    page.find("#tl-first-violation").await.click().await.unwrap();
+    wait_until(&page, in_view, "the first violation's explanation in view").await;
+    // Scroll the list so that explanation is out of sight…
+    let overflows =
+        script(&page, "const f = document.getElementById('findings'); return f.scrollHeight - f.clientHeight").await;
+    assert!(overflows.as_i64().unwrap() > 100, "at 560 px the findings list scrolls: {overflows}");
+    let away = "const f = document.getElementById('findings'); const a = document.querySelector('article.violation.selected'); \
+                const r = a.getBoundingClientRect(), b = f.getBoundingClientRect(); \
+                f.scrollTop = (r.top - b.top < f.clientHeight / 2) ? f.scrollHeight : 0; return 0";
+    script(&page, away).await;
+    assert_eq!(script(&page, &in_view.replace("return r.top", "return r.bottom > f.top && r.top")).await, false);
+    // …and the timeline's button brings it back.
+    page.find("#tl-first-violation").await.click().await.unwrap();
+    wait_until(&page, in_view, "the selected finding scrolled into view").await;
+    page.close().await;
+}
+
+/// Runs axe-core (injected from `RECON_AXE_SCRIPT`, which `cargo xtask`
+/// installs from the npm registry) on the current document and returns its
+/// serious and critical violations, one line each; `None` when the script
+/// is not available (the check is then skipped, with a message).
+async fn serious_accessibility_problems(page: &Browser) -> Option<Vec<String>> {
+    let Some(path) = std::env::var_os("RECON_AXE_SCRIPT") else {
+        eprintln!("RECON_AXE_SCRIPT is not set (npm missing?): the accessibility check is skipped");
+        return None;
+    };
+    let axe = std::fs::read_to_string(&path).expect("the axe-core script is readable");
+    page.client().execute(&axe, vec![]).await.expect("axe-core loads");
+    let run = "const done = arguments[arguments.length - 1]; \
+               axe.run(document, { resultTypes: ['violations'] }).then(r => done(r.violations \
+                 .filter(v => v.impact === 'serious' || v.impact === 'critical') \
+                 .map(v => v.impact + ' ' + v.id + ': ' + v.help + ' — ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(', '))), \
+                 e => done(['axe failed: ' + e]));";
+    let found = page.client().execute_async(run, vec![]).await.expect("axe-core runs");
+    Some(found.as_array().unwrap().iter().map(|v| v.as_str().unwrap_or_default().to_owned()).collect())
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_playground_and_the_embed_have_no_serious_accessibility_problem() {
+    for path in ["", "?embed=1"] {
+        let page = Browser::open(path).await;
+        page.hash_after(None).await;
+        if page.exists("#tour-skip").await {
+            page.find("#tour-skip").await.click().await.unwrap();
+        }
+        // With the inspector filled in, as a visitor sees it after a run.
+        if path.is_empty() {
+            page.wait_text("#inspector-at", |t| t.starts_with("At t=")).await;
+        }
+        if let Some(problems) = serious_accessibility_problems(&page).await {
+            assert!(problems.is_empty(), "{path:?}:\n{}", problems.join("\n"));
+        }
+        page.close().await;
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_editor_has_room_shows_the_file_as_written_and_its_error_beside_the_line() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    page.find("#tour-skip").await.click().await.unwrap();
+    let text = page.open_editor().await;
+    // The user's own file, comments and all, not a re-written copy.
+    let shipped = recon_catalog::scenario(DEFAULT).unwrap().yaml;
+    assert_eq!(text, shipped);
+    // Room of its own: wider than the settings column, as tall as the page's middle.
+    let size = script(
+        &page,
+        "const r = document.getElementById('editor-text').getBoundingClientRect(); return [r.width, r.height]",
+    )
+    .await;
+    assert!(size[0].as_f64().unwrap() > 400.0 && size[1].as_f64().unwrap() > 300.0, "the editor is {size}");
+    // A mistake on line 17: the message sits beside that line, in view, and Apply is in view.
+    let broken = text.replacen("seed: 1\n", "seed: 1\nseeed: 2\n", 1);
+    let line = broken.lines().position(|l| l.starts_with("seeed")).unwrap() + 1;
+    page.type_scenario(&broken).await;
+    let inline = page.wait_text("#editor-inline-error", |t| t.contains("seeed")).await;
+    assert!(inline.starts_with(&format!("line {line}:")), "{inline}");
+    let placed = format!(
+        "const t = document.getElementById('editor-text'), e = document.getElementById('editor-inline-error'); \
+         const tr = t.getBoundingClientRect(), er = e.getBoundingClientRect(); \
+         const lineTop = tr.top + 6 + ({line} - 1) * 18 - t.scrollTop; \
+         return er.top >= tr.top && er.bottom <= tr.bottom && Math.abs(er.top - lineTop) <= 4"
+    );
+    wait_until(&page, &placed, "the message level with its line, inside the editor").await;
+    let apply_in_view = "const r = document.getElementById('editor-apply').getBoundingClientRect(); \
+                         return r.top >= 0 && r.bottom <= window.innerHeight";
+    assert_eq!(script(&page, apply_in_view).await, true);
+    // Fixed and applied: the editor keeps showing the user's text.
+    let edited = text.replacen("seed: 1\n", "seed: 3\n", 1);
+    page.apply_scenario(&edited).await;
+    page.hash_after(Some(&before)).await;
+    assert!(!page.exists("#editor-inline-error").await);
+    let shown = page.find("#editor-text").await.prop("value").await.unwrap().unwrap();
+    assert_eq!(shown, edited);
+    page.close().await;
+}
+
+/// Not a test: writes the README's screenshots of the default run at 390
+/// px (a phone) and 1400 px (a desktop window) into `docs/screenshots/`.
+/// `cargo xtask e2e --test screens -- --ignored --exact write_the_readme_screenshots`
+#[tokio::test(flavor = "current_thread")]
+#[ignore = "a tool that writes docs/screenshots, run by hand"]
+async fn write_the_readme_screenshots() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/screenshots");
+    for (width, height, file) in [(390, 844, "phone.png"), (1400, 900, "playground.png")] {
+        let page = Browser::open("").await;
+        page.hash_after(None).await;
+        page.find("#tour-skip").await.click().await.unwrap();
+        set_width(&page, width).await;
+        page.client().set_window_size(width, height).await.unwrap();
+        assert_drawn(&page, width).await;
+        page.wait_text("#inspector-at", |t| t.starts_with("At t=")).await;
+        let png = page.client().screenshot().await.unwrap();
+        std::fs::write(dir.join(file), png).unwrap();
+        page.close().await;
+    }
+}
