@@ -27,6 +27,21 @@ async fn wait_until(page: &Browser, js: &str, what: &str) {
     }
 }
 
+/// The default scenario, run, with the first-visit tour skipped; and its hash.
+async fn opened() -> (Browser, String) {
+    let page = Browser::open("").await;
+    let hash = page.hash_after(None).await;
+    page.find("#tour-skip").await.click().await.unwrap();
+    (page, hash)
+}
+
+/// Sets an input's value and tells the page, as typing and leaving it would.
+async fn set_value(page: &Browser, id: &str, value: &str) {
+    let js = "const e = document.getElementById(arguments[0]); e.value = arguments[1]; \
+              e.dispatchEvent(new Event('change', { bubbles: true }));";
+    page.client().execute(js, vec![id.into(), value.into()]).await.unwrap();
+}
+
 /// Makes the browser's viewport `width` CSS pixels wide.
 async fn set_width(page: &Browser, width: u32) {
     // The window's frame is what WebDriver sizes; headless has none, but
@@ -61,9 +76,7 @@ async fn assert_answers(page: &Browser) {
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_page_draws_and_answers_at_every_width_and_after_being_narrowed_and_widened() {
-    let page = Browser::open("").await;
-    let hash = page.hash_after(None).await;
-    page.find("#tour-skip").await.click().await.unwrap();
+    let (page, hash) = opened().await;
     // Issue 19: below about 580 px the cursor label's clamp panicked and
     // the page froze for good, even after the window was widened again.
     page.find("#tl-first-violation").await.click().await.unwrap();
@@ -175,9 +188,7 @@ async fn canvas_number(page: &Browser, attribute: &str) -> f64 {
 
 #[tokio::test(flavor = "current_thread")]
 async fn touch_drags_to_pan_pinches_to_zoom_and_taps_to_select() {
-    let page = Browser::open("").await;
-    page.hash_after(None).await;
-    page.find("#tour-skip").await.click().await.unwrap();
+    let (page, _) = opened().await;
     set_width(&page, 390).await;
     assert_drawn(&page, 390).await;
     let rect = script(
@@ -253,11 +264,7 @@ async fn if_the_worker_panics_the_page_says_why_replaces_it_and_keeps_working() 
     assert!(!page.exists("#page-crashed").await, "a worker's panic is not the page's");
     // The last run is still shown, and a new worker runs the next change.
     page.find("#timeline-canvas").await;
-    let seed = page.find("#seed").await;
-    seed.clear().await.unwrap();
-    seed.send_keys("7\n").await.unwrap();
-    script(&page, "document.getElementById('seed').dispatchEvent(new Event('change', { bubbles: true })); return 0")
-        .await;
+    set_value(&page, "seed", "7").await;
     let after = page.hash_after(Some(&first)).await;
     let library = recon_catalog::scenario(DEFAULT).unwrap();
     let mut scenario = recon_scenario::parse(DEFAULT, library.yaml).unwrap();
@@ -268,14 +275,18 @@ async fn if_the_worker_panics_the_page_says_why_replaces_it_and_keeps_working() 
 
 #[tokio::test(flavor = "current_thread")]
 async fn an_edit_lives_in_the_address_so_reload_keeps_it_and_back_undoes_it() {
+    // apiserver-1's cache lagging 3 s changes the run (checked natively).
+    let library = recon_catalog::scenario(DEFAULT).unwrap();
+    let mut lagging = recon_scenario::parse(DEFAULT, library.yaml).unwrap();
+    lagging.api_servers[0].watch_cache.lag = recon_scenario::Millis(3_000);
+    let expected = recon_e2e::run_scenario(&lagging, &[]).hash();
     let page = Browser::open("").await;
     let original = page.hash_after(None).await;
+    assert_ne!(expected, original, "the edit must change the run for this test to mean anything");
     page.find("#tour-skip").await.click().await.unwrap();
-    let lag = page.find("#cache-lag-apiserver-1").await;
-    lag.clear().await.unwrap();
-    lag.send_keys("3s").await.unwrap();
-    script(&page, "document.getElementById('cache-lag-apiserver-1').dispatchEvent(new Event('change', { bubbles: true })); return 0").await;
+    set_value(&page, "cache-lag-apiserver-1", "3s").await;
     let edited = page.hash_after(Some(&original)).await;
+    assert_eq!(edited, expected);
     wait_until(&page, "return location.hash.startsWith('#run=')", "the edit in the address").await;
     let length = script(&page, "return location.href.length").await.as_u64().unwrap();
     assert!(length < 4096, "the address stays short: {length} characters");
@@ -295,9 +306,7 @@ async fn an_edit_lives_in_the_address_so_reload_keeps_it_and_back_undoes_it() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn upload_is_reached_with_tab_and_takes_a_file_from_the_keyboard() {
-    let page = Browser::open("").await;
-    let before = page.hash_after(None).await;
-    page.find("#tour-skip").await.click().await.unwrap();
+    let (page, before) = opened().await;
     script(&page, "document.getElementById('list-mode-kubelet-node-1').focus(); return 0").await;
     page.client().active_element().await.unwrap().send_keys(&fantoccini::key::Key::Tab.to_string()).await.unwrap();
     assert_eq!(script(&page, "return document.activeElement.id").await, "upload-kubelet-node-1");
@@ -311,9 +320,7 @@ async fn upload_is_reached_with_tab_and_takes_a_file_from_the_keyboard() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn first_violation_scrolls_the_findings_list_to_the_one_it_selects() {
-    let page = Browser::open("").await;
-    page.hash_after(None).await;
-    page.find("#tour-skip").await.click().await.unwrap();
+    let (page, _) = opened().await;
     page.client().set_window_size(1400, 560).await.unwrap();
     let in_view = "const f = document.getElementById('findings').getBoundingClientRect(); \
                    const a = document.querySelector('article.violation.selected'); \
@@ -377,9 +384,7 @@ async fn the_playground_and_the_embed_have_no_serious_accessibility_problem() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn the_editor_has_room_shows_the_file_as_written_and_its_error_beside_the_line() {
-    let page = Browser::open("").await;
-    let before = page.hash_after(None).await;
-    page.find("#tour-skip").await.click().await.unwrap();
+    let (page, before) = opened().await;
     let text = page.open_editor().await;
     // The user's own file, comments and all, not a re-written copy.
     let shipped = recon_catalog::scenario(DEFAULT).unwrap().yaml;

@@ -251,7 +251,11 @@ fn scenario_panel(app: &App, ctx: &Context<App>) -> Html {
     html! {
         <section class="panel">
             <h2>{ "Scenario" }</h2>
-            <p class="description" id="scenario-description">{ &scenario.description }</p>
+            // It may scroll: focusable, so the keyboard can scroll it too.
+            <div class="description" id="scenario-description" role="region" tabindex="0"
+                aria-label="What the scenario shows">
+                { &scenario.description }
+            </div>
             <button id="editor-toggle" onclick={toggle} aria-expanded={app.show_editor.to_string()}
                 aria-controls="editor-room">
                 { if app.show_editor { "Hide the scenario file" } else { "Edit the scenario file" } }
@@ -610,7 +614,7 @@ fn inspector(state: &State, ctx: &Context<App>) -> Html {
         }
     });
     html! {
-        <section class="inspector" id="inspector">
+        <section class="inspector" id="inspector" tabindex="0" aria-label="Caches against etcd">
             <h2>{ "Caches against etcd" }</h2>
             { for button }
             if state.snapshot.is_none() {

@@ -389,9 +389,13 @@ impl Component for Timeline {
             Some(Msg::Command(command))
         });
         let button = |id: &'static str, label: &'static str, title: String, command: Command, disabled: bool| {
+            // A button that shows words is named by them (its title adds the
+            // details); one that shows only a symbol is named by its title.
+            let named_by_symbol = !label.chars().any(char::is_alphabetic);
+            let aria_label = named_by_symbol.then(|| title.clone());
             html! {
-                <button id={id} type="button" class="tl-button" style={BUTTON_STYLE} title={title.clone()}
-                    aria-label={title} disabled={disabled}
+                <button id={id} type="button" class="tl-button" style={BUTTON_STYLE} title={title}
+                    aria-label={aria_label} disabled={disabled}
                     onclick={link.callback(move |_| Msg::Command(command))}>{ label }</button>
             }
         };
