@@ -43,7 +43,7 @@ fn input_value(id: &str) -> String {
 
 /// Milliseconds as the scenario format writes them.
 fn ms(millis: u64) -> String {
-    if millis % 1000 == 0 { format!("{}s", millis / 1000) } else { format!("{millis}ms") }
+    if millis.is_multiple_of(1000) { format!("{}s", millis / 1000) } else { format!("{millis}ms") }
 }
 
 /// The whole page.
