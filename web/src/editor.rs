@@ -173,7 +173,7 @@ pub enum Msg {
 }
 
 /// Where the message beside line `line` (1-based) sits in the text's box
-/// before any scrolling: level with the line (the text has a 6 px top padding).
+/// before scrolling: level with the line (the text has a 6 px top padding).
 fn inline_top(line: usize) -> i32 {
     6 + i32::try_from(line.saturating_sub(1)).unwrap_or(i32::MAX / 2).saturating_mul(LINE_HEIGHT_PX)
 }
@@ -225,12 +225,12 @@ impl ScenarioEditor {
     }
 
     /// The first problem's message, beside the line it is about (in the
-    /// text's own box, so it needs no scrolling to be seen when the line is).
+    /// text's own box, so it needs no scrolling to be seen when the line
+    /// is); placed after each render by [`Self::sync_gutter`].
     fn inline_view(&self) -> Html {
         let Some(d) = self.check.diagnostics().first() else { return html! {} };
-        let style = format!("top:{}px", inline_top(d.line));
         html! {
-            <div id="editor-inline-error" class="editor-inline-error" ref={self.inline.clone()} {style}
+            <div id="editor-inline-error" class="editor-inline-error" ref={self.inline.clone()}
                 data-line={d.line.to_string()} aria-hidden="true">
                 { format!("line {}: {}", d.line, describe(d)) }
             </div>

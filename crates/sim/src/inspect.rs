@@ -44,18 +44,35 @@ pub struct CacheView {
     pub revision: u64,
     /// How many objects it holds.
     pub held: usize,
-    /// Objects in the store that the cache does not hold yet.
+    /// Where it differs from the store.
+    #[serde(flatten)]
+    pub differences: Differences,
+}
+
+/// Where a view (a component's informers, an API server's cache) differs
+/// from the store.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Differences {
+    /// Objects in the store that the view should hold but does not.
     pub missing: Vec<ObjectVersion>,
     /// Objects it holds at an older revision than the store's.
     pub outdated: Vec<Outdated>,
-    /// Objects it holds that the store no longer has (deleted or replaced).
+    /// Objects it holds that the store no longer has: deleted, or replaced
+    /// by a new incarnation (another uid) under the same name.
     pub deleted: Vec<ObjectVersion>,
 }
 
-impl CacheView {
-    /// Whether the cache matches the store.
+impl Differences {
+    /// Whether the view matches the store.
     pub fn is_current(&self) -> bool {
         self.missing.is_empty() && self.outdated.is_empty() && self.deleted.is_empty()
+    }
+
+    fn extend(&mut self, more: Differences) {
+        self.missing.extend(more.missing);
+        self.outdated.extend(more.outdated);
+        self.deleted.extend(more.deleted);
     }
 }
 
@@ -71,13 +88,9 @@ pub struct ComponentView {
     pub running: bool,
     /// How many objects it holds.
     pub held: usize,
-    /// Objects in the store that its watches select but it does not hold.
-    pub missing: Vec<ObjectVersion>,
-    /// Objects it holds at an older revision than the store's.
-    pub outdated: Vec<Outdated>,
-    /// Objects it holds that the store no longer has: deleted, or replaced
-    /// by a new incarnation (another uid) under the same name.
-    pub deleted: Vec<ObjectVersion>,
+    /// Where it differs from the store, for what its watches select.
+    #[serde(flatten)]
+    pub differences: Differences,
 }
 
 /// An object held at an older revision.
@@ -90,33 +103,25 @@ pub struct Outdated {
     pub current: u64,
 }
 
-impl ComponentView {
-    /// Whether the view matches the store for everything it watches.
-    pub fn is_current(&self) -> bool {
-        self.missing.is_empty() && self.outdated.is_empty() && self.deleted.is_empty()
-    }
-}
-
 fn version(object: &recon_abi::Object) -> ObjectVersion {
     ObjectVersion { key: object.key(), uid: object.metadata.uid.clone(), revision: object.revision().unwrap_or(0) }
 }
 
-/// The differences between what a view holds and the store's objects it
-/// should hold: `(missing, outdated, deleted)`.
+/// Where what a view holds differs from the store's objects it should hold.
 fn compare<'a>(
     selected: impl Iterator<Item = &'a KeyValue>,
     held: impl Iterator<Item = &'a recon_abi::Object>,
     held_now: impl Fn(&KeyValue) -> Option<&'a recon_abi::Object>,
     store: &BTreeMap<recon_abi::ObjectKey, &KeyValue>,
-) -> (Vec<ObjectVersion>, Vec<Outdated>, Vec<ObjectVersion>) {
-    let (mut missing, mut outdated, mut deleted) = (Vec::new(), Vec::new(), Vec::new());
+) -> Differences {
+    let mut d = Differences::default();
     for kv in selected {
         match held_now(kv) {
-            None => missing.push(version(&kv.value)),
+            None => d.missing.push(version(&kv.value)),
             Some(h) if h.metadata.uid == kv.value.metadata.uid => {
                 let held = version(h);
                 if held.revision < kv.mod_revision {
-                    outdated.push(Outdated { held, current: kv.mod_revision });
+                    d.outdated.push(Outdated { held, current: kv.mod_revision });
                 }
             }
             // Another incarnation: what it holds is gone (listed below).
@@ -125,10 +130,10 @@ fn compare<'a>(
     }
     for object in held {
         if store.get(&object.key()).is_none_or(|kv| kv.value.metadata.uid != object.metadata.uid) {
-            deleted.push(version(object));
+            d.deleted.push(version(object));
         }
     }
-    (missing, outdated, deleted)
+    d
 }
 
 impl Sim {
@@ -148,9 +153,7 @@ impl Sim {
                     api_server,
                     running: comp.instance.is_some(),
                     held: 0,
-                    missing: Vec::new(),
-                    outdated: Vec::new(),
-                    deleted: Vec::new(),
+                    differences: Differences::default(),
                 };
                 let Some(instance) = &comp.instance else { return view };
                 for (w, spec) in instance.manifest.watches.iter().enumerate() {
@@ -158,11 +161,7 @@ impl Sim {
                     view.held += held.len();
                     let Ok(filter) = crate::cache::Filter::new(&crate::component::selection(spec)) else { continue };
                     let selected = store.iter().filter(|kv| filter.matches(&kv.value));
-                    let (missing, outdated, deleted) =
-                        compare(selected, held.values(), |kv| held.get(&kv.value.key()), &by_key);
-                    view.missing.extend(missing);
-                    view.outdated.extend(outdated);
-                    view.deleted.extend(deleted);
+                    view.differences.extend(compare(selected, held.values(), |kv| held.get(&kv.value.key()), &by_key));
                 }
                 view
             })
@@ -172,16 +171,12 @@ impl Sim {
             .iter()
             .map(|server| {
                 let cache = &server.cache;
-                let (missing, outdated, deleted) =
-                    compare(store.iter(), cache.objects(), |kv| cache.get(&kv.key), &by_key);
                 CacheView {
                     api_server: server.config.name.clone(),
                     enabled: server.config.watch_cache.enabled,
                     revision: cache.revision,
                     held: cache.objects().count(),
-                    missing,
-                    outdated,
-                    deleted,
+                    differences: compare(store.iter(), cache.objects(), |kv| cache.get(&kv.key), &by_key),
                 }
             })
             .collect();
@@ -206,7 +201,7 @@ mod tests {
         let snapshot = sim.snapshot();
         assert_eq!(snapshot.components.len(), 4);
         for view in &snapshot.components {
-            assert!(view.running && view.is_current(), "{view:?}");
+            assert!(view.running && view.differences.is_current(), "{view:?}");
         }
         let kubelet = snapshot.components.iter().find(|v| v.component == "kubelet-node-1").unwrap();
         assert!(kubelet.held > 0);
@@ -219,11 +214,11 @@ mod tests {
         let snapshot = sim.snapshot();
         let kubelet = snapshot.components.iter().find(|v| v.component == "kubelet-node-1").unwrap();
         assert_eq!(kubelet.api_server, "apiserver-2");
-        let names: Vec<&str> = kubelet.deleted.iter().map(|o| o.key.name.as_str()).collect();
+        let names: Vec<&str> = kubelet.differences.deleted.iter().map(|o| o.key.name.as_str()).collect();
         assert!(names.contains(&"web-0"), "{kubelet:?}");
         // node-2's kubelet, on the fresh API server, holds the new web-0.
         let other = snapshot.components.iter().find(|v| v.component == "kubelet-node-2").unwrap();
-        assert!(other.deleted.is_empty(), "{other:?}");
+        assert!(other.differences.deleted.is_empty(), "{other:?}");
     }
 
     #[test]
@@ -233,16 +228,19 @@ mod tests {
         let before = sim.snapshot();
         let names: Vec<&str> = before.caches.iter().map(|c| c.api_server.as_str()).collect();
         assert_eq!(names, ["apiserver-1", "apiserver-2"]);
-        assert!(before.caches.iter().all(|c| c.is_current() && c.revision == before.store_revision), "{before:?}");
+        assert!(
+            before.caches.iter().all(|c| c.differences.is_current() && c.revision == before.store_revision),
+            "{before:?}"
+        );
         // During the partition (from 2s in #59848) apiserver-2's cache stops
         // at an old revision and still holds the pod the store deleted.
         sim.run_until(5_010);
         let during = sim.snapshot();
         let fresh = &during.caches[0];
         let frozen = &during.caches[1];
-        assert!(fresh.is_current() && fresh.revision == during.store_revision, "{fresh:?}");
+        assert!(fresh.differences.is_current() && fresh.revision == during.store_revision, "{fresh:?}");
         assert!(frozen.revision < during.store_revision, "{frozen:?}");
-        let held: Vec<&str> = frozen.deleted.iter().map(|o| o.key.name.as_str()).collect();
+        let held: Vec<&str> = frozen.differences.deleted.iter().map(|o| o.key.name.as_str()).collect();
         assert!(held.contains(&"web-0"), "{frozen:?}");
         assert!(frozen.held > 0, "{frozen:?}");
     }

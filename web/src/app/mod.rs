@@ -375,7 +375,6 @@ impl State {
             }
             // Search workers report to the search panel, never here.
             FromWorker::Search(_) => Outcome::Nothing,
-
             // An answer to a request that has since been replaced.
             FromWorker::Done { .. }
             | FromWorker::Snapshot { .. }
@@ -593,7 +592,7 @@ mod tests {
         answer(&mut state, &mut runner, request);
         let snapshot = state.snapshot.as_ref().expect("a snapshot");
         let kubelet = snapshot.components.iter().find(|c| c.component == "kubelet-node-1").unwrap();
-        assert!(kubelet.deleted.iter().any(|o| o.key.name == "web-0"), "{kubelet:?}");
+        assert!(kubelet.differences.deleted.iter().any(|o| o.key.name == "web-0"), "{kubelet:?}");
         assert!(state.pending.is_none() && state.error.is_none());
     }
 

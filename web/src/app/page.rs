@@ -100,6 +100,9 @@ pub struct App {
     /// Back and Forward: the address holds the scenario, so the page starts
     /// again from it.
     _history: Option<gloo::events::EventListener>,
+    /// The setup the page's address describes (what reload would bring
+    /// back), so a run that changed nothing leaves the address alone.
+    in_address: Option<super::Setup>,
     /// A deliberate failure the browser tests ask for with `?selftest=`
     /// (`panic-page` or `panic-worker`), done once after the first run.
     selftest: Option<String>,
@@ -181,25 +184,28 @@ impl Component for App {
     fn create(ctx: &Context<Self>) -> Self {
         let name = scenario_from_url();
         let library = || library_state(&name).unwrap_or_else(|e| panic!("the library scenario {name} is broken: {e}"));
-        let state = match state_from_link() {
-            Some(Ok(state)) => state,
+        // What the address describes: the run it asks for, unless it is a
+        // damaged link (then the address should be replaced).
+        let (mut state, described) = match state_from_link() {
+            Some(Ok(state)) => (state, true),
             Some(Err(error)) => {
                 let mut state = library();
                 state.error = Some(error);
-                state
+                (state, false)
             }
-            None => library(),
+            None => (library(), true),
         };
+        let embed = embed_from_url();
         // The tour is for the default scenario as it opens, not for a shared run or an embed.
         let linked = web_sys::window()
             .and_then(|w| w.location().hash().ok())
             .is_some_and(|h| h.starts_with(crate::share::PREFIX));
         let first_visit = !linked
-            && embed_from_url().is_none()
+            && embed.is_none()
             && state.current.library == recon_catalog::DEFAULT_SCENARIO
             && !super::tour::seen();
-        let mut state = state;
-        state.inspect_selection_after_run = embed_from_url().is_none();
+        state.inspect_selection_after_run = embed.is_none();
+        let in_address = described.then(|| state.current.clone());
         let mut app = App {
             state,
             worker: None,
@@ -207,7 +213,7 @@ impl Component for App {
             show_about: false,
             share_url: None,
             embed_snippet: None,
-            embed: embed_from_url(),
+            embed,
             show_editor: false,
             show_controls: false,
             tour: None,
@@ -222,6 +228,7 @@ impl Component for App {
                 })
             }),
             selftest: url_param("selftest"),
+            in_address,
         };
         app.start_worker(ctx);
         app.run(ctx);
@@ -412,12 +419,12 @@ impl App {
     /// scenario as shipped, its edits compressed in the fragment otherwise
     /// (as a share link, without large uploads). Not in an embed, whose
     /// address belongs to the page around it.
-    fn keep_in_address(&self) {
-        if self.embed.is_some() {
+    fn keep_in_address(&mut self) {
+        let good = &self.state.good;
+        if self.embed.is_some() || self.in_address.as_ref() == Some(good) {
             return;
         }
         let Some(window) = web_sys::window() else { return };
-        let good = &self.state.good;
         let query = if good.library == recon_catalog::DEFAULT_SCENARIO {
             String::new()
         } else {
@@ -429,25 +436,13 @@ impl App {
             let uploads = good.upload_list();
             let small = uploads.iter().map(|u| u.bytes.len()).sum::<usize>() <= MAX_ADDRESS_UPLOAD_BYTES;
             let carried = if small { uploads.as_slice() } else { &[] };
-            // A link the page was opened with that already says this (with
-            // its large plugins) is kept as it is.
-            let hash = window.location().hash().unwrap_or_default();
-            if !small
-                && crate::share::read(&hash).is_ok_and(|link| {
-                    link.library == good.library && link.scenario == good.scenario_text() && link.uploads == uploads
-                })
-            {
-                return;
-            }
             crate::share::make(&good.library, &good.scenario_text(), carried, None).fragment
         };
         let url = format!("{}{query}{fragment}", base_url());
-        if window.location().href().ok().as_deref() == Some(url.as_str()) {
-            return;
-        }
         if let Ok(history) = window.history() {
             let _ = history.push_state_with_url(&wasm_bindgen::JsValue::NULL, "", Some(&url));
         }
+        self.in_address = Some(good.clone());
     }
 
     /// The share-link fragment for the shown run, and what it had to leave out.

@@ -124,6 +124,8 @@ fn header(state: &State, ctx: &Context<App>) -> Html {
             Ok(())
         })
     });
+    // Compares with the library file: once per render, not per option.
+    let provenance = current.provenance();
     html! {
         <header>
             <h1>{ "Recon" }</h1>
@@ -132,7 +134,7 @@ fn header(state: &State, ctx: &Context<App>) -> Html {
                 <select id="scenario-select" onchange={pick}>
                     { for recon_catalog::SCENARIOS.iter().map(|s| {
                         let selected = s.name == current.library;
-                        let label = match current.provenance().filter(|_| selected) {
+                        let label = match provenance.filter(|_| selected) {
                             Some(how) => format!("{} ({how})", s.name),
                             None => s.name.to_owned(),
                         };
@@ -572,20 +574,16 @@ fn object(o: &recon_sim::trace::ObjectVersion) -> String {
 }
 
 /// What a view holds that differs from etcd, one line each.
-fn differences(
-    deleted: &[recon_sim::trace::ObjectVersion],
-    outdated: &[recon_sim::inspect::Outdated],
-    missing: &[recon_sim::trace::ObjectVersion],
-) -> Html {
+fn differences(d: &recon_sim::inspect::Differences) -> Html {
     html! {
         <>
-            { for deleted.iter().map(|o| html! {
+            { for d.deleted.iter().map(|o| html! {
                 <div class="deleted">{ format!("still holds {}, which etcd no longer has", object(o)) }</div>
             }) }
-            { for outdated.iter().map(|o| html! {
+            { for d.outdated.iter().map(|o| html! {
                 <div class="outdated">{ format!("holds {}; etcd has revision {}", object(&o.held), o.current) }</div>
             }) }
-            { for missing.iter().map(|o| html! {
+            { for d.missing.iter().map(|o| html! {
                 <div class="missing">{ format!("lacks {}", object(o)) }</div>
             }) }
         </>
@@ -626,7 +624,7 @@ fn inspector(state: &State, ctx: &Context<App>) -> Html {
                 <p class="hint" id="inspector-at">{ format!("At {}, etcd at revision {}.", fmt_time(snapshot.time_ms), snapshot.store_revision) }</p>
                 <h3 class="inspector-group">{ "API servers' watch caches" }</h3>
                 { for snapshot.caches.iter().map(|cache| html! {
-                    <div class={classes!("view-diff", (!cache.is_current()).then_some("stale"))}
+                    <div class={classes!("view-diff", (!cache.differences.is_current()).then_some("stale"))}
                         id={format!("cache-{}", cache.api_server)}>
                         <div class="component-name">
                             { format!("{}'s cache", cache.api_server) }
@@ -643,15 +641,15 @@ fn inspector(state: &State, ctx: &Context<App>) -> Html {
                         if !cache.enabled {
                             <div class="hint">{ "cache off: lists and gets go to etcd; the cache feeds watches only" }</div>
                         }
-                        if cache.is_current() {
+                        if cache.differences.is_current() {
                             <div class="ok">{ "matches etcd" }</div>
                         }
-                        { differences(&cache.deleted, &cache.outdated, &cache.missing) }
+                        { differences(&cache.differences) }
                     </div>
                 }) }
                 <h3 class="inspector-group">{ "Components' informers" }</h3>
                 { for snapshot.components.iter().map(|view| html! {
-                    <div class={classes!("view-diff", (!view.is_current()).then_some("stale"))}
+                    <div class={classes!("view-diff", (!view.differences.is_current()).then_some("stale"))}
                         id={format!("view-{}", view.component)}>
                         <div class="component-name">
                             { &view.component }
@@ -659,10 +657,10 @@ fn inspector(state: &State, ctx: &Context<App>) -> Html {
                         </div>
                         if !view.running {
                             <div class="hint">{ "not running (crashed or restarting): holds nothing" }</div>
-                        } else if view.is_current() {
+                        } else if view.differences.is_current() {
                             <div class="ok">{ "matches etcd for everything it watches" }</div>
                         }
-                        { differences(&view.deleted, &view.outdated, &view.missing) }
+                        { differences(&view.differences) }
                     </div>
                 }) }
             }

@@ -241,10 +241,10 @@ pub struct Timeline {
     drag: Option<Drag>,
     /// Window listeners that live as long as a drag.
     drag_listeners: Vec<EventListener>,
-    /// The wheel, touch and window-resize listeners.
+    /// The wheel and touch listeners (and the window's resize, where there
+    /// is no `ResizeObserver`).
     listeners: Vec<EventListener>,
-    /// Follows the timeline's own box, which changes without the window
-    /// (a panel opening, an embed's column); disconnected on drop.
+    /// Follows the timeline's own box; disconnected on drop.
     resize_observer: Option<ResizeWatch>,
     /// Two fingers down: pinch to zoom, move to pan.
     pinch: Option<Pinch>,
@@ -446,9 +446,6 @@ impl Component for Timeline {
 
     fn rendered(&mut self, ctx: &Context<Self>, first_render: bool) {
         if first_render {
-            let window = gloo::utils::window();
-            let link = ctx.link().clone();
-            self.listeners.push(EventListener::new(&window, "resize", move |_| link.send_message(Msg::Repaint)));
             if let Some(canvas) = self.canvas.cast::<HtmlCanvasElement>() {
                 // Not passive: the wheel zooms the timeline instead of scrolling the page.
                 let link = ctx.link().clone();
@@ -485,9 +482,16 @@ impl Component for Timeline {
                     }));
                 }
             }
-            if let Some(root) = self.root.cast::<web_sys::Element>() {
-                let link = ctx.link().clone();
-                self.resize_observer = ResizeWatch::new(&root, move || link.send_message(Msg::Repaint));
+            // The timeline's own box changes with the window and without it
+            // (a panel opening, an embed's column): watch the box, and the
+            // window only where the browser cannot watch a box.
+            let link = ctx.link().clone();
+            let repaint = move || link.send_message(Msg::Repaint);
+            self.resize_observer =
+                self.root.cast::<web_sys::Element>().and_then(|root| ResizeWatch::new(&root, repaint.clone()));
+            if self.resize_observer.is_none() {
+                let window = gloo::utils::window();
+                self.listeners.push(EventListener::new(&window, "resize", move |_| repaint()));
             }
         }
         self.request_paint(ctx);
