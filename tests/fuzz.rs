@@ -59,7 +59,7 @@ pub fn scenario_file(data: &[u8]) {
     // exist) and runs without panicking.
     if let Ok(mut sim) = Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))) {
         run_bounded(&mut sim);
-        let _ = recon_sim::explain_all(sim.trace());
+        let _ = recon_trace::explain_all(sim.trace());
     }
 }
 
@@ -169,7 +169,7 @@ pub fn plugin_output(data: &[u8]) {
         assert_eq!(entry.id, i as u64, "trace ids are positions");
         assert!(entry.causes.iter().all(|c| *c < entry.id), "entry {i} is caused by a later entry");
     }
-    let _ = recon_sim::explain_all(trace);
+    let _ = recon_trace::explain_all(trace);
     let _ = trace.to_json();
 }
 

@@ -177,14 +177,14 @@ pub fn native_hash(scenario: &str, plugins: &[Swap<'_>]) -> String {
 }
 
 /// A library scenario run natively; see [`native_hash`].
-pub fn native_run(scenario: &str, plugins: &[Swap<'_>]) -> recon_sim::Trace {
+pub fn native_run(scenario: &str, plugins: &[Swap<'_>]) -> recon_trace::Trace {
     let library = recon_catalog::scenario(scenario).unwrap_or_else(|| panic!("no library scenario {scenario}"));
     let scenario = recon_scenario::parse(scenario, library.yaml).expect("library scenarios parse");
     run_scenario(&scenario, plugins)
 }
 
 /// Runs a scenario natively, with the given components as Wasm plugins.
-pub fn run_scenario(scenario: &recon_scenario::Scenario, plugins: &[Swap<'_>]) -> recon_sim::Trace {
+pub fn run_scenario(scenario: &recon_scenario::Scenario, plugins: &[Swap<'_>]) -> recon_trace::Trace {
     let engine = Engine::new().expect("wasmtime starts");
     let compiled: Vec<(String, recon_host::CompiledPlugin)> = plugins
         .iter()

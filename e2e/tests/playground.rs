@@ -430,7 +430,7 @@ async fn the_tours_steps_advance_with_the_keyboard_and_point_at_the_stale_read()
     let entry: usize =
         page.find("#timeline-selected").await.attr("data-entry").await.unwrap().unwrap().parse().unwrap();
     let trace = native_run(DEFAULT, &[]);
-    let recon_sim::Event::ListServed { component, api_server, stale_ms, .. } = &trace.entries[entry].event else {
+    let recon_trace::Event::ListServed { component, api_server, stale_ms, .. } = &trace.entries[entry].event else {
         panic!("entry {entry} is not a list: {:?}", trace.entries[entry])
     };
     assert_eq!((component.as_str(), api_server.as_str()), ("kubelet-node-1", "apiserver-2"));

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeSet;
 
-use recon_sim::Trace;
 use recon_tests::{load, run_with_seed};
+use recon_trace::Trace;
 
 /// The order in which things happened, without uids, names or times: what
 /// differs when the interleaving differs.

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use recon_abi::Verb;
 use recon_scenario::Check;
-use recon_sim::{Event, Trace, explain};
 use recon_tests::{load, run};
+use recon_trace::{Event, Trace, explain};
 
 /// Live (not terminating) pods after every pod write, as (time, count),
 /// counted from the store writes in the trace.

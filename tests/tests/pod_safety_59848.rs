@@ -3,10 +3,10 @@
 //! partition, and starts a pod that already runs elsewhere.
 
 use recon_scenario::Check;
-use recon_sim::{Event, explain_all, unavailability};
 use recon_tests::{load, run, run_with_seed};
+use recon_trace::{Event, explain_all, unavailability};
 
-fn checks(trace: &recon_sim::Trace) -> Vec<Check> {
+fn checks(trace: &recon_trace::Trace) -> Vec<Check> {
     let mut v: Vec<Check> = trace.violations().map(|(_, c, _)| c).collect();
     v.sort();
     v.dedup();

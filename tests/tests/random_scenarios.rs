@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 use recon_abi::PodRef;
 use recon_scenario::{Check, Scenario};
 use recon_sim::rng::Rng;
-use recon_sim::{Event, Trace};
 use recon_tests::{run, run_wasm, wasm_plugins};
+use recon_trace::{Event, Trace};
 
 /// How many random scenarios the native properties cover.
 const SCENARIOS: u64 = 24;

@@ -5,7 +5,7 @@
 //! to a request it has since replaced.
 
 use recon_abi::Manifest;
-use recon_sim::Trace;
+use recon_trace::Trace;
 use serde::{Deserialize, Serialize};
 
 /// A `.wasm` file the user gave for one component.
@@ -110,7 +110,7 @@ pub enum FromWorker {
         /// Request id.
         id: u64,
         /// What every component held, against the store.
-        snapshot: recon_sim::inspect::Snapshot,
+        snapshot: recon_trace::inspect::Snapshot,
     },
     /// A plugin passed validation and started.
     #[serde(rename_all = "camelCase")]

@@ -9,7 +9,7 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use recon_sim::EntryId;
+use recon_trace::EntryId;
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::Upload;

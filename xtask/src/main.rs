@@ -25,8 +25,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 /// The crates that must build for the browser (wasm32-unknown-unknown).
-const WASM_CRATES: &[&str] =
-    &["recon-abi", "recon-store", "recon-scenario", "recon-sim", "recon-sdk", "recon-catalog", "recon-host"];
+const WASM_CRATES: &[&str] = &[
+    "recon-abi",
+    "recon-store",
+    "recon-scenario",
+    "recon-trace",
+    "recon-sim",
+    "recon-sdk",
+    "recon-catalog",
+    "recon-host",
+];
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 /// The port `play` serves on unless told otherwise (`--port N`).
 const PLAY_PORT: u16 = 8080;

@@ -3,8 +3,8 @@
 use std::collections::BTreeSet;
 
 use recon_scenario::{Check, Scenario};
-use recon_sim::explain::{describe, fmt_time};
-use recon_sim::{Event, Trace, crashes, explain_all, unavailability};
+use recon_trace::text::{describe, fmt_time};
+use recon_trace::{Event, Trace, crashes, explain_all, unavailability};
 
 /// What the summary found.
 pub struct Outcome {

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use recon_abi::{ObjectKey, Verb};
 use recon_scenario::{Millis, Scenario, Step, StepAction, Window};
-use recon_sim::explain::fmt_time;
-use recon_sim::{Event, Trace};
+use recon_trace::text::fmt_time;
+use recon_trace::{Event, Trace};
 
 use crate::plan::{Fault, Pattern, Plan};
 

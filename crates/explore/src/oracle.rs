@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use recon_scenario::Check;
-use recon_sim::{Event, Sim, Trace};
+use recon_sim::Sim;
+use recon_trace::{Event, Trace};
 use serde::{Deserialize, Serialize};
 
 /// What a run ended with, for the differential oracle: the store's final

@@ -58,7 +58,7 @@ impl Fault {
 
     /// The fault in words, e.g. `t=3.028s restart kubelet-node-1 onto apiserver-2`.
     pub fn describe(&self) -> String {
-        let t = |m: Millis| recon_sim::explain::fmt_time(m.0);
+        let t = |m: Millis| recon_trace::text::fmt_time(m.0);
         match self {
             Fault::Partition { api_server, window } => match window.until {
                 Some(until) => format!("{}..{} {api_server} cut off from etcd", t(window.from), t(until)),

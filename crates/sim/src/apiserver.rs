@@ -14,8 +14,8 @@ use crate::api::{ReadPlan, Request, WatchStart, continue_token, plan_get, plan_l
 use crate::cache::{Filter, WatchCache};
 use crate::network::Endpoint;
 use crate::rng::Rng;
-use crate::trace::{EntryId, Event, ObjectVersion, ServedFrom};
 use crate::world::{Scheduled, Sim};
+use recon_trace::{EntryId, Event, ObjectVersion, ServedFrom};
 
 /// Who sent a request, so the reply finds its way back.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use recon_abi::selector::Selector;
 use recon_abi::{EventType, Object, WatchEvent};
 use recon_store::StoreEvent;
 
-use crate::trace::EntryId;
+use recon_trace::EntryId;
 
 /// Events kept for resuming watches, like the apiserver's default cache size.
 pub const WINDOW_CAPACITY: usize = 1024;

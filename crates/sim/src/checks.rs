@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use recon_abi::{Container, Object, PodRef};
 use recon_scenario::Check;
 
-use crate::trace::{EntryId, Event};
 use crate::world::Sim;
+use recon_trace::{EntryId, Event};
 
 /// A container running on a node.
 #[derive(Clone, Debug)]

@@ -12,11 +12,11 @@ use recon_scenario::{Check, ListMode};
 
 use crate::api::{ListRequest, Request, Selection, WatchRequest};
 use crate::apiserver::{Client, Reply, Served};
-use crate::explain::short_uid;
 use crate::network::Endpoint;
 use crate::rng::Rng;
-use crate::trace::{EntryId, Event};
 use crate::world::{Scheduled, Sim};
+use recon_trace::text::short_uid;
+use recon_trace::{EntryId, Event};
 
 /// Consecutive failed list/watch requests before a component tries the next API server.
 pub const FAILOVER_AFTER: u32 = 3;

@@ -22,8 +22,8 @@ use serde_json::{Value, json};
 
 use crate::api::{GetRequest, Request};
 use crate::apiserver::{Client, Reply};
-use crate::trace::{EntryId, Event};
 use crate::world::{Scheduled, Sim};
+use recon_trace::{EntryId, Event};
 
 /// A candidate's election state; one per process lifetime (a restart
 /// begins a new candidacy).

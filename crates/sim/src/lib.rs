@@ -28,12 +28,9 @@ mod checks;
 mod component;
 mod election;
 mod error;
-pub mod explain;
-pub mod export;
 pub mod inspect;
 pub mod network;
 pub mod rng;
-pub mod trace;
 mod world;
 
 pub use apiserver::{Client, Reply, Served};
@@ -42,8 +39,6 @@ pub use component::{
     FAILOVER_AFTER,
 };
 pub use error::SimError;
-pub use explain::{
-    CrashSummary, Explanation, ExplanationStep, Unavailability, crashes, explain, explain_all, unavailability,
-};
-pub use trace::{Entry, EntryId, Event, Trace};
+/// The trace a run writes (its own crate, so readers need not carry the simulator).
+pub use recon_trace::{Entry, EntryId, Event, Trace};
 pub use world::{Instantiate, Sim};

@@ -55,15 +55,7 @@ impl Rng {
     }
 }
 
-/// FNV-1a, 64-bit: a stable hash of bytes, the same on every platform and
-/// in every release (unlike `std`'s hashers).
-pub fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
+pub use recon_trace::fnv1a;
 
 #[cfg(test)]
 mod tests {

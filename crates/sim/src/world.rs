@@ -22,7 +22,7 @@ use crate::component::ComponentState;
 use crate::error::SimError;
 use crate::network::{Endpoint, Network};
 use crate::rng::Rng;
-use crate::trace::{EntryId, Event, Trace};
+use recon_trace::{EntryId, Event, Trace};
 
 /// Creates a fresh controller instance for a component (usually by its
 /// `controller` name; a host may also swap in a plugin for one component),
@@ -246,7 +246,7 @@ impl Sim {
             let reason = format!(
                 "the run stopped at {} because it reached its limit of {limit} trace entries \
                  (limits.maxTraceEntries in the scenario); something kept it busy, see the last entries",
-                crate::explain::fmt_time(self.now)
+                recon_trace::text::fmt_time(self.now)
             );
             self.trace.push(self.now, "script", Event::Halted { reason }, vec![]);
             return false;
@@ -332,7 +332,7 @@ impl Sim {
 
     fn run_step(&mut self, i: usize) {
         let Step { action, .. } = self.scenario.script[i].clone();
-        let description = describe_step(&action);
+        let description = recon_trace::text::describe_step(&action);
         let entry = self.trace.push(self.now, "script", Event::Script { description }, vec![]);
         let kubectl = |sim: &mut Sim, via: &Option<String>, request: Request| {
             let server = via.as_deref().and_then(|v| sim.server_index(v)).unwrap_or(0);
@@ -403,28 +403,5 @@ fn node_object(n: &recon_scenario::Node) -> Object {
             "capacity": { "pods": n.pods.to_string() },
             "conditions": [{ "type": "Ready", "status": "True" }],
         }),
-    }
-}
-
-/// A step in the words a user would use.
-fn describe_step(action: &StepAction) -> String {
-    let via = |v: &Option<String>| v.as_ref().map(|s| format!(" (via {s})")).unwrap_or_default();
-    let key = |r: &recon_scenario::ObjectRef| ObjectKey::new(&r.kind, &r.namespace, &r.name);
-    match action {
-        StepAction::Create { object, via: v } => format!("kubectl create {}{}", object.key(), via(v)),
-        StepAction::Apply { object, via: v } => format!("kubectl apply {}{}", object.key(), via(v)),
-        StepAction::Delete { target, via: v } => format!("kubectl delete {}{}", key(target), via(v)),
-        StepAction::Scale { target, replicas, via: v } => {
-            format!("kubectl scale {} --replicas={replicas}{}", key(target), via(v))
-        }
-        StepAction::Cordon { node } => format!("kubectl cordon {node}"),
-        StepAction::Uncordon { node } => format!("kubectl uncordon {node}"),
-        StepAction::Crash { component } => format!("{component} crashes"),
-        StepAction::Restart { component, api_server: Some(s) } => {
-            format!("{component} restarts and connects to {s}")
-        }
-        StepAction::Restart { component, api_server: None } => format!("{component} restarts"),
-        StepAction::Disconnect { component } => format!("{component}'s watch connections break"),
-        StepAction::Compact { keep } => format!("etcd compacts its history (keeping {keep} revisions)"),
     }
 }

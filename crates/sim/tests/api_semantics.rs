@@ -7,8 +7,8 @@
 
 use recon_abi::{Action, Object, ObjectKey, Outcome, StatusReason};
 use recon_sim::api::{ListRequest, Request, Selection, VersionMatch, WatchRequest};
-use recon_sim::trace::ServedFrom;
 use recon_sim::{Reply, Sim};
+use recon_trace::ServedFrom;
 
 /// Two API servers and three pods created at 100ms, 200ms, 300ms through
 /// apiserver-1. `extra` is spliced into apiserver-2's settings.

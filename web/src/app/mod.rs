@@ -19,7 +19,7 @@ mod worker_link;
 use std::collections::BTreeMap;
 
 use recon_scenario::Scenario;
-use recon_sim::{CrashSummary, EntryId, Explanation, Trace, Unavailability, crashes};
+use recon_trace::{CrashSummary, EntryId, Explanation, Trace, Unavailability, crashes};
 
 use crate::Shared;
 use crate::protocol::{FromWorker, ToWorker, Upload};
@@ -48,9 +48,9 @@ impl RunView {
     pub fn new(trace: Trace, hash: String, wall_ms: f64) -> RunView {
         // Broken safety properties first, the time travel that led to them after:
         // the first one listed is the one a reader should see.
-        let mut explanations = recon_sim::explain_all(&trace);
+        let mut explanations = recon_trace::explain_all(&trace);
         explanations.sort_by_key(|e| e.check == recon_scenario::Check::TimeTravel);
-        let unavailable = recon_sim::unavailability(&trace);
+        let unavailable = recon_trace::unavailability(&trace);
         let crashes = crashes(&trace);
         let halted = trace.halted().map(|(entry, reason)| (entry.id, reason.to_owned()));
         RunView { trace: Shared::new(trace), hash, wall_ms, explanations, unavailable, crashes, halted }
@@ -208,7 +208,7 @@ pub struct State {
     /// A short confirmation (e.g. which plugin now runs where).
     pub notice: Option<String>,
     /// The inspector's snapshot of the shown run, if one was asked for.
-    pub snapshot: Option<recon_sim::inspect::Snapshot>,
+    pub snapshot: Option<recon_trace::inspect::Snapshot>,
     /// An entry to select when the next run finishes (from a share link).
     pub select_on_done: Option<EntryId>,
     /// A moment asked for while another was being inspected: inspected
@@ -579,7 +579,7 @@ mod tests {
         assert_eq!(view.crashes[0].count, 1);
         assert!(matches!(
             view.trace.get(view.crashes[0].first).unwrap().event,
-            recon_sim::Event::ComponentCrashed { .. }
+            recon_trace::Event::ComponentCrashed { .. }
         ));
     }
 

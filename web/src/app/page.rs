@@ -3,7 +3,7 @@
 
 use gloo::file::callbacks::FileReader;
 use recon_scenario::Scenario;
-use recon_sim::EntryId;
+use recon_trace::EntryId;
 use yew::prelude::*;
 
 use super::panels;
@@ -373,7 +373,7 @@ impl Component for App {
                         super::download::save(&format!("{stem}.trace.json"), "application/json", &run.trace.to_json())
                     }
                     Export::Perfetto => {
-                        let text = recon_sim::export::chrome_trace(&run.trace);
+                        let text = recon_trace::export::chrome_trace(&run.trace);
                         super::download::save(&format!("{stem}.perfetto.json"), "application/json", &text)
                     }
                 };

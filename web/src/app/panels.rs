@@ -2,7 +2,7 @@
 //! status, the controls, the timeline and the findings.
 
 use recon_scenario::{Scenario, StepAction};
-use recon_sim::explain::fmt_time;
+use recon_trace::text::fmt_time;
 use web_sys::{DragEvent, HtmlInputElement, HtmlSelectElement};
 use yew::prelude::*;
 
@@ -569,12 +569,12 @@ fn findings(state: &State, ctx: &Context<App>) -> Html {
 }
 
 /// An object version in a few words.
-fn object(o: &recon_sim::trace::ObjectVersion) -> String {
+fn object(o: &recon_trace::ObjectVersion) -> String {
     format!("{} {} (uid {}, revision {})", o.key.kind, o.key.name, o.uid.get(..8).unwrap_or(&o.uid), o.revision)
 }
 
 /// What a view holds that differs from etcd, one line each.
-fn differences(d: &recon_sim::inspect::Differences) -> Html {
+fn differences(d: &recon_trace::inspect::Differences) -> Html {
     html! {
         <>
             { for d.deleted.iter().map(|o| html! {

@@ -22,9 +22,9 @@
 //! button is `#tour-open`.
 
 use recon_scenario::Check;
-use recon_sim::explain::fmt_time;
-use recon_sim::trace::ServedFrom;
-use recon_sim::{EntryId, Event, Explanation, Trace};
+use recon_trace::ServedFrom;
+use recon_trace::text::fmt_time;
+use recon_trace::{EntryId, Event, Explanation, Trace};
 
 use super::RunView;
 

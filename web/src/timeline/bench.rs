@@ -9,8 +9,8 @@ use std::collections::VecDeque;
 use recon_abi::{EventType, ObjectKey, PodRef, Status, StatusReason, Verb};
 use recon_scenario::Check;
 use recon_sim::rng::Rng;
-use recon_sim::trace::{ObjectVersion, ServedFrom};
-use recon_sim::{Entry, EntryId, Event, Trace};
+use recon_trace::{Entry, EntryId, Event, Trace};
+use recon_trace::{ObjectVersion, ServedFrom};
 use web_sys::HtmlCanvasElement;
 
 use super::draw::{Frame, Scratch, Surface, draw};

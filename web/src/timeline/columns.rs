@@ -5,7 +5,7 @@
 //! write into a buffer the caller keeps between frames, so a frame allocates
 //! nothing once warmed up.
 
-use recon_sim::EntryId;
+use recon_trace::EntryId;
 
 use super::model::{LaneMarks, MarkKind};
 use super::staleness::StalenessBand;

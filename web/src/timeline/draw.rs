@@ -10,8 +10,8 @@
 
 use std::borrow::Cow;
 
-use recon_sim::EntryId;
-use recon_sim::explain::fmt_time;
+use recon_trace::EntryId;
+use recon_trace::text::fmt_time;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 

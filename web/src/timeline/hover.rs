@@ -1,8 +1,8 @@
 //! What the tooltip says about the thing under the pointer: an entry, a
 //! cache's staleness band, or a partition window.
 
-use recon_sim::explain::{describe, fmt_time};
-use recon_sim::{EntryId, Event, Trace};
+use recon_trace::text::{describe, fmt_time};
+use recon_trace::{EntryId, Event, Trace};
 
 use super::model::{MarkKind, PartitionWindow, TimelineModel};
 use super::staleness::StalenessBand;

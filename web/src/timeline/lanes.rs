@@ -13,8 +13,8 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
 
-use recon_sim::trace::ServedFrom;
-use recon_sim::{Entry, Event, Trace};
+use recon_trace::ServedFrom;
+use recon_trace::{Entry, Event, Trace};
 
 /// The lane of the scenario's script (user actions and faults).
 pub const SCRIPT_LANE: &str = "script";

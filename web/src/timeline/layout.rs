@@ -1,6 +1,6 @@
 //! Where lanes sit vertically, and which mark is under the pointer.
 
-use recon_sim::EntryId;
+use recon_trace::EntryId;
 
 use super::columns::column_of;
 use super::lanes::Lane;

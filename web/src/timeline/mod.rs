@@ -59,8 +59,8 @@ mod tests;
 
 use gloo::events::{EventListener, EventListenerOptions};
 use gloo::render::{AnimationFrame, request_animation_frame};
-use recon_sim::explain::describe;
-use recon_sim::{EntryId, Trace};
+use recon_trace::text::describe;
+use recon_trace::{EntryId, Trace};
 use wasm_bindgen::JsCast;
 use web_sys::{HtmlCanvasElement, HtmlElement, MouseEvent, WheelEvent};
 use yew::prelude::*;

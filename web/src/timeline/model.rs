@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use recon_scenario::Check;
-use recon_sim::{EntryId, Event, Trace};
+use recon_trace::{EntryId, Event, Trace};
 
 use super::lanes::{Lane, LaneRole, cache_lane_name, derive_lanes, lane_name_of};
 use super::staleness::{StalenessBand, staleness_bands};

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use recon_sim::{EntryId, Event, Trace};
+use recon_trace::{EntryId, Event, Trace};
 
 /// The store and a cache at one moment, until the next sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 
 use recon_abi::{EventType, ObjectKey, PodRef, Verb};
 use recon_scenario::Check;
-use recon_sim::trace::ServedFrom;
 use recon_sim::{Entry, EntryId, Event, Sim, Trace};
+use recon_trace::ServedFrom;
 
 use super::columns::{BandRun, ColumnMark, aggregate_marks, band_runs};
 use super::hover::{band_tooltip, entry_tooltip, partition_at};
@@ -620,9 +620,9 @@ fn a_stale_read_tooltip_says_when_where_what_and_how_stale() {
     let model = TimelineModel::build(&trace);
     let stale = trace.entries.iter().find(|e| model.kind_of(e.id) == Some(MarkKind::StaleRead)).unwrap();
     let tip = entry_tooltip(&trace, &model, stale.id).unwrap();
-    assert!(tip.heading.starts_with(&recon_sim::explain::fmt_time(stale.time_ms)), "{tip:?}");
+    assert!(tip.heading.starts_with(&recon_trace::text::fmt_time(stale.time_ms)), "{tip:?}");
     assert!(tip.heading.contains("kubelet-node-1"), "{tip:?}");
-    assert_eq!(tip.lines[0], recon_sim::explain::describe(stale));
+    assert_eq!(tip.lines[0], recon_trace::text::describe(stale));
     assert!(tip.lines[1].starts_with("Stale read: 12 revisions"), "{tip:?}");
 }
 

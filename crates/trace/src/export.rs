@@ -6,8 +6,8 @@
 
 use serde_json::{Value, json};
 
-use crate::explain::describe;
-use crate::trace::{Event, Trace};
+use crate::text::describe;
+use crate::{Event, Trace};
 
 /// The process id every track belongs to.
 const PID: u64 = 1;
@@ -90,7 +90,7 @@ fn kind(event: &Event) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::Entry;
+    use crate::Entry;
 
     fn trace() -> Trace {
         let entry = |id: u64, time_ms: u64, lane: &str, causes: Vec<u64>| Entry {

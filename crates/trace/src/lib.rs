@@ -1,9 +1,29 @@
-//! The trace: everything that happened in a run, each entry linked to its causes.
+//! The Recon trace: everything that happened in a run, each entry linked to
+//! its causes. It is the contract between the simulator, which writes it,
+//! and every reader: the CLI prints it, the playground draws it, the
+//! explorer judges it, and exports hand it to other tools.
 //!
-//! The trace is the simulator's only output. The CLI prints it, the UI draws
-//! it, the explainer walks its cause links. Its JSON encoding is stable (no
-//! floats, no hash maps, fields in declaration order), so its hash identifies
-//! a run: same scenario and seed, same hash, on every platform.
+//! - [`Trace`], [`Entry`], [`Event`]: what happened, where and why;
+//! - [`text`]: how times, uids, entries and script steps read;
+//! - [`explain`]: a violation's causal chain in plain words, and the other
+//!   findings (crashes, unavailability);
+//! - [`inspect`]: the types of a snapshot of every view beside the store;
+//! - [`export`]: the trace in other tools' formats (Perfetto).
+//!
+//! The JSON encoding is stable (no floats, no hash maps, fields in
+//! declaration order), so [`Trace::hash`] identifies a run: same scenario
+//! and seed, same hash, on every platform. This crate depends on no
+//! simulator, so a reader (the page in the browser) can hold a trace
+//! without carrying the machinery that made it.
+
+pub mod explain;
+pub mod export;
+pub mod inspect;
+pub mod text;
+
+pub use explain::{
+    CrashSummary, Explanation, ExplanationStep, Unavailability, crashes, explain, explain_all, unavailability,
+};
 
 use recon_abi::{EventType, ObjectKey, PodRef, Status, Verb};
 use recon_scenario::Check;
@@ -309,7 +329,7 @@ impl Trace {
     /// A stable 64-bit hash of the JSON encoding (FNV-1a), as 16 hex digits.
     /// Equal hashes mean byte-identical traces, on any platform.
     pub fn hash(&self) -> String {
-        format!("{:016x}", crate::rng::fnv1a(self.to_json().as_bytes()))
+        format!("{:016x}", fnv1a(self.to_json().as_bytes()))
     }
 
     /// The violations, in order.
@@ -320,7 +340,9 @@ impl Trace {
         })
     }
 
-    pub(crate) fn push(&mut self, time_ms: u64, lane: &str, event: Event, causes: Vec<EntryId>) -> EntryId {
+    /// Appends an entry (the simulator's only way to write), dropping
+    /// repeated causes; returns its id.
+    pub fn push(&mut self, time_ms: u64, lane: &str, event: Event, causes: Vec<EntryId>) -> EntryId {
         let id = self.entries.len() as EntryId;
         // Order matters to readers (a violation lists the offending entry
         // first), so duplicates are dropped without sorting.
@@ -330,4 +352,14 @@ impl Trace {
         self.entries.push(Entry { id, time_ms, lane: lane.to_string(), event, causes });
         id
     }
+}
+
+/// FNV-1a, 64-bit: a stable hash of bytes, the same on every platform and
+/// in every release (unlike `std`'s hashers).
+pub fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use recon_scenario::Check;
 
-use crate::trace::{Entry, EntryId, Event, ServedFrom, Trace};
+use crate::text::{describe, fmt_time, short_uid};
+use crate::{Entry, EntryId, Event, ServedFrom, Trace};
 
 /// A violation explained step by step.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -50,87 +51,6 @@ pub struct Unavailability {
     pub failures: u32,
     /// The last error message.
     pub last_error: String,
-}
-
-/// Virtual time as a reader wants it: `t=8.012s`.
-pub fn fmt_time(ms: u64) -> String {
-    format!("t={}.{:03}s", ms / 1000, ms % 1000)
-}
-
-/// The first 8 characters of a uid: enough to tell incarnations apart in prose.
-pub(crate) fn short_uid(uid: &str) -> &str {
-    uid.get(..8).unwrap_or(uid)
-}
-
-/// One line describing an entry.
-pub fn describe(e: &Entry) -> String {
-    match &e.event {
-        Event::Script { description } => description.clone(),
-        Event::Partition { api_server, started: true } => format!("{api_server} loses its connection to the store"),
-        Event::Partition { api_server, started: false } => format!("{api_server} reconnects to the store"),
-        Event::StoreWrite { verb, key, uid, revision, removed, terminating, by, via } => {
-            let what = if *terminating {
-                "began graceful deletion of".to_string()
-            } else if *removed {
-                "deleted".to_string()
-            } else {
-                format!("{verb}")
-            };
-            let via = if via.is_empty() { String::new() } else { format!(" via {via}") };
-            format!("{by}{via}: {what} {key} (uid {}) at revision {revision}", short_uid(uid))
-        }
-        Event::WriteFailed { verb, key, status, by, .. } => format!("{by}: {verb} {key} failed: {}", status.message),
-        Event::Compaction { revision } => format!("store compacted up to revision {revision}"),
-        Event::Halted { reason } => reason.clone(),
-        Event::CacheApply { api_server, revision, key, event_type } => {
-            format!("{api_server} cache: {event_type} {key} (now at revision {revision})")
-        }
-        Event::CacheRelist { api_server, revision } => format!("{api_server} rebuilt its cache at revision {revision}"),
-        Event::ListServed {
-            component, api_server, request, served_from, revision, store_revision, objects, ..
-        } => {
-            let from = match served_from {
-                ServedFrom::Cache => "its watch cache",
-                ServedFrom::Store => "the store",
-            };
-            let n = objects.len();
-            let objects = if n == 1 { "1 object".to_string() } else { format!("{n} objects") };
-            format!(
-                "{api_server} answered {component}'s {request} from {from}: {objects} at revision {revision} (store at {store_revision})"
-            )
-        }
-        Event::RequestFailed { component, api_server, request, status } => {
-            format!("{api_server} failed {component}'s {request}: {}", status.message)
-        }
-        Event::WatchDelivered { component, event_type, key, uid, revision, .. } => {
-            format!("{component} sees {event_type} {key} (uid {}) at revision {revision}", short_uid(uid))
-        }
-        Event::ComponentStarted { component, api_server, restarts: 0 } => {
-            format!("{component} starts, connected to {api_server}")
-        }
-        Event::ComponentStarted { component, api_server, .. } => {
-            format!("{component} restarts with empty memory, connected to {api_server}")
-        }
-        Event::ComponentCrashed { component, reason } => format!("{component} stops: {reason}"),
-        Event::Failover { component, from, to } => format!("{component} gives up on {from} and fails over to {to}"),
-        Event::Leadership { component, lease, leading: true } => {
-            format!("{component} wins Lease {lease} and starts its controller")
-        }
-        Event::Leadership { component, lease, leading: false } => format!("{component} loses Lease {lease}"),
-        Event::Reconcile { component, view_revision, actions, .. } => {
-            if actions.is_empty() {
-                format!("{component} reconciles (view at revision {view_revision}): nothing to do")
-            } else {
-                format!("{component} reconciles (view at revision {view_revision}): {}", actions.join("; "))
-            }
-        }
-        Event::ActionRefused { component, action, status } => {
-            format!("{component}: {action} refused: {}", status.message)
-        }
-        Event::ContainerStarted { node, pod } => format!("{node} starts a container for {pod}"),
-        Event::ContainerStopped { node, pod } => format!("{node} stops the container of {pod}"),
-        Event::Violation { message, .. } => message.clone(),
-    }
 }
 
 /// Explains every violation in the trace.
