@@ -13,7 +13,7 @@ fn interleaving(trace: &Trace) -> Vec<String> {
         .iter()
         .map(|e| {
             let json = serde_json::to_value(&e.event).unwrap();
-            format!("{} {}", e.lane, json["kind"].as_str().unwrap())
+            format!("{} {}", trace.lane_name(e), json["kind"].as_str().unwrap())
         })
         .collect()
 }

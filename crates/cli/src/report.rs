@@ -26,7 +26,7 @@ pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
             if matches!(e.event, Event::CacheApply { .. }) {
                 continue; // one line per API server per write drowns the story
             }
-            say!("{:>10}  {:<24} {}", fmt_time(e.time_ms), e.lane, describe(e));
+            say!("{:>10}  {:<24} {}", fmt_time(e.time_ms), trace.lane_name(e), describe(e));
         }
     }
     if let Some((_, reason)) = trace.halted() {

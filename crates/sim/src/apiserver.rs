@@ -15,7 +15,7 @@ use crate::cache::{Filter, WatchCache};
 use crate::network::Endpoint;
 use crate::rng::Rng;
 use crate::world::{Scheduled, Sim};
-use recon_trace::{EntryId, Event, ObjectVersion, ServedFrom};
+use recon_trace::{EntryId, Event, ObjectVersion, ReadPurpose, ServedFrom};
 
 /// Who sent a request, so the reply finds its way back.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +50,16 @@ pub enum Client {
 }
 
 impl Client {
+    /// What a read by this client is for.
+    fn read_purpose(&self) -> ReadPurpose {
+        match self {
+            Client::Reflector { .. } => ReadPurpose::InformerList,
+            Client::Elector { .. } => ReadPurpose::LeaseGet,
+            Client::Writer { .. } => ReadPurpose::DirectRead,
+            Client::Kubectl | Client::Probe(_) => ReadPurpose::Kubectl,
+        }
+    }
+
     fn endpoint(&self) -> Endpoint {
         match self {
             Client::Reflector { component, .. }
@@ -306,7 +316,7 @@ impl Sim {
             let api_server = self.servers[server].config.name.clone();
             self.trace.push(
                 self.now,
-                &component.clone(),
+                self.lanes.components[c],
                 Event::RequestFailed { component, api_server, request: request.to_string(), status: status.clone() },
                 vec![],
             );
@@ -481,18 +491,20 @@ impl Sim {
             ServedFrom::Cache => self.servers[server].cache.revision_entry,
             ServedFrom::Store => self.store_entries.range(..=revision).next_back().map(|(_, e)| *e),
         };
+        // kubectl's reads are drawn on the API server that answered them.
         let (lane, component) = match client_component(client) {
-            Some(c) => (self.components[c].spec.name.clone(), self.components[c].spec.name.clone()),
-            None => (api_server.clone(), "kubectl".to_string()),
+            Some(c) => (self.lanes.components[c], self.components[c].spec.name.clone()),
+            None => (self.lanes.servers[server], "kubectl".to_string()),
         };
         let partitioned = !self.reachable(server, self.now);
         self.trace.push(
             self.now,
-            &lane,
+            lane,
             Event::ListServed {
                 component,
                 api_server,
                 request: target.request().to_string(),
+                purpose: client.read_purpose(),
                 served_from: from,
                 revision,
                 store_revision,
@@ -675,7 +687,7 @@ impl Sim {
                 let key = event.value.key();
                 let entry = self.trace.push(
                     self.now,
-                    "etcd",
+                    self.lanes.store,
                     Event::StoreWrite {
                         verb,
                         key: key.clone(),
@@ -715,10 +727,10 @@ impl Sim {
     ) {
         let by = self.client_name(&client);
         let via = self.servers[server].config.name.clone();
-        let lane = if by == "kubectl" { "script".to_string() } else { by.clone() };
+        let lane = client_component(&client).map_or(self.lanes.script, |c| self.lanes.components[c]);
         let entry = self.trace.push(
             self.now,
-            &lane,
+            lane,
             Event::WriteFailed { verb, key: key.clone(), status: status.clone(), by, via },
             cause.into_iter().collect(),
         );
@@ -902,7 +914,7 @@ impl Sim {
         };
         let entry = self.trace.push(
             self.now,
-            &api_server.clone(),
+            self.lanes.caches[server],
             Event::CacheApply { api_server, revision: event.revision, key, event_type },
             cause.into_iter().collect(),
         );
@@ -926,7 +938,7 @@ impl Sim {
 
     pub(crate) fn partition_edge(&mut self, server: usize, started: bool) {
         let api_server = self.servers[server].config.name.clone();
-        self.trace.push(self.now, &api_server.clone(), Event::Partition { api_server, started }, vec![]);
+        self.trace.push(self.now, self.lanes.servers[server], Event::Partition { api_server, started }, vec![]);
         if !started && self.reachable(server, self.now) {
             let lag = self.servers[server].config.watch_cache.lag.0;
             let at = self.network.arrival(Endpoint::Store, Endpoint::Server(server), self.now, lag);
@@ -953,7 +965,7 @@ impl Sim {
                 let cause = self.store_entries.get(&revision).copied();
                 let entry = self.trace.push(
                     self.now,
-                    &api_server.clone(),
+                    self.lanes.caches[server],
                     Event::CacheRelist { api_server, revision },
                     cause.into_iter().collect(),
                 );

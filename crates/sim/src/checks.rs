@@ -61,7 +61,7 @@ impl Sim {
         }
         let entry = self.trace.push(
             self.now,
-            node,
+            self.lanes.nodes[n],
             Event::ContainerStarted { node: node.to_string(), pod: pod.clone() },
             vec![cause],
         );
@@ -81,7 +81,7 @@ impl Sim {
         if self.nodes[n].running.remove(pod).is_some() {
             self.trace.push(
                 self.now,
-                node,
+                self.lanes.nodes[n],
                 Event::ContainerStopped { node: node.to_string(), pod: pod.clone() },
                 vec![cause],
             );
@@ -109,7 +109,7 @@ impl Sim {
             );
             self.trace.push(
                 self.now,
-                "checks",
+                self.lanes.checks,
                 Event::Violation { check: Check::PodIdentity, message },
                 vec![entry, other_entry],
             );
@@ -137,7 +137,7 @@ impl Sim {
             );
             self.trace.push(
                 self.now,
-                "checks",
+                self.lanes.checks,
                 Event::Violation { check: Check::StatefulSetOrdinals, message },
                 vec![entry, other_entry],
             );
@@ -243,7 +243,12 @@ impl Sim {
         } else {
             return;
         };
-        self.trace.push(self.now, "checks", Event::Violation { check: Check::ReplicaCount, message }, vec![entry]);
+        self.trace.push(
+            self.now,
+            self.lanes.checks,
+            Event::Violation { check: Check::ReplicaCount, message },
+            vec![entry],
+        );
     }
 
     /// Liveness, at the end of the run: every ReplicaSet and StatefulSet
@@ -297,7 +302,7 @@ impl Sim {
                 .map(|e| e.id);
             self.trace.push(
                 self.now,
-                "checks",
+                self.lanes.checks,
                 Event::Violation { check: Check::Convergence, message },
                 cause.into_iter().collect(),
             );

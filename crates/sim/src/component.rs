@@ -138,7 +138,7 @@ impl Sim {
         let api_server = self.servers[comp.server].config.name.clone();
         let started = self.trace.push(
             self.now,
-            &name,
+            self.lanes.components[c],
             Event::ComponentStarted { component: name.clone(), api_server, restarts },
             cause.into_iter().collect(),
         );
@@ -236,8 +236,12 @@ impl Sim {
         let name = comp.spec.name.clone();
         self.close_watches(c);
         let reason = format!("{reason}; restarting in {}ms (back-off)", delay);
-        let entry =
-            self.trace.push(self.now, &name, Event::ComponentCrashed { component: name.clone(), reason }, causes);
+        let entry = self.trace.push(
+            self.now,
+            self.lanes.components[c],
+            Event::ComponentCrashed { component: name.clone(), reason },
+            causes,
+        );
         self.schedule(self.now + delay, Scheduled::Restart { component: c, epoch, cause: entry });
     }
 
@@ -261,7 +265,7 @@ impl Sim {
         self.close_watches(c);
         self.trace.push(
             self.now,
-            &name,
+            self.lanes.components[c],
             Event::ComponentCrashed { component: name.clone(), reason: reason.to_string() },
             vec![cause],
         );
@@ -420,7 +424,7 @@ impl Sim {
         let name = self.components[c].spec.name.clone();
         let entry = self.trace.push(
             self.now,
-            &name,
+            self.lanes.components[c],
             Event::WatchDelivered {
                 component: name.clone(),
                 api_server: self.servers[server].config.name.clone(),
@@ -476,7 +480,12 @@ impl Sim {
         comp.failures = 0;
         let name = comp.spec.name.clone();
         let to = self.servers[next].config.name.clone();
-        self.trace.push(self.now, &name, Event::Failover { component: name.clone(), from, to }, vec![]);
+        self.trace.push(
+            self.now,
+            self.lanes.components[c],
+            Event::Failover { component: name.clone(), from, to },
+            vec![],
+        );
         self.close_watches(c);
         let epoch = self.components[c].epoch;
         let n = self.components[c].instance.as_ref().map_or(0, |i| i.reflectors.len());
@@ -509,7 +518,12 @@ impl Sim {
             comp.max_seen
         );
         let causes = std::iter::once(entry).chain(comp.max_seen_entry).collect();
-        self.trace.push(self.now, &name, Event::Violation { check: Check::TimeTravel, message }, causes);
+        self.trace.push(
+            self.now,
+            self.lanes.components[c],
+            Event::Violation { check: Check::TimeTravel, message },
+            causes,
+        );
     }
 
     fn deliver(&mut self, c: usize, event: InputEvent, cause: Option<EntryId>) {
@@ -565,7 +579,7 @@ impl Sim {
         self.listed_items += (inputs.len() + actions.len()) as u64;
         let entry = self.trace.push(
             self.now,
-            &name,
+            self.lanes.components[c],
             Event::Reconcile { component: name.clone(), view_revision, inputs, actions },
             causes,
         );
@@ -581,7 +595,7 @@ impl Sim {
         let status = Status::new(StatusReason::Forbidden, reason);
         self.trace.push(
             self.now,
-            &name,
+            self.lanes.components[c],
             Event::ActionRefused { component: name.clone(), action: describe_action(action), status },
             vec![entry],
         );

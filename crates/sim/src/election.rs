@@ -80,7 +80,7 @@ impl Sim {
             let name = comp.spec.name.clone();
             let entry = self.trace.push(
                 self.now,
-                &name,
+                self.lanes.components[c],
                 Event::Leadership { component: name.clone(), lease: lease.clone(), leading: false },
                 vec![],
             );
@@ -176,7 +176,7 @@ impl Sim {
         let name = self.components[c].spec.name.clone();
         let won = self.trace.push(
             now,
-            &name,
+            self.lanes.components[c],
             Event::Leadership { component: name.clone(), lease, leading: true },
             vec![entry],
         );

@@ -29,6 +29,7 @@ mod component;
 mod election;
 mod error;
 pub mod inspect;
+mod lanes;
 pub mod network;
 pub mod rng;
 mod world;

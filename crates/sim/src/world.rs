@@ -20,6 +20,7 @@ use crate::apiserver::{Client, ServerState};
 use crate::checks::NodeState;
 use crate::component::ComponentState;
 use crate::error::SimError;
+use crate::lanes::Lanes;
 use crate::network::{Endpoint, Network};
 use crate::rng::Rng;
 use recon_trace::{EntryId, Event, Trace};
@@ -85,6 +86,8 @@ pub struct Sim {
     pub(crate) nodes: Vec<NodeState>,
     pub(crate) network: Network,
     pub(crate) trace: Trace,
+    /// The trace lane of each place.
+    pub(crate) lanes: Lanes,
     pub(crate) instantiate: Instantiate,
     pub(crate) checks: Vec<Check>,
     /// Responses to requests made with [`Sim::request`], by probe id.
@@ -119,6 +122,8 @@ impl Sim {
             }
         }
         let seed = scenario.seed;
+        let mut trace = Trace { scenario: scenario.name.clone(), seed, lanes: Vec::new(), entries: Vec::new() };
+        let lanes = Lanes::write(scenario, &mut trace);
         let mut sim = Sim {
             scenario: scenario.clone(),
             now: 0,
@@ -134,7 +139,8 @@ impl Sim {
             components: Vec::new(),
             nodes: scenario.nodes.iter().map(|n| NodeState::new(&n.name)).collect(),
             network: Network::new(scenario.network.latency, Rng::derive(seed, "network")),
-            trace: Trace { scenario: scenario.name.clone(), seed, entries: Vec::new() },
+            trace,
+            lanes,
             instantiate,
             checks: scenario.checks.enabled.clone(),
             probes: BTreeMap::new(),
@@ -184,7 +190,7 @@ impl Sim {
             self.live_pods.apply(&event);
             let entry = self.trace.push(
                 0,
-                "etcd",
+                self.lanes.store,
                 Event::StoreWrite {
                     verb: recon_abi::Verb::Create,
                     key,
@@ -248,7 +254,7 @@ impl Sim {
                  (limits.maxTraceEntries in the scenario); something kept it busy, see the last entries",
                 recon_trace::text::fmt_time(self.now)
             );
-            self.trace.push(self.now, "script", Event::Halted { reason }, vec![]);
+            self.trace.push(self.now, self.lanes.script, Event::Halted { reason }, vec![]);
             return false;
         }
         match self.queue.peek() {
@@ -333,7 +339,7 @@ impl Sim {
     fn run_step(&mut self, i: usize) {
         let Step { action, .. } = self.scenario.script[i].clone();
         let description = recon_trace::text::describe_step(&action);
-        let entry = self.trace.push(self.now, "script", Event::Script { description }, vec![]);
+        let entry = self.trace.push(self.now, self.lanes.script, Event::Script { description }, vec![]);
         let kubectl = |sim: &mut Sim, via: &Option<String>, request: Request| {
             let server = via.as_deref().and_then(|v| sim.server_index(v)).unwrap_or(0);
             let at = sim.network.arrival(Endpoint::Kubectl, Endpoint::Server(server), sim.now, 0);
@@ -386,7 +392,7 @@ impl Sim {
                 let revision = self.store.revision().saturating_sub(keep);
                 self.store.compact(revision);
                 let compacted = self.store.compacted();
-                self.trace.push(self.now, "etcd", Event::Compaction { revision: compacted }, vec![entry]);
+                self.trace.push(self.now, self.lanes.store, Event::Compaction { revision: compacted }, vec![entry]);
             }
         }
     }

@@ -122,7 +122,7 @@ fn container_origin(trace: &Trace, start: &Entry, detailed: bool) -> Vec<Explana
     // the stale read is the story, whichever start the check fired on).
     if let Some(Entry { event: Event::Reconcile { component, .. }, id, .. }) = reconcile
         && let Some(source) = source_of_pod(trace, component, &pod.uid, *id)
-        && (detailed || is_stale_read(source))
+        && (detailed || source.event.is_stale_read())
     {
         steps.extend(view_origin(trace, source));
     }
@@ -148,11 +148,6 @@ fn step(e: &Entry) -> ExplanationStep {
     ExplanationStep { entry: e.id, text: format!("{}: {}", fmt_time(e.time_ms), describe(e)) }
 }
 
-/// Whether the entry is a list answered from a state the store had moved past.
-fn is_stale_read(e: &Entry) -> bool {
-    matches!(&e.event, Event::ListServed { revision, store_revision, .. } if revision < store_revision)
-}
-
 /// Why a controller decided what it did: the stale list its view came
 /// from, if any, and each watch event it acted on that the store had
 /// already overtaken when it acted (with the write that overtook it).
@@ -170,8 +165,8 @@ fn decision_origin(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
     }
     // Its informers' last list (not a leader election's get of its Lease).
     if let Some(list) = before.iter().rev().find(|e| {
-        matches!(&e.event, Event::ListServed { component: c, request, .. } if c == component && !request.starts_with("get "))
-    }) && is_stale_read(list)
+        e.event.is_informer_read() && matches!(&e.event, Event::ListServed { component: c, .. } if c == component)
+    }) && list.event.is_stale_read()
     {
         steps.extend(view_origin(trace, list));
     }
@@ -257,6 +252,7 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
         stale_ms,
         partitioned,
         objects,
+        ..
     } = &read.event
     else {
         return vec![ExplanationStep {

@@ -19,21 +19,17 @@ const PID: u64 = 1;
 /// slices never overlap and the order stays visible. Each entry is a 1 µs
 /// slice named by its kind, with its description, id and fields in `args`.
 pub fn chrome_trace(trace: &Trace) -> String {
-    // Tracks, numbered in order of first appearance; times spread so that
-    // no two slices share a microsecond.
-    let mut lanes: Vec<&str> = Vec::new();
+    // One track per lane that has entries, in the trace's lane order; times
+    // spread so that no two slices share a microsecond.
+    let mut used = vec![false; trace.lanes.len()];
     let mut tids = Vec::with_capacity(trace.entries.len());
     let mut ts = Vec::with_capacity(trace.entries.len());
     let mut last_us: Option<u64> = None;
     for entry in &trace.entries {
-        let tid = match lanes.iter().position(|l| *l == entry.lane) {
-            Some(i) => i as u64 + 1,
-            None => {
-                lanes.push(&entry.lane);
-                lanes.len() as u64
-            }
-        };
-        tids.push(tid);
+        if let Some(u) = used.get_mut(entry.lane.index()) {
+            *u = true;
+        }
+        tids.push(entry.lane.index() as u64 + 1);
         let us = last_us.map_or(entry.time_ms * 1000, |last| (entry.time_ms * 1000).max(last + 1));
         last_us = Some(us);
         ts.push(us);
@@ -70,9 +66,9 @@ pub fn chrome_trace(trace: &Trace) -> String {
     }
     let process = format!("recon: {} (seed {})", trace.scenario, trace.seed);
     let mut all = vec![json!({ "name": "process_name", "ph": "M", "pid": PID, "args": { "name": process } })];
-    for (i, lane) in lanes.iter().enumerate() {
+    for (i, lane) in trace.lanes.iter().enumerate().filter(|(i, _)| used[*i]) {
         let tid = i as u64 + 1;
-        all.push(json!({ "name": "thread_name", "ph": "M", "pid": PID, "tid": tid, "args": { "name": lane } }));
+        all.push(json!({ "name": "thread_name", "ph": "M", "pid": PID, "tid": tid, "args": { "name": lane.name } }));
         all.push(
             json!({ "name": "thread_sort_index", "ph": "M", "pid": PID, "tid": tid, "args": { "sort_index": tid } }),
         );
@@ -90,24 +86,25 @@ fn kind(event: &Event) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Entry;
+    use crate::{Entry, Lane, LaneId, LaneRole};
 
     fn trace() -> Trace {
-        let entry = |id: u64, time_ms: u64, lane: &str, causes: Vec<u64>| Entry {
+        let entry = |id: u64, time_ms: u64, lane: u32, causes: Vec<u64>| Entry {
             id,
             time_ms,
-            lane: lane.into(),
+            lane: LaneId(lane),
             event: Event::Script { description: format!("step {id}") },
             causes,
         };
         Trace {
             scenario: "t".into(),
             seed: 3,
-            entries: vec![
-                entry(0, 0, "script", vec![]),
-                entry(1, 0, "etcd", vec![0]),
-                entry(2, 5, "script", vec![1, 0]),
+            lanes: vec![
+                Lane { name: "script".into(), role: LaneRole::Script },
+                Lane { name: "etcd".into(), role: LaneRole::Store },
+                Lane { name: "checks".into(), role: LaneRole::Checks },
             ],
+            entries: vec![entry(0, 0, 0, vec![]), entry(1, 0, 1, vec![0]), entry(2, 5, 0, vec![1, 0])],
         }
     }
 

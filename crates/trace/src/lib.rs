@@ -19,7 +19,10 @@
 pub mod explain;
 pub mod export;
 pub mod inspect;
+mod lanes;
 pub mod text;
+
+pub use lanes::{Lane, LaneId, LaneRole};
 
 pub use explain::{
     CrashSummary, Explanation, ExplanationStep, Unavailability, crashes, explain, explain_all, unavailability,
@@ -40,6 +43,9 @@ pub struct Trace {
     pub scenario: String,
     /// The seed the run used.
     pub seed: u64,
+    /// Where things happen, in the order a reader shows them (see
+    /// [`Lane`]); entries name their lane by index.
+    pub lanes: Vec<Lane>,
     /// Every entry, in the order it happened; `entries[i].id == i`.
     pub entries: Vec<Entry>,
 }
@@ -52,8 +58,8 @@ pub struct Entry {
     pub id: EntryId,
     /// Virtual time in milliseconds.
     pub time_ms: u64,
-    /// Where it happened: a component, an API server, `etcd`, a node, or `script`.
-    pub lane: String,
+    /// Where it happened: an index into [`Trace::lanes`].
+    pub lane: LaneId,
     /// What happened.
     pub event: Event,
     /// Entries that led to this one, most direct first.
@@ -69,6 +75,21 @@ pub enum ServedFrom {
     Cache,
     /// The store (a quorum read).
     Store,
+}
+
+/// Why a read was made: what its answer feeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReadPurpose {
+    /// An informer's list, or the initial state of its watch-list: what
+    /// the component's cache (its view of the cluster) is rebuilt from.
+    InformerList,
+    /// Leader election reading its Lease.
+    LeaseGet,
+    /// A controller's read that bypasses its informers.
+    DirectRead,
+    /// The user (from the script) or a console.
+    Kubectl,
 }
 
 /// A short reference to one object version, as carried in list entries.
@@ -177,6 +198,8 @@ pub enum Event {
         api_server: String,
         /// The request, e.g. `list Pods spec.nodeName=node-1 resourceVersion="0"`.
         request: String,
+        /// Why it was asked: an informer's list, a Lease get, kubectl.
+        purpose: ReadPurpose,
         /// Cache or store.
         served_from: ServedFrom,
         /// The revision of the state returned (the list's resourceVersion).
@@ -305,6 +328,22 @@ pub enum Event {
     },
 }
 
+impl Event {
+    /// Whether this is a stale read: a read answered from a state the store
+    /// had already moved past (its revision below the store's). The one
+    /// definition every reader uses: the explanation, the timeline's marks,
+    /// the CLI.
+    pub fn is_stale_read(&self) -> bool {
+        matches!(self, Event::ListServed { revision, store_revision, .. } if revision < store_revision)
+    }
+
+    /// Whether this is a read an informer made: what a component's view is
+    /// built from (not a Lease get, not kubectl).
+    pub fn is_informer_read(&self) -> bool {
+        matches!(self, Event::ListServed { purpose: ReadPurpose::InformerList, .. })
+    }
+}
+
 impl Trace {
     /// The entry with this id.
     pub fn get(&self, id: EntryId) -> Option<&Entry> {
@@ -332,6 +371,28 @@ impl Trace {
         format!("{:016x}", fnv1a(self.to_json().as_bytes()))
     }
 
+    /// A lane by id. Panics on an id from another trace.
+    pub fn lane(&self, id: LaneId) -> &Lane {
+        &self.lanes[id.index()]
+    }
+
+    /// The name of the lane an entry happened on.
+    pub fn lane_name(&self, entry: &Entry) -> &str {
+        self.lanes.get(entry.lane.index()).map_or("", |l| l.name.as_str())
+    }
+
+    /// The lane with this name, if the trace has one.
+    pub fn lane_named(&self, name: &str) -> Option<LaneId> {
+        self.lanes.iter().position(|l| l.name == name).map(LaneId::from_index)
+    }
+
+    /// Adds a lane (the simulator does, from the scenario, before the run);
+    /// returns its id.
+    pub fn add_lane(&mut self, name: impl Into<String>, role: LaneRole) -> LaneId {
+        self.lanes.push(Lane { name: name.into(), role });
+        LaneId::from_index(self.lanes.len() - 1)
+    }
+
     /// The violations, in order.
     pub fn violations(&self) -> impl Iterator<Item = (&Entry, Check, &str)> {
         self.entries.iter().filter_map(|e| match &e.event {
@@ -342,14 +403,14 @@ impl Trace {
 
     /// Appends an entry (the simulator's only way to write), dropping
     /// repeated causes; returns its id.
-    pub fn push(&mut self, time_ms: u64, lane: &str, event: Event, causes: Vec<EntryId>) -> EntryId {
+    pub fn push(&mut self, time_ms: u64, lane: LaneId, event: Event, causes: Vec<EntryId>) -> EntryId {
         let id = self.entries.len() as EntryId;
         // Order matters to readers (a violation lists the offending entry
         // first), so duplicates are dropped without sorting.
         let mut causes = causes;
         let mut seen = std::collections::BTreeSet::new();
         causes.retain(|c| seen.insert(*c));
-        self.entries.push(Entry { id, time_ms, lane: lane.to_string(), event, causes });
+        self.entries.push(Entry { id, time_ms, lane, event, causes });
         id
     }
 }

@@ -10,7 +10,7 @@ use recon_abi::{EventType, ObjectKey, PodRef, Status, StatusReason, Verb};
 use recon_scenario::Check;
 use recon_sim::rng::Rng;
 use recon_trace::{Entry, EntryId, Event, Trace};
-use recon_trace::{ObjectVersion, ServedFrom};
+use recon_trace::{Lane, LaneId, LaneRole, ObjectVersion, ReadPurpose, ServedFrom};
 use web_sys::HtmlCanvasElement;
 
 use super::draw::{Frame, Scratch, Surface, draw};
@@ -87,7 +87,7 @@ pub fn synthetic_trace(events: usize) -> Trace {
     }
     // Causes only point back, so cutting the tail keeps every link valid.
     synth.entries.truncate(events);
-    Trace { scenario: "synthetic".into(), seed: SYNTH_SEED, entries: synth.entries }
+    Trace { scenario: "synthetic".into(), seed: SYNTH_SEED, lanes: synth.lanes, entries: synth.entries }
 }
 
 const SYNTH_SEED: u64 = 0x7e1e;
@@ -124,6 +124,7 @@ struct Pending {
 }
 
 struct Synth {
+    lanes: Vec<Lane>,
     entries: Vec<Entry>,
     rng: Rng,
     now: u64,
@@ -157,6 +158,7 @@ impl Synth {
             });
         }
         let mut synth = Synth {
+            lanes: Vec::new(),
             entries: Vec::new(),
             rng: Rng::new(SYNTH_SEED),
             now: 0,
@@ -171,6 +173,25 @@ impl Synth {
             next_partition_ms: PARTITION_EVERY_MS / 2,
             restart_due: None,
         };
+        // The lanes, in the simulator's order: the script, the store, each
+        // server above its cache, the controllers, each node's kubelet above
+        // the node, the checks.
+        for name in ["script", "etcd"] {
+            synth.lane(name);
+        }
+        for server in SERVERS {
+            synth.lane(&format!("{server} cache"));
+        }
+        for name in CONTROLLERS {
+            synth.lane(name);
+        }
+        for n in 1..=NODES {
+            let agent = synth.lanes.len();
+            synth.lane(&format!("kubelet-node-{n}"));
+            let node = synth.lane(&format!("node-{n}"));
+            synth.lanes[agent].role = LaneRole::NodeAgent { node };
+        }
+        synth.lane("checks");
         // The initial objects, then every component starting.
         for n in 0..NODES {
             synth.commit(ObjectKey::new("Node", "", format!("node-{}", n + 1)), Verb::Create, "scenario", "", None);
@@ -187,8 +208,31 @@ impl Synth {
 
     fn push(&mut self, lane: &str, event: Event, causes: Vec<EntryId>) -> EntryId {
         let id = self.entries.len() as EntryId;
-        self.entries.push(Entry { id, time_ms: self.now, lane: lane.to_string(), event, causes });
+        // Cache events go on the cache's lane, as the simulator writes them.
+        let lane = match &event {
+            Event::CacheApply { api_server, .. } => self.lane(&format!("{api_server} cache")),
+            _ => self.lane(lane),
+        };
+        self.entries.push(Entry { id, time_ms: self.now, lane, event, causes });
         id
+    }
+
+    /// The lane of this name, added on first use with the role its name has here.
+    fn lane(&mut self, name: &str) -> LaneId {
+        if let Some(i) = self.lanes.iter().position(|l| l.name == name) {
+            return LaneId::from_index(i);
+        }
+        let role = match name {
+            "script" => LaneRole::Script,
+            "etcd" => LaneRole::Store,
+            "checks" => LaneRole::Checks,
+            _ if SERVERS.contains(&name) => LaneRole::ApiServer,
+            _ if name.ends_with(" cache") => LaneRole::Cache { api_server: self.lane(name.trim_end_matches(" cache")) },
+            _ if name.starts_with("node-") => LaneRole::Node,
+            _ => LaneRole::Controller,
+        };
+        self.lanes.push(Lane { name: name.to_string(), role });
+        LaneId::from_index(self.lanes.len() - 1)
     }
 
     fn chance(&mut self, one_in: u64) -> bool {
@@ -385,6 +429,7 @@ impl Synth {
             component: component.into(),
             api_server: SERVERS[server].into(),
             request,
+            purpose: ReadPurpose::InformerList,
             served_from: ServedFrom::Cache,
             revision,
             store_revision: self.revision,

@@ -19,7 +19,7 @@ pub struct Tooltip {
 /// An entry's tooltip: its time and lane, then what happened.
 pub fn entry_tooltip(trace: &Trace, model: &TimelineModel, id: EntryId) -> Option<Tooltip> {
     let entry = trace.get(id)?;
-    let lane = model.lane_of(id).and_then(|l| model.lanes.get(l)).map_or(entry.lane.as_str(), |l| l.name.as_str());
+    let lane = model.lane_of(id).and_then(|l| model.lanes.get(l)).map_or(trace.lane_name(entry), |l| l.name.as_str());
     let mut lines = vec![describe(entry)];
     match (&entry.event, model.kind_of(id)) {
         (Event::ListServed { stale_ms, store_revision, revision, .. }, Some(MarkKind::StaleRead)) => {

@@ -11,7 +11,7 @@ use std::ops::Range;
 use recon_scenario::Check;
 use recon_trace::{EntryId, Event, Trace};
 
-use super::lanes::{Lane, LaneRole, cache_lane_name, derive_lanes, lane_name_of};
+use super::lanes::{Lane, LaneRole, derive_lanes};
 use super::staleness::{StalenessBand, staleness_bands};
 
 /// What a mark stands for: its colour, and what survives when several
@@ -74,7 +74,7 @@ impl MarkKind {
             Event::Violation { .. } => MarkKind::Violation,
             Event::ComponentCrashed { .. } => MarkKind::Crash,
             Event::StoreWrite { .. } => MarkKind::Write,
-            Event::ListServed { stale_ms, .. } if *stale_ms > 0 => MarkKind::StaleRead,
+            event if event.is_stale_read() => MarkKind::StaleRead,
             Event::ListServed { .. } => MarkKind::Read,
             Event::WriteFailed { .. } | Event::RequestFailed { .. } | Event::ActionRefused { .. } => MarkKind::Failure,
             Event::ContainerStarted { .. } | Event::ContainerStopped { .. } => MarkKind::Container,
@@ -199,16 +199,15 @@ pub struct TimelineModel {
 impl TimelineModel {
     /// Builds the model of a trace. Entry ids are positions in the trace.
     pub fn build(trace: &Trace) -> TimelineModel {
-        let lanes = derive_lanes(trace);
-        let lane_index: BTreeMap<&str, usize> = lanes.iter().enumerate().map(|(i, l)| (l.name.as_str(), i)).collect();
+        let (lanes, row_of) = derive_lanes(trace);
 
         let n = trace.entries.len();
         let mut entry_lane = Vec::with_capacity(n);
         let mut entry_kind = Vec::with_capacity(n);
         let mut entry_time = Vec::with_capacity(n);
         for entry in &trace.entries {
-            // Every drawn lane is derived from the trace, so the lookup cannot miss.
-            let lane = lane_index.get(lane_name_of(entry).as_ref()).copied().unwrap_or(0);
+            // A lane with entries is always shown, so the lookup cannot miss.
+            let lane = row_of.get(entry.lane.index()).copied().flatten().unwrap_or(0);
             entry_lane.push(lane as u32);
             entry_kind.push(MarkKind::of(&entry.event));
             entry_time.push(entry.time_ms);
@@ -233,11 +232,11 @@ impl TimelineModel {
         }
 
         let violations = order.iter().copied().filter(|id| entry_kind[*id as usize].is_violation()).collect();
-        let partitions = partition_windows(trace, &order, &lane_index);
+        let partitions = partition_windows(trace, &order, &lanes, &row_of);
         let caches: Vec<(String, usize)> = lanes
             .iter()
             .enumerate()
-            .filter(|(_, l)| l.role == LaneRole::Cache)
+            .filter(|(_, l)| matches!(l.role, LaneRole::Cache { .. }))
             .filter_map(|(i, l)| l.owner.clone().map(|server| (server, i)))
             .collect();
         let bands = staleness_bands(trace, &order, &caches);
@@ -346,16 +345,21 @@ impl TimelineModel {
 }
 
 /// Partition windows from the started/healed entries, in time order.
-fn partition_windows(trace: &Trace, order: &[EntryId], lane_index: &BTreeMap<&str, usize>) -> Vec<PartitionWindow> {
+fn partition_windows(
+    trace: &Trace,
+    order: &[EntryId],
+    lanes: &[Lane],
+    row_of: &[Option<usize>],
+) -> Vec<PartitionWindow> {
     let mut open: BTreeMap<String, usize> = BTreeMap::new();
     let mut windows: Vec<PartitionWindow> = Vec::new();
     for entry in order.iter().filter_map(|id| trace.get(*id)) {
         let Event::Partition { api_server, started } = &entry.event else { continue };
-        let Some(&lane) = lane_index.get(api_server.as_str()) else { continue };
+        let Some(lane) = row_of.get(entry.lane.index()).copied().flatten() else { continue };
         if *started {
             if !open.contains_key(api_server) {
                 open.insert(api_server.clone(), windows.len());
-                let cache_lane = lane_index.get(cache_lane_name(api_server).as_str()).copied();
+                let cache_lane = lanes.iter().position(|l| l.role == LaneRole::Cache { api_server: entry.lane });
                 windows.push(PartitionWindow { lane, cache_lane, from_ms: entry.time_ms, until_ms: None });
             }
         } else if let Some(i) = open.remove(api_server) {

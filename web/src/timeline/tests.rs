@@ -3,12 +3,13 @@
 
 use recon_abi::{EventType, ObjectKey, PodRef, Verb};
 use recon_scenario::Check;
-use recon_sim::{Entry, EntryId, Event, Sim, Trace};
+use recon_sim::Sim;
 use recon_trace::ServedFrom;
+use recon_trace::{Entry, EntryId, Event, Lane, LaneId, Trace};
 
 use super::columns::{BandRun, ColumnMark, aggregate_marks, band_runs};
 use super::hover::{band_tooltip, entry_tooltip, partition_at};
-use super::lanes::{LaneRole, natural_cmp};
+use super::lanes::LaneRole;
 use super::layout::{LaneLayout, hit_test, mark_position};
 use super::model::{MarkKind, TimelineModel};
 use super::staleness::StalenessBand;
@@ -28,20 +29,30 @@ fn names(model: &TimelineModel) -> Vec<&str> {
     model.lane_names().collect()
 }
 
-/// A trace from (time, lane, event, causes), ids in order.
-fn trace_of(entries: Vec<(u64, &str, Event, Vec<EntryId>)>) -> Trace {
+/// A trace from its lanes (name and role, in order) and its entries
+/// (time, lane name, event, causes), ids in order.
+fn trace_of(lanes: &[(&str, LaneRole)], entries: Vec<(u64, &str, Event, Vec<EntryId>)>) -> Trace {
+    let lanes: Vec<Lane> = lanes.iter().map(|(name, role)| Lane { name: name.to_string(), role: *role }).collect();
+    let lane = |name: &str| LaneId::from_index(lanes.iter().position(|l| l.name == name).expect("a declared lane"));
     let entries = entries
         .into_iter()
         .enumerate()
-        .map(|(i, (time_ms, lane, event, causes))| Entry {
-            id: i as EntryId,
-            time_ms,
-            lane: lane.to_string(),
-            event,
-            causes,
-        })
+        .map(|(i, (time_ms, name, event, causes))| Entry { id: i as EntryId, time_ms, lane: lane(name), event, causes })
         .collect();
-    Trace { scenario: "test".into(), seed: 0, entries }
+    Trace { scenario: "test".into(), seed: 0, lanes, entries }
+}
+
+/// The usual lanes of the hand-built traces: script, store, one API server
+/// and its cache, then these controllers.
+fn lanes_with(controllers: &[&'static str]) -> Vec<(&'static str, LaneRole)> {
+    let mut lanes = vec![
+        ("script", LaneRole::Script),
+        ("etcd", LaneRole::Store),
+        ("apiserver-1", LaneRole::ApiServer),
+        ("apiserver-1 cache", LaneRole::Cache { api_server: LaneId(2) }),
+    ];
+    lanes.extend(controllers.iter().map(|c| (*c, LaneRole::Controller)));
+    lanes
 }
 
 fn watch(component: &str, revision: u64) -> Event {
@@ -97,10 +108,10 @@ fn pod_safety_lanes_read_top_down_like_the_control_plane() {
         ]
     );
     let lane = |name: &str| &model.lanes[model.lane_named(name).unwrap()];
-    assert_eq!(lane("apiserver-2 cache").role, LaneRole::Cache);
+    assert!(matches!(lane("apiserver-2 cache").role, LaneRole::Cache { .. }));
     assert!(lane("apiserver-2 cache").sub);
     assert_eq!(lane("apiserver-2 cache").group, lane("apiserver-2").group);
-    assert_eq!(lane("kubelet-node-1").role, LaneRole::NodeAgent);
+    assert!(matches!(lane("kubelet-node-1").role, LaneRole::NodeAgent { .. }));
     assert_eq!(lane("kubelet-node-1").owner.as_deref(), Some("node-1"));
     assert_eq!((lane("node-1").role, lane("node-1").sub), (LaneRole::Node, true));
     assert_eq!(lane("node-1").group, lane("kubelet-node-1").group);
@@ -123,7 +134,7 @@ fn cache_and_container_events_are_drawn_on_the_cache_and_node_lanes() {
             Event::ContainerStarted { node, .. } | Event::ContainerStopped { node, .. } => {
                 assert_eq!(lane_name(entry.id), node);
             }
-            _ => assert_eq!(lane_name(entry.id), entry.lane),
+            _ => assert_eq!(lane_name(entry.id), trace.lane_name(entry)),
         }
     }
     assert!(seen_cache > 0);
@@ -135,56 +146,50 @@ fn cache_and_container_events_are_drawn_on_the_cache_and_node_lanes() {
 }
 
 #[test]
-fn an_agent_without_containers_is_found_by_its_name_and_odd_lanes_go_last_before_checks() {
-    let node = |name: &str| Event::StoreWrite {
-        verb: Verb::Create,
-        key: ObjectKey::new("Node", "", name),
-        uid: "u".into(),
-        revision: 1,
-        removed: false,
-        terminating: false,
-        by: "scenario".into(),
-        via: String::new(),
-    };
+fn the_timeline_takes_topology_from_the_trace_roles_not_from_names() {
     let started = |component: &str| Event::ComponentStarted {
         component: component.into(),
         api_server: "apiserver-1".into(),
         restarts: 0,
     };
-    let trace = trace_of(vec![
-        (0, "etcd", node("node-10"), vec![]),
-        (0, "etcd", node("node-2"), vec![]),
-        (0, "kubelet-node-10", started("kubelet-node-10"), vec![]),
-        (0, "kubelet-node-2", started("kubelet-node-2"), vec![]),
-        (0, "replicaset", started("replicaset"), vec![]),
-        (5, "checks", violation(Check::PodIdentity), vec![]),
-        (6, "mystery", Event::Script { description: "?".into() }, vec![]),
-    ]);
+    // The agent's name says nothing of its node, and the nodes are not in
+    // name order: the roles and the trace's order are all there is.
+    let lanes = [
+        ("script", LaneRole::Script),
+        ("etcd", LaneRole::Store),
+        ("apiserver-1", LaneRole::ApiServer),
+        ("apiserver-1 cache", LaneRole::Cache { api_server: LaneId(2) }),
+        ("replicaset", LaneRole::Controller),
+        ("quiet-controller", LaneRole::Controller),
+        ("agent-a", LaneRole::NodeAgent { node: LaneId(7) }),
+        ("worker-b", LaneRole::Node),
+        ("agent-quiet", LaneRole::NodeAgent { node: LaneId(9) }),
+        ("worker-a", LaneRole::Node),
+        ("checks", LaneRole::Checks),
+    ];
+    let trace = trace_of(
+        &lanes,
+        vec![
+            (0, "agent-a", started("agent-a"), vec![]),
+            (0, "replicaset", started("replicaset"), vec![]),
+            (5, "checks", violation(Check::PodIdentity), vec![]),
+        ],
+    );
     let model = TimelineModel::build(&trace);
+    // Quiet components and caches are left out; the declared topology
+    // (script, store, servers, nodes) is always shown.
     assert_eq!(
         names(&model),
-        [
-            "script",
-            "etcd",
-            "apiserver-1",
-            "replicaset",
-            "kubelet-node-2",
-            "node-2",
-            "kubelet-node-10",
-            "node-10",
-            "mystery",
-            "checks"
-        ]
+        ["script", "etcd", "apiserver-1", "replicaset", "agent-a", "worker-b", "worker-a", "checks"]
     );
+    let lane = |name: &str| &model.lanes[model.lane_named(name).unwrap()];
+    assert_eq!(lane("agent-a").owner.as_deref(), Some("worker-b"));
+    assert!(lane("worker-b").sub, "a node is drawn beneath its shown agent");
+    assert_eq!(lane("worker-b").group, lane("agent-a").group);
+    assert!(!lane("worker-a").sub, "its only agent did nothing, so it stands alone");
+    assert_ne!(lane("worker-a").group, lane("worker-b").group);
     // No cache events, no cache lane; the server still has its lane.
     assert!(model.bands.is_empty());
-}
-
-#[test]
-fn names_sort_the_way_people_count() {
-    let mut nodes = vec!["node-10", "node-2", "node-1", "node-02a", "apiserver"];
-    nodes.sort_by(|a, b| natural_cmp(a, b));
-    assert_eq!(nodes, ["apiserver", "node-1", "node-2", "node-02a", "node-10"]);
 }
 
 // ---- model ----
@@ -208,11 +213,11 @@ fn pod_safety_violations_stale_read_and_partition_are_found() {
     assert_eq!(model.violations.len(), 3);
     let first = model.first_violation().unwrap();
     assert_eq!(model.kind_of(first), Some(MarkKind::TimeTravel));
-    assert_eq!(trace.get(first).unwrap().lane, "kubelet-node-1");
+    assert_eq!(trace.lane_name(trace.get(first).unwrap()), "kubelet-node-1");
     let stale: Vec<&Entry> =
         trace.entries.iter().filter(|e| model.kind_of(e.id) == Some(MarkKind::StaleRead)).collect();
     assert_eq!(stale.len(), 1, "the kubelet's relist from apiserver-2's frozen cache");
-    assert_eq!(stale[0].lane, "kubelet-node-1");
+    assert_eq!(trace.lane_name(stale[0]), "kubelet-node-1");
     assert!(stale[0].time_ms < model.time_of(first).unwrap() + 1);
 
     assert_eq!(model.partitions.len(), 1);
@@ -227,11 +232,14 @@ fn pod_safety_violations_stale_read_and_partition_are_found() {
 
 #[test]
 fn stepping_walks_entries_in_time_order() {
-    let trace = trace_of(vec![
-        (10, "a", watch("a", 1), vec![]),
-        (30, "b", watch("b", 1), vec![]),
-        (20, "a", watch("a", 2), vec![]), // recorded late: time order puts it second
-    ]);
+    let trace = trace_of(
+        &lanes_with(&["a", "b"]),
+        vec![
+            (10, "a", watch("a", 1), vec![]),
+            (30, "b", watch("b", 1), vec![]),
+            (20, "a", watch("a", 2), vec![]), // recorded late: time order puts it second
+        ],
+    );
     let model = TimelineModel::build(&trace);
     assert_eq!(model.next(Some(0), 0.0), Some(2));
     assert_eq!(model.next(Some(2), 0.0), Some(1));
@@ -317,15 +325,18 @@ fn band_samples_are_one_per_change() {
         key: ObjectKey::new("Pod", "default", "web-0"),
         event_type: EventType::Modified,
     };
-    let trace = trace_of(vec![
-        (0, "etcd", write(1, "apiserver-1"), vec![]),
-        (0, "apiserver-1", apply(1), vec![0]),
-        (10, "etcd", write(2, "apiserver-1"), vec![]),
-        (12, "etcd", write(3, "apiserver-1"), vec![]),
-        (15, "apiserver-1", apply(2), vec![2]),
-        (15, "apiserver-1", apply(3), vec![3]),
-        (40, "script", Event::Script { description: "end".into() }, vec![]),
-    ]);
+    let trace = trace_of(
+        &lanes_with(&[]),
+        vec![
+            (0, "etcd", write(1, "apiserver-1"), vec![]),
+            (0, "apiserver-1 cache", apply(1), vec![0]),
+            (10, "etcd", write(2, "apiserver-1"), vec![]),
+            (12, "etcd", write(3, "apiserver-1"), vec![]),
+            (15, "apiserver-1 cache", apply(2), vec![2]),
+            (15, "apiserver-1 cache", apply(3), vec![3]),
+            (40, "script", Event::Script { description: "end".into() }, vec![]),
+        ],
+    );
     let model = TimelineModel::build(&trace);
     let b = band(&model, "apiserver-1");
     let steps: Vec<(u64, u64, Option<u64>)> =
@@ -500,7 +511,7 @@ fn crowded(n: usize) -> TimelineModel {
         (0..n).map(|i| (1000, "a", watch("a", i as u64), vec![])).collect();
     entries.insert(n / 2, (1000, "a", violation(Check::TimeTravel), vec![]));
     entries.push((9000, "a", watch("a", 0), vec![]));
-    TimelineModel::build(&trace_of(entries))
+    TimelineModel::build(&trace_of(&lanes_with(&["a"]), entries))
 }
 
 #[test]

@@ -1,0 +1,66 @@
+//! The run's lanes: one per place the scenario has, written into the trace
+//! before the run with what each place is (see [`recon_trace::LaneRole`]),
+//! so that no reader has to guess topology from names.
+
+use recon_scenario::Scenario;
+use recon_trace::{LaneId, LaneRole, Trace};
+
+/// The lane of each place, by the simulator's own indices.
+pub(crate) struct Lanes {
+    /// The script: user actions and faults.
+    pub script: LaneId,
+    /// The store.
+    pub store: LaneId,
+    /// The safety and liveness checks.
+    pub checks: LaneId,
+    /// Each API server, in scenario order.
+    pub servers: Vec<LaneId>,
+    /// Each API server's watch cache.
+    pub caches: Vec<LaneId>,
+    /// Each component, in scenario order.
+    pub components: Vec<LaneId>,
+    /// Each node, in scenario order.
+    pub nodes: Vec<LaneId>,
+}
+
+impl Lanes {
+    /// Adds the scenario's lanes to `trace`, in the order a reader shows
+    /// them: the script, the store, each API server above its cache, the
+    /// controllers, each node's agents above the node, the checks.
+    pub fn write(scenario: &Scenario, trace: &mut Trace) -> Lanes {
+        let script = trace.add_lane("script", LaneRole::Script);
+        let store = trace.add_lane("etcd", LaneRole::Store);
+        let mut servers = Vec::new();
+        let mut caches = Vec::new();
+        for server in &scenario.api_servers {
+            let id = trace.add_lane(server.name.clone(), LaneRole::ApiServer);
+            servers.push(id);
+            caches.push(trace.add_lane(format!("{} cache", server.name), LaneRole::Cache { api_server: id }));
+        }
+        let node_of = |c: &recon_scenario::Component| {
+            c.node.as_ref().and_then(|node| scenario.nodes.iter().position(|n| n.name == *node))
+        };
+        let mut components = vec![None; scenario.components.len()];
+        for (c, component) in scenario.components.iter().enumerate() {
+            if node_of(component).is_none() {
+                components[c] = Some(trace.add_lane(component.name.clone(), LaneRole::Controller));
+            }
+        }
+        let mut nodes = Vec::new();
+        for (n, node) in scenario.nodes.iter().enumerate() {
+            // The node's lane id is known before it is added: after its agents.
+            let agents: Vec<usize> =
+                (0..scenario.components.len()).filter(|c| node_of(&scenario.components[*c]) == Some(n)).collect();
+            let node_lane = LaneId::from_index(trace.lanes.len() + agents.len());
+            for c in agents {
+                let name = scenario.components[c].name.clone();
+                components[c] = Some(trace.add_lane(name, LaneRole::NodeAgent { node: node_lane }));
+            }
+            nodes.push(trace.add_lane(node.name.clone(), LaneRole::Node));
+            debug_assert_eq!(nodes[n], node_lane);
+        }
+        let checks = trace.add_lane("checks", LaneRole::Checks);
+        let components = components.into_iter().map(|l| l.expect("every component has a lane")).collect();
+        Lanes { script, store, checks, servers, caches, components, nodes }
+    }
+}
