@@ -12,115 +12,12 @@ use serde_json::Value;
 
 use crate::api::{ReadPlan, Request, WatchStart, continue_token, plan_get, plan_list, plan_watch};
 use crate::cache::{Filter, WatchCache};
+use crate::message::Scheduled;
+use crate::message::{Client, ReadTarget, Reply, Served, StoreOp, StoreOpKind, client_component};
 use crate::network::Endpoint;
 use crate::rng::Rng;
-use crate::world::{Scheduled, Sim};
-use recon_trace::{EntryId, Event, ObjectVersion, ReadPurpose, ServedFrom};
-
-/// Who sent a request, so the reply finds its way back.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Client {
-    /// A component's reflector for one of its watches.
-    Reflector {
-        /// Component index.
-        component: usize,
-        /// Instance epoch: replies to a dead instance are dropped.
-        epoch: u64,
-        /// Index of the watch in the manifest.
-        watch: usize,
-    },
-    /// A component's write.
-    Writer {
-        /// Component index.
-        component: usize,
-        /// Instance epoch.
-        epoch: u64,
-    },
-    /// A component's leader-election client, reading and writing its Lease.
-    Elector {
-        /// Component index.
-        component: usize,
-        /// Process epoch.
-        epoch: u64,
-    },
-    /// The user, from the script.
-    Kubectl,
-    /// A test or console request made with [`Sim::request`].
-    Probe(u64),
-}
-
-impl Client {
-    /// What a read by this client is for.
-    fn read_purpose(&self) -> ReadPurpose {
-        match self {
-            Client::Reflector { .. } => ReadPurpose::InformerList,
-            Client::Elector { .. } => ReadPurpose::LeaseGet,
-            Client::Writer { .. } => ReadPurpose::DirectRead,
-            Client::Kubectl | Client::Probe(_) => ReadPurpose::Kubectl,
-        }
-    }
-
-    fn endpoint(&self) -> Endpoint {
-        match self {
-            Client::Reflector { component, .. }
-            | Client::Writer { component, .. }
-            | Client::Elector { component, .. } => Endpoint::Component(*component),
-            Client::Kubectl | Client::Probe(_) => Endpoint::Kubectl,
-        }
-    }
-}
-
-/// A read that was served.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Served {
-    /// The objects, in key order.
-    pub objects: Vec<Object>,
-    /// The revision of the state.
-    pub revision: u64,
-    /// Where it came from.
-    pub from: ServedFrom,
-    /// Token for the next page, if the list was cut at `limit`.
-    pub continue_token: Option<String>,
-    /// The trace entry of the read.
-    pub entry: EntryId,
-}
-
-/// What an API server sends back.
-#[allow(clippy::large_enum_variant, reason = "moved once per reply; boxing would only add an allocation")]
-#[derive(Clone, Debug, PartialEq)]
-pub enum Reply {
-    /// A list (or get: zero or one object) was served.
-    Read(Served),
-    /// A watch was opened; the initial state (if any) comes as ADDED events first.
-    WatchOpened {
-        /// The API server's id for the watch.
-        watcher: u64,
-        /// The initial state, for watches that send one (with its trace entry).
-        initial: Option<Served>,
-        /// Whether an initial-events-end bookmark follows the initial state.
-        bookmark: bool,
-    },
-    /// Events on an open watch, each with the trace entry of the cache apply that produced it.
-    Events {
-        /// The API server's id for the watch.
-        watcher: u64,
-        /// The events.
-        events: Vec<(WatchEvent, EntryId)>,
-    },
-    /// A write completed.
-    Written {
-        /// The verb.
-        verb: Verb,
-        /// The object.
-        key: ObjectKey,
-        /// The result.
-        outcome: Outcome,
-        /// The store-write (or failure) trace entry.
-        entry: EntryId,
-    },
-    /// The request failed (or the watch closed with an error).
-    Failed(Status),
-}
+use crate::world::Sim;
+use recon_trace::{EntryId, Event, ObjectVersion, ServedFrom};
 
 /// An open watch.
 #[derive(Clone, Debug)]
@@ -131,24 +28,6 @@ pub(crate) struct Watcher {
     sent: u64,
 }
 
-/// What a pending read is waiting to serve.
-#[derive(Clone, Debug)]
-pub(crate) enum ReadTarget {
-    List { filter: Filter, limit: Option<usize>, request: String },
-    Get { key: String, request: String },
-    Watch { filter: Filter, bookmark: bool, request: String },
-}
-
-impl ReadTarget {
-    fn request(&self) -> &str {
-        match self {
-            ReadTarget::List { request, .. } | ReadTarget::Get { request, .. } | ReadTarget::Watch { request, .. } => {
-                request
-            }
-        }
-    }
-}
-
 /// A read waiting for the cache to reach a revision.
 #[derive(Clone, Debug)]
 pub(crate) struct Wait {
@@ -157,31 +36,6 @@ pub(crate) struct Wait {
     min_revision: u64,
     /// KEP-2340 reads fall back to the store; NotOlderThan reads time out.
     fallback_to_store: bool,
-}
-
-/// Work that reaches the store after a network hop.
-#[derive(Clone, Debug)]
-pub(crate) struct StoreOp {
-    server: usize,
-    client: Client,
-    kind: StoreOpKind,
-    cause: Option<EntryId>,
-}
-
-#[derive(Clone, Debug)]
-enum StoreOpKind {
-    /// A read at the current revision (`None`) or a past one.
-    Read {
-        target: ReadTarget,
-        at: Option<u64>,
-        after_key: Option<String>,
-        min_revision: Option<u64>,
-    },
-    /// KEP-2340: learn the store's revision, then wait for the cache to reach it.
-    CurrentRevision {
-        target: ReadTarget,
-    },
-    Write(Action),
 }
 
 /// One API server's state.
@@ -305,18 +159,17 @@ impl Sim {
     }
 
     pub(crate) fn reply(&mut self, server: usize, client: Client, reply: Reply, extra_delay: u64) {
-        let sent = self.now + extra_delay;
-        let at = self.network.arrival(Endpoint::Server(server), client.endpoint(), sent, 0);
-        self.schedule(at, Scheduled::Reply { server, client, reply });
+        let sent = self.engine.now + extra_delay;
+        let at = self.engine.network.arrival(Endpoint::Server(server), client.endpoint(), sent, 0);
+        self.engine.schedule(at, Scheduled::Reply { server, client, reply });
     }
 
     fn fail(&mut self, server: usize, client: Client, status: Status, request: &str, delay: u64) {
         if let Some(c) = client_component(&client) {
             let component = self.components[c].spec.name.clone();
             let api_server = self.servers[server].config.name.clone();
-            self.trace.push(
-                self.now,
-                self.lanes.components[c],
+            self.engine.record(
+                self.engine.lanes.components[c],
                 Event::RequestFailed { component, api_server, request: request.to_string(), status: status.clone() },
                 vec![],
             );
@@ -334,18 +187,18 @@ impl Sim {
         cause: Option<EntryId>,
         request: &str,
     ) {
-        if !self.reachable(server, self.now) {
+        if !self.reachable(server, self.engine.now) {
             // The request waits for a store that never answers; it fails when
             // the API server gives up, which is when the trace should show it.
-            let at = self.now + self.servers[server].config.request_timeout.0;
+            let at = self.engine.now + self.servers[server].config.request_timeout.0;
             let request = request.to_string();
-            self.schedule(at, Scheduled::StoreTimeout(StoreOp { server, client, kind, cause }, request));
+            self.engine.schedule(at, Scheduled::StoreTimeout(StoreOp { server, client, kind, cause }, request));
             return;
         }
         // In order on the server's link to the store, so one client's writes
         // commit (and their results return) in the order it sent them.
-        let at = self.network.arrival(Endpoint::Server(server), Endpoint::Store, self.now, 0);
-        self.schedule(at, Scheduled::StoreOp(StoreOp { server, client, kind, cause }));
+        let at = self.engine.network.arrival(Endpoint::Server(server), Endpoint::Store, self.engine.now, 0);
+        self.engine.schedule(at, Scheduled::StoreOp(StoreOp { server, client, kind, cause }));
     }
 
     pub(crate) fn on_request(&mut self, server: usize, client: Client, request: Request, cause: Option<EntryId>) {
@@ -436,9 +289,9 @@ impl Sim {
     ) {
         let s = &mut self.servers[server];
         let id = s.id();
-        let deadline = self.now + s.config.request_timeout.0;
+        let deadline = self.engine.now + s.config.request_timeout.0;
         s.waits.insert(id, Wait { client, target, min_revision, fallback_to_store });
-        self.schedule(deadline, Scheduled::WaitDeadline { server, wait: id });
+        self.engine.schedule(deadline, Scheduled::WaitDeadline { server, wait: id });
     }
 
     pub(crate) fn on_wait_deadline(&mut self, server: usize, wait: u64) {
@@ -479,26 +332,25 @@ impl Sim {
         from: ServedFrom,
     ) -> EntryId {
         let api_server = self.servers[server].config.name.clone();
-        let store_revision = self.store.revision();
+        let store_revision = self.engine.store.revision();
         // How long the state served had been out of date: since the first
         // store write it does not contain.
         let stale_ms = if revision < store_revision {
-            self.store.event(revision + 1).map_or(0, |e| self.now.saturating_sub(e.time_ms))
+            self.engine.store.event(revision + 1).map_or(0, |e| self.engine.now.saturating_sub(e.time_ms))
         } else {
             0
         };
         let cause = match from {
             ServedFrom::Cache => self.servers[server].cache.revision_entry,
-            ServedFrom::Store => self.store_entries.range(..=revision).next_back().map(|(_, e)| *e),
+            ServedFrom::Store => self.engine.store_entries.range(..=revision).next_back().map(|(_, e)| *e),
         };
         // kubectl's reads are drawn on the API server that answered them.
         let (lane, component) = match client_component(client) {
-            Some(c) => (self.lanes.components[c], self.components[c].spec.name.clone()),
-            None => (self.lanes.servers[server], "kubectl".to_string()),
+            Some(c) => (self.engine.lanes.components[c], self.components[c].spec.name.clone()),
+            None => (self.engine.lanes.servers[server], "kubectl".to_string()),
         };
-        let partitioned = !self.reachable(server, self.now);
-        self.trace.push(
-            self.now,
+        let partitioned = !self.reachable(server, self.engine.now);
+        self.engine.record(
             lane,
             Event::ListServed {
                 component,
@@ -621,11 +473,11 @@ impl Sim {
 
     pub(crate) fn on_store_op(&mut self, op: StoreOp) {
         let StoreOp { server, client, kind, cause } = op;
-        let back = self.network.sample();
+        let back = self.engine.network.sample();
         match kind {
             StoreOpKind::Write(action) => self.store_write(server, client, action, cause, back),
             StoreOpKind::CurrentRevision { target } => {
-                let revision = self.store.revision();
+                let revision = self.engine.store.revision();
                 // The answer needs one hop back before the wait can start.
                 if self.servers[server].cache.revision >= revision {
                     self.serve_from_cache(server, client, &target);
@@ -634,14 +486,14 @@ impl Sim {
                 }
             }
             StoreOpKind::Read { target, at, after_key, min_revision } => {
-                let revision = at.unwrap_or(self.store.revision());
+                let revision = at.unwrap_or(self.engine.store.revision());
                 if let Some(min) = min_revision.filter(|m| *m > revision) {
                     let status = status_of(StoreError::FutureRevision { requested: min, current: revision });
                     return self.fail(server, client, status, target.request(), back);
                 }
                 let result = match &target {
                     ReadTarget::List { filter, .. } | ReadTarget::Watch { filter, .. } => {
-                        self.store.range(&filter.prefix(), at).map(|kvs| {
+                        self.engine.store.range(&filter.prefix(), at).map(|kvs| {
                             kvs.into_iter()
                                 .filter(|kv| after_key.as_ref().is_none_or(|k| kv.key > *k))
                                 .filter(|kv| filter.matches(&kv.value))
@@ -649,9 +501,11 @@ impl Sim {
                                 .collect::<Vec<_>>()
                         })
                     }
-                    ReadTarget::Get { key, .. } => {
-                        self.store.get_by_key(key, at).map(|kv| kv.into_iter().map(|kv| (kv.key, kv.value)).collect())
-                    }
+                    ReadTarget::Get { key, .. } => self
+                        .engine
+                        .store
+                        .get_by_key(key, at)
+                        .map(|kv| kv.into_iter().map(|kv| (kv.key, kv.value)).collect()),
                 };
                 let mut items = match result {
                     Ok(items) => items,
@@ -685,9 +539,8 @@ impl Sim {
                     && event.prev.as_ref().is_some_and(|p| !p.is_terminating());
                 // The stored key: a create by generateName has its name now.
                 let key = event.value.key();
-                let entry = self.trace.push(
-                    self.now,
-                    self.lanes.store,
+                let entry = self.engine.record(
+                    self.engine.lanes.store,
                     Event::StoreWrite {
                         verb,
                         key: key.clone(),
@@ -700,7 +553,7 @@ impl Sim {
                     },
                     cause.into_iter().collect(),
                 );
-                self.store_entries.insert(event.revision, entry);
+                self.engine.store_entries.insert(event.revision, entry);
                 self.live_pods.apply(&event);
                 if client_component(&client).is_some() {
                     let writer = self.client_name(&client);
@@ -727,9 +580,8 @@ impl Sim {
     ) {
         let by = self.client_name(&client);
         let via = self.servers[server].config.name.clone();
-        let lane = client_component(&client).map_or(self.lanes.script, |c| self.lanes.components[c]);
-        let entry = self.trace.push(
-            self.now,
+        let lane = client_component(&client).map_or(self.engine.lanes.script, |c| self.engine.lanes.components[c]);
+        let entry = self.engine.record(
             lane,
             Event::WriteFailed { verb, key: key.clone(), status: status.clone(), by, via },
             cause.into_iter().collect(),
@@ -769,7 +621,7 @@ impl Sim {
     /// The API server's side of a write: defaults, preconditions, graceful
     /// deletion, generation; then the store's compare-and-swap.
     fn admit_and_write(&mut self, server: usize, action: Action) -> Result<recon_store::StoreEvent, Status> {
-        let now = self.now;
+        let now = self.engine.now;
         match action {
             Action::Create { object } => {
                 let object = prepare_create(object, &mut self.servers[server].rng);
@@ -779,7 +631,7 @@ impl Sim {
                         "metadata.name or metadata.generateName is required",
                     ));
                 }
-                self.store.create(object, now).map_err(status_of)
+                self.engine.store.create(object, now).map_err(status_of)
             }
             Action::Update { object } | Action::UpdateStatus { object }
                 if object.metadata.annotations.contains_key(PATCH_MARK) =>
@@ -795,14 +647,14 @@ impl Sim {
                     next.metadata.generation += 1;
                 }
                 let rev = current.revision();
-                self.store.update(next, rev, now).map_err(status_of)
+                self.engine.store.update(next, rev, now).map_err(status_of)
             }
             Action::Update { mut object } if object.metadata.annotations.contains_key(APPLY_MARK) => {
                 object.metadata.annotations.remove(APPLY_MARK);
-                match self.store.get(&object.key(), None).map_err(status_of)? {
+                match self.engine.store.get(&object.key(), None).map_err(status_of)? {
                     None => {
                         let object = prepare_create(object, &mut self.servers[server].rng);
-                        self.store.create(object, now).map_err(status_of)
+                        self.engine.store.create(object, now).map_err(status_of)
                     }
                     Some(kv) => {
                         let mut next = kv.value.clone();
@@ -812,7 +664,7 @@ impl Sim {
                             next.metadata.generation += 1;
                             next.spec = object.spec;
                         }
-                        self.store.update(next, Some(kv.mod_revision), now).map_err(status_of)
+                        self.engine.store.update(next, Some(kv.mod_revision), now).map_err(status_of)
                     }
                 }
             }
@@ -827,7 +679,7 @@ impl Sim {
                 next.metadata.deletion_timestamp = current.metadata.deletion_timestamp.clone();
                 next.metadata.deletion_grace_period_seconds = current.metadata.deletion_grace_period_seconds;
                 next.metadata.generation = current.metadata.generation + i64::from(next.spec != current.spec);
-                self.store.update(next, precondition, now).map_err(status_of)
+                self.engine.store.update(next, precondition, now).map_err(status_of)
             }
             Action::UpdateStatus { object } => {
                 let current = self.current(&object.key())?;
@@ -835,7 +687,7 @@ impl Sim {
                 let precondition = object.revision();
                 let mut next = current;
                 next.status = object.status;
-                self.store.update(next, precondition, now).map_err(status_of)
+                self.engine.store.update(next, precondition, now).map_err(status_of)
             }
             Action::Delete { key, uid, resource_version, grace_period_seconds } => {
                 let current = self.current(&key)?;
@@ -860,6 +712,7 @@ impl Sim {
                     // Graceful: the kubelet finishes the deletion.
                     if current.is_terminating() {
                         return self
+                            .engine
                             .store
                             .update(current.clone(), precondition.or(current.revision()), now)
                             .map_err(status_of);
@@ -868,16 +721,16 @@ impl Sim {
                     next.metadata.deletion_timestamp = Some(recon_abi::format_timestamp(now + grace as u64 * 1000));
                     next.metadata.deletion_grace_period_seconds = Some(grace);
                     let rev = precondition.or(current.revision());
-                    return self.store.update(next, rev, now).map_err(status_of);
+                    return self.engine.store.update(next, rev, now).map_err(status_of);
                 }
-                self.store.delete(&key, precondition, now).map_err(status_of)
+                self.engine.store.delete(&key, precondition, now).map_err(status_of)
             }
             other => Err(Status::new(StatusReason::BadRequest, format!("not a write: {other:?}"))),
         }
     }
 
     fn current(&self, key: &ObjectKey) -> Result<Object, Status> {
-        match self.store.get(key, None).map_err(status_of)? {
+        match self.engine.store.get(key, None).map_err(status_of)? {
             Some(kv) => Ok(kv.value),
             None => Err(Status::new(StatusReason::NotFound, format!("{key} not found"))),
         }
@@ -887,16 +740,16 @@ impl Sim {
     /// the event one hop (plus its configured lag) later.
     fn committed(&mut self, revision: u64) {
         for s in 0..self.servers.len() {
-            if self.reachable(s, self.now) {
+            if self.reachable(s, self.engine.now) {
                 let lag = self.servers[s].config.watch_cache.lag.0;
-                let at = self.network.arrival(Endpoint::Store, Endpoint::Server(s), self.now, lag);
-                self.schedule(at, Scheduled::CacheFeed { server: s, revision });
+                let at = self.engine.network.arrival(Endpoint::Store, Endpoint::Server(s), self.engine.now, lag);
+                self.engine.schedule(at, Scheduled::CacheFeed { server: s, revision });
             }
         }
     }
 
     pub(crate) fn cache_feed(&mut self, server: usize, revision: u64) {
-        let Some(event) = self.store.event(revision).cloned() else { return };
+        let Some(event) = self.engine.store.event(revision).cloned() else { return };
         self.cache_apply(server, &event);
     }
 
@@ -906,15 +759,14 @@ impl Sim {
         }
         let api_server = self.servers[server].config.name.clone();
         let key = event.value.key();
-        let cause = self.store_entries.get(&event.revision).copied();
+        let cause = self.engine.store_entries.get(&event.revision).copied();
         let event_type = match (event.kind, &event.prev) {
             (recon_store::EventKind::Delete, _) => EventType::Deleted,
             (_, None) => EventType::Added,
             _ => EventType::Modified,
         };
-        let entry = self.trace.push(
-            self.now,
-            self.lanes.caches[server],
+        let entry = self.engine.record(
+            self.engine.lanes.caches[server],
             Event::CacheApply { api_server, revision: event.revision, key, event_type },
             cause.into_iter().collect(),
         );
@@ -938,11 +790,11 @@ impl Sim {
 
     pub(crate) fn partition_edge(&mut self, server: usize, started: bool) {
         let api_server = self.servers[server].config.name.clone();
-        self.trace.push(self.now, self.lanes.servers[server], Event::Partition { api_server, started }, vec![]);
-        if !started && self.reachable(server, self.now) {
+        self.engine.record(self.engine.lanes.servers[server], Event::Partition { api_server, started }, vec![]);
+        if !started && self.reachable(server, self.engine.now) {
             let lag = self.servers[server].config.watch_cache.lag.0;
-            let at = self.network.arrival(Endpoint::Store, Endpoint::Server(server), self.now, lag);
-            self.schedule(at, Scheduled::CacheResync { server });
+            let at = self.engine.network.arrival(Endpoint::Store, Endpoint::Server(server), self.engine.now, lag);
+            self.engine.schedule(at, Scheduled::CacheResync { server });
         }
     }
 
@@ -951,7 +803,7 @@ impl Sim {
     /// every watch on it must start over).
     pub(crate) fn cache_resync(&mut self, server: usize) {
         let from = self.servers[server].cache.revision;
-        match self.store.events_since(from) {
+        match self.engine.store.events_since(from) {
             Ok(events) => {
                 let revisions: Vec<u64> = events.iter().map(|e| e.revision).collect();
                 for revision in revisions {
@@ -959,13 +811,12 @@ impl Sim {
                 }
             }
             Err(_) => {
-                let revision = self.store.revision();
-                let state = self.store.range("/", None).expect("current reads cannot fail");
+                let revision = self.engine.store.revision();
+                let state = self.engine.store.range("/", None).expect("current reads cannot fail");
                 let api_server = self.servers[server].config.name.clone();
-                let cause = self.store_entries.get(&revision).copied();
-                let entry = self.trace.push(
-                    self.now,
-                    self.lanes.caches[server],
+                let cause = self.engine.store_entries.get(&revision).copied();
+                let entry = self.engine.record(
+                    self.engine.lanes.caches[server],
                     Event::CacheRelist { api_server, revision },
                     cause.into_iter().collect(),
                 );
@@ -996,13 +847,4 @@ fn check_uid(meta: &ObjectMeta, current: &Object) -> Result<(), Status> {
         ));
     }
     Ok(())
-}
-
-pub(crate) fn client_component(client: &Client) -> Option<usize> {
-    match client {
-        Client::Reflector { component, .. } | Client::Writer { component, .. } | Client::Elector { component, .. } => {
-            Some(*component)
-        }
-        _ => None,
-    }
 }

@@ -59,14 +59,15 @@ impl Sim {
         if self.nodes[n].running.contains_key(&pod) {
             return; // already running: starting again is a no-op, as in a real runtime
         }
-        let entry = self.trace.push(
-            self.now,
-            self.lanes.nodes[n],
+        let entry = self.engine.record(
+            self.engine.lanes.nodes[n],
             Event::ContainerStarted { node: node.to_string(), pod: pod.clone() },
             vec![cause],
         );
         let ordinal = object.as_ref().and_then(stateful_ordinal);
-        self.nodes[n].running.insert(pod.clone(), Running { started_at: self.now, entry, ordinal: ordinal.clone() });
+        self.nodes[n]
+            .running
+            .insert(pod.clone(), Running { started_at: self.engine.now, entry, ordinal: ordinal.clone() });
         if self.checks.contains(&Check::PodIdentity) {
             self.check_pod_identity(n, &pod, entry);
         }
@@ -79,9 +80,8 @@ impl Sim {
     pub(crate) fn stop_container(&mut self, node: &str, pod: &PodRef, cause: EntryId) {
         let Some(n) = self.nodes.iter().position(|x| x.name == node) else { return };
         if self.nodes[n].running.remove(pod).is_some() {
-            self.trace.push(
-                self.now,
-                self.lanes.nodes[n],
+            self.engine.record(
+                self.engine.lanes.nodes[n],
                 Event::ContainerStopped { node: node.to_string(), pod: pod.clone() },
                 vec![cause],
             );
@@ -107,9 +107,8 @@ impl Sim {
                 "pod {}/{} runs on two nodes at once: {} (uid {}) and {} (uid {})",
                 pod.namespace, pod.name, self.nodes[n].name, pod.uid, other_node, other.uid
             );
-            self.trace.push(
-                self.now,
-                self.lanes.checks,
+            self.engine.record(
+                self.engine.lanes.checks,
                 Event::Violation { check: Check::PodIdentity, message },
                 vec![entry, other_entry],
             );
@@ -135,9 +134,8 @@ impl Sim {
                 "StatefulSet {ns}/{set} has two live pods for ordinal {i}: {} on {} and {} on {other_node}",
                 pod.uid, self.nodes[n].name, other.uid
             );
-            self.trace.push(
-                self.now,
-                self.lanes.checks,
+            self.engine.record(
+                self.engine.lanes.checks,
                 Event::Violation { check: Check::StatefulSetOrdinals, message },
                 vec![entry, other_entry],
             );
@@ -195,7 +193,7 @@ impl LivePods {
 impl Sim {
     /// The live pods in the store whose controller is the object with `uid`.
     fn live_pods_of(&self, namespace: &str, uid: &str) -> Vec<Object> {
-        let pods = self.store.range(&recon_store::prefix_for("Pod", namespace), None).unwrap_or_default();
+        let pods = self.engine.store.range(&recon_store::prefix_for("Pod", namespace), None).unwrap_or_default();
         pods.into_iter()
             .map(|kv| kv.value)
             .filter(|p| live(p) && p.controller_owner().is_some_and(|o| o.uid == uid))
@@ -220,7 +218,7 @@ impl Sim {
         }
         let namespace = event.value.metadata.namespace.clone();
         let key = recon_abi::ObjectKey::new("ReplicaSet", &namespace, &owner.name);
-        let Ok(Some(set)) = self.store.get(&key, None) else { return };
+        let Ok(Some(set)) = self.engine.store.get(&key, None) else { return };
         let set = set.value;
         if set.metadata.uid != owner.uid || set.is_terminating() {
             return; // the set is gone or going: its pods are garbage now
@@ -243,9 +241,8 @@ impl Sim {
         } else {
             return;
         };
-        self.trace.push(
-            self.now,
-            self.lanes.checks,
+        self.engine.record(
+            self.engine.lanes.checks,
             Event::Violation { check: Check::ReplicaCount, message },
             vec![entry],
         );
@@ -260,7 +257,7 @@ impl Sim {
         }
         let mut sets = Vec::new();
         for kind in ["ReplicaSet", "StatefulSet"] {
-            let objects = self.store.range(&recon_store::prefix_for(kind, ""), None).unwrap_or_default();
+            let objects = self.engine.store.range(&recon_store::prefix_for(kind, ""), None).unwrap_or_default();
             sets.extend(objects.into_iter().map(|kv| kv.value).filter(|o| !o.is_terminating()));
         }
         for set in sets {
@@ -291,6 +288,7 @@ impl Sim {
             // The cause: the last write that set what the set asks for
             // (not a controller's status report).
             let cause = self
+                .engine
                 .trace
                 .entries
                 .iter()
@@ -300,9 +298,8 @@ impl Sim {
                         if *uid == set.metadata.uid && *verb != recon_abi::Verb::UpdateStatus)
                 })
                 .map(|e| e.id);
-            self.trace.push(
-                self.now,
-                self.lanes.checks,
+            self.engine.record(
+                self.engine.lanes.checks,
                 Event::Violation { check: Check::Convergence, message },
                 cause.into_iter().collect(),
             );

@@ -11,10 +11,11 @@ use recon_abi::{
 use recon_scenario::{Check, ListMode};
 
 use crate::api::{ListRequest, Request, Selection, WatchRequest};
-use crate::apiserver::{Client, Reply, Served};
+use crate::message::Scheduled;
+use crate::message::{Client, Reply, Served};
 use crate::network::Endpoint;
 use crate::rng::Rng;
-use crate::world::{Scheduled, Sim};
+use crate::world::Sim;
 use recon_trace::text::short_uid;
 use recon_trace::{EntryId, Event};
 
@@ -133,12 +134,11 @@ impl Sim {
         comp.failures = 0;
         let restarts = comp.starts;
         comp.starts += 1;
-        comp.started_at = self.now;
+        comp.started_at = self.engine.now;
         let name = comp.spec.name.clone();
         let api_server = self.servers[comp.server].config.name.clone();
-        let started = self.trace.push(
-            self.now,
-            self.lanes.components[c],
+        let started = self.engine.record(
+            self.engine.lanes.components[c],
             Event::ComponentStarted { component: name.clone(), api_server, restarts },
             cause.into_iter().collect(),
         );
@@ -148,7 +148,7 @@ impl Sim {
             Some(election) => {
                 comp.candidacy = Some(crate::election::Candidacy::new(election));
                 let epoch = comp.epoch;
-                self.schedule(self.now, Scheduled::ElectionTick { component: c, epoch });
+                self.engine.schedule(self.engine.now, Scheduled::ElectionTick { component: c, epoch });
             }
             None => self.start_controller(c, started),
         }
@@ -224,7 +224,7 @@ impl Sim {
     /// back after a back-off that grows with every crash in a row.
     pub(crate) fn controller_crashed(&mut self, c: usize, reason: String, causes: Vec<EntryId>) {
         let comp = &mut self.components[c];
-        if self.now.saturating_sub(comp.started_at) >= CRASH_BACKOFF_RESET_MS {
+        if self.engine.now.saturating_sub(comp.started_at) >= CRASH_BACKOFF_RESET_MS {
             comp.crashes = 0;
         }
         let delay = (CRASH_BACKOFF_INITIAL_MS << comp.crashes.min(8)).min(CRASH_BACKOFF_MAX_MS);
@@ -236,13 +236,12 @@ impl Sim {
         let name = comp.spec.name.clone();
         self.close_watches(c);
         let reason = format!("{reason}; restarting in {}ms (back-off)", delay);
-        let entry = self.trace.push(
-            self.now,
-            self.lanes.components[c],
+        let entry = self.engine.record(
+            self.engine.lanes.components[c],
             Event::ComponentCrashed { component: name.clone(), reason },
             causes,
         );
-        self.schedule(self.now + delay, Scheduled::Restart { component: c, epoch, cause: entry });
+        self.engine.schedule(self.engine.now + delay, Scheduled::Restart { component: c, epoch, cause: entry });
     }
 
     /// A back-off restart is due (unless something restarted it meanwhile).
@@ -263,9 +262,8 @@ impl Sim {
         comp.epoch += 1;
         let name = comp.spec.name.clone();
         self.close_watches(c);
-        self.trace.push(
-            self.now,
-            self.lanes.components[c],
+        self.engine.record(
+            self.engine.lanes.components[c],
             Event::ComponentCrashed { component: name.clone(), reason: reason.to_string() },
             vec![cause],
         );
@@ -281,15 +279,15 @@ impl Sim {
         let n = instance.reflectors.len();
         self.close_watches(c);
         for watch in 0..n {
-            let at = self.now + self.network.sample();
-            self.schedule(at, Scheduled::Retry { component: c, epoch, watch });
+            let at = self.engine.now + self.engine.network.sample();
+            self.engine.schedule(at, Scheduled::Retry { component: c, epoch, watch });
         }
     }
 
     pub(crate) fn send(&mut self, c: usize, client: Client, request: Request, cause: Option<EntryId>) {
         let server = self.components[c].server;
-        let at = self.network.arrival(Endpoint::Component(c), Endpoint::Server(server), self.now, 0);
-        self.schedule(at, Scheduled::Request { server, client, request, cause });
+        let at = self.engine.network.arrival(Endpoint::Component(c), Endpoint::Server(server), self.engine.now, 0);
+        self.engine.schedule(at, Scheduled::Request { server, client, request, cause });
     }
 
     /// Sends the list that (re)fills watch `w`: the first list of an instance
@@ -422,9 +420,8 @@ impl Sim {
     fn watch_event(&mut self, c: usize, server: usize, w: usize, event: recon_abi::WatchEvent, cause: EntryId) {
         let revision = event.object.revision().unwrap_or(0);
         let name = self.components[c].spec.name.clone();
-        let entry = self.trace.push(
-            self.now,
-            self.lanes.components[c],
+        let entry = self.engine.record(
+            self.engine.lanes.components[c],
             Event::WatchDelivered {
                 component: name.clone(),
                 api_server: self.servers[server].config.name.clone(),
@@ -467,7 +464,7 @@ impl Sim {
         let backoff = (BACKOFF_INITIAL_MS << (failures - 1).min(8)).min(BACKOFF_MAX_MS);
         let jitter = comp.rng.range_inclusive(0, backoff / 4);
         let epoch = comp.epoch;
-        self.schedule(self.now + backoff + jitter, Scheduled::Retry { component: c, epoch, watch: w });
+        self.engine.schedule(self.engine.now + backoff + jitter, Scheduled::Retry { component: c, epoch, watch: w });
     }
 
     /// Switches to the next API server and restarts every reflector there.
@@ -480,9 +477,8 @@ impl Sim {
         comp.failures = 0;
         let name = comp.spec.name.clone();
         let to = self.servers[next].config.name.clone();
-        self.trace.push(
-            self.now,
-            self.lanes.components[c],
+        self.engine.record(
+            self.engine.lanes.components[c],
             Event::Failover { component: name.clone(), from, to },
             vec![],
         );
@@ -493,7 +489,7 @@ impl Sim {
             if let Some(r) = self.reflector(c, watch) {
                 r.watcher = None;
             }
-            self.schedule(self.now, Scheduled::Retry { component: c, epoch, watch });
+            self.engine.schedule(self.engine.now, Scheduled::Retry { component: c, epoch, watch });
         }
     }
 
@@ -518,9 +514,8 @@ impl Sim {
             comp.max_seen
         );
         let causes = std::iter::once(entry).chain(comp.max_seen_entry).collect();
-        self.trace.push(
-            self.now,
-            self.lanes.components[c],
+        self.engine.record(
+            self.engine.lanes.components[c],
             Event::Violation { check: Check::TimeTravel, message },
             causes,
         );
@@ -538,7 +533,7 @@ impl Sim {
         let Some(instance) = comp.instance.as_mut() else { return };
         if !instance.wake_pending {
             instance.wake_pending = true;
-            self.schedule(self.now, Scheduled::Wake { component: c, epoch });
+            self.engine.schedule(self.engine.now, Scheduled::Wake { component: c, epoch });
         }
     }
 
@@ -568,7 +563,7 @@ impl Sim {
         };
         let causes: Vec<EntryId> = inbox.iter().filter_map(|(_, e)| *e).collect();
         let inputs: Vec<String> = inbox.iter().map(|(e, _)| describe_input(e)).collect();
-        let input = Input { time_ms: self.now, events: inbox.into_iter().map(|(e, _)| e).collect(), containers };
+        let input = Input { time_ms: self.engine.now, events: inbox.into_iter().map(|(e, _)| e).collect(), containers };
         let instance = self.components[c].instance.as_mut().expect("checked above");
         let output = match instance.controller.handle(&input) {
             Ok(output) => output,
@@ -576,10 +571,9 @@ impl Sim {
         };
         let name = self.components[c].spec.name.clone();
         let actions: Vec<String> = output.actions.iter().map(describe_action).collect();
-        self.listed_items += (inputs.len() + actions.len()) as u64;
-        let entry = self.trace.push(
-            self.now,
-            self.lanes.components[c],
+        self.engine.listed_items += (inputs.len() + actions.len()) as u64;
+        let entry = self.engine.record(
+            self.engine.lanes.components[c],
             Event::Reconcile { component: name.clone(), view_revision, inputs, actions },
             causes,
         );
@@ -593,9 +587,8 @@ impl Sim {
     fn refuse(&mut self, c: usize, action: &Action, reason: String, entry: EntryId) {
         let name = self.components[c].spec.name.clone();
         let status = Status::new(StatusReason::Forbidden, reason);
-        self.trace.push(
-            self.now,
-            self.lanes.components[c],
+        self.engine.record(
+            self.engine.lanes.components[c],
             Event::ActionRefused { component: name.clone(), action: describe_action(action), status },
             vec![entry],
         );
@@ -629,8 +622,8 @@ impl Sim {
             Action::RequeueAfter { key, after_ms } => {
                 // At least 1ms: a controller requeueing itself "now" forever
                 // must not stop virtual time.
-                let at = self.now + after_ms.max(&1);
-                self.schedule(at, Scheduled::Timer { component: c, epoch, key: key.clone() });
+                let at = self.engine.now + after_ms.max(&1);
+                self.engine.schedule(at, Scheduled::Timer { component: c, epoch, key: key.clone() });
             }
             Action::StartContainer { pod } | Action::StopContainer { pod } => {
                 let node = self.components[c].spec.node.clone();

@@ -21,8 +21,9 @@ use recon_scenario::LeaderElection;
 use serde_json::{Value, json};
 
 use crate::api::{GetRequest, Request};
-use crate::apiserver::{Client, Reply};
-use crate::world::{Scheduled, Sim};
+use crate::message::Scheduled;
+use crate::message::{Client, Reply};
+use crate::world::Sim;
 use recon_trace::{EntryId, Event};
 
 /// A candidate's election state; one per process lifetime (a restart
@@ -75,12 +76,11 @@ impl Sim {
         let Some(candidacy) = comp.candidacy.as_mut() else { return };
         let retry = candidacy.config.retry_period.0;
         let deadline = candidacy.config.renew_deadline.0;
-        if candidacy.leading && candidacy.renewed_at.is_some_and(|t| self.now.saturating_sub(t) > deadline) {
+        if candidacy.leading && candidacy.renewed_at.is_some_and(|t| self.engine.now.saturating_sub(t) > deadline) {
             let lease = candidacy.config.lease.clone();
             let name = comp.spec.name.clone();
-            let entry = self.trace.push(
-                self.now,
-                self.lanes.components[c],
+            let entry = self.engine.record(
+                self.engine.lanes.components[c],
                 Event::Leadership { component: name.clone(), lease: lease.clone(), leading: false },
                 vec![],
             );
@@ -88,7 +88,7 @@ impl Sim {
             return self.controller_crashed(c, reason, vec![entry]);
         }
         let busy = std::mem::replace(&mut candidacy.busy, true);
-        self.schedule(self.now + retry, Scheduled::ElectionTick { component: c, epoch });
+        self.engine.schedule(self.engine.now + retry, Scheduled::ElectionTick { component: c, epoch });
         if busy {
             return;
         }
@@ -99,7 +99,7 @@ impl Sim {
 
     /// The Lease read or write came back.
     pub(crate) fn on_elector_reply(&mut self, c: usize, reply: Reply) {
-        let now = self.now;
+        let now = self.engine.now;
         let epoch = self.components[c].epoch;
         let identity = self.components[c].spec.name.clone();
         let key = self.lease_key(c).expect("a candidacy has a Lease");
@@ -166,7 +166,7 @@ impl Sim {
     /// This process wrote itself into the Lease: it leads, and its
     /// controller starts if it was not running yet.
     fn won_lease(&mut self, c: usize, entry: EntryId) {
-        let now = self.now;
+        let now = self.engine.now;
         let Some(candidacy) = self.components[c].candidacy.as_mut() else { return };
         candidacy.renewed_at = Some(now);
         if std::mem::replace(&mut candidacy.leading, true) {
@@ -174,9 +174,8 @@ impl Sim {
         }
         let lease = candidacy.config.lease.clone();
         let name = self.components[c].spec.name.clone();
-        let won = self.trace.push(
-            now,
-            self.lanes.components[c],
+        let won = self.engine.record(
+            self.engine.lanes.components[c],
             Event::Leadership { component: name.clone(), lease, leading: true },
             vec![entry],
         );

@@ -48,7 +48,7 @@ impl Sim {
     /// store, now. Run the simulation to the moment of interest first
     /// ([`Sim::run_until`]).
     pub fn snapshot(&self) -> Snapshot {
-        let store = self.store.range("", None).unwrap_or_default();
+        let store = self.engine.store.range("", None).unwrap_or_default();
         let by_key: BTreeMap<recon_abi::ObjectKey, &KeyValue> = store.iter().map(|kv| (kv.value.key(), kv)).collect();
         let components = self
             .components
@@ -87,7 +87,7 @@ impl Sim {
                 }
             })
             .collect();
-        Snapshot { time_ms: self.now, store_revision: self.store.revision(), components, caches }
+        Snapshot { time_ms: self.engine.now, store_revision: self.engine.store.revision(), components, caches }
     }
 }
 

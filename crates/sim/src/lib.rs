@@ -27,19 +27,21 @@ pub mod cache;
 mod checks;
 mod component;
 mod election;
+mod engine;
 mod error;
 pub mod inspect;
 mod lanes;
+mod message;
 pub mod network;
 pub mod rng;
 mod world;
 
-pub use apiserver::{Client, Reply, Served};
 pub use component::{
     BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, CRASH_BACKOFF_INITIAL_MS, CRASH_BACKOFF_MAX_MS, CRASH_BACKOFF_RESET_MS,
     FAILOVER_AFTER,
 };
 pub use error::SimError;
+pub use message::{Client, Reply, Served};
 /// The trace a run writes (its own crate, so readers need not carry the simulator).
 pub use recon_trace::{Entry, EntryId, Event, Trace};
 pub use world::{Instantiate, Sim};

@@ -8,90 +8,40 @@
 //! (controllers, reflectors, actions), `checks.rs` (nodes and safety
 //! checks).
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 
 use recon_abi::{Object, ObjectKey};
 use recon_scenario::{Check, Scenario, Step, StepAction};
-use recon_store::Store;
 
 use crate::api::Request;
-use crate::apiserver::{Client, ServerState};
+use crate::apiserver::ServerState;
 use crate::checks::NodeState;
 use crate::component::ComponentState;
+use crate::engine::Engine;
 use crate::error::SimError;
 use crate::lanes::Lanes;
+use crate::message::{Client, Reply, Scheduled};
 use crate::network::{Endpoint, Network};
 use crate::rng::Rng;
-use recon_trace::{EntryId, Event, Trace};
+use recon_trace::{Event, Trace};
 
 /// Creates a fresh controller instance for a component (usually by its
 /// `controller` name; a host may also swap in a plugin for one component),
 /// or `None` if it cannot. Called at every (re)start of a component.
 pub type Instantiate = Box<dyn Fn(&recon_scenario::Component) -> Option<Box<dyn recon_abi::Instance>>>;
 
-/// Something scheduled to happen at a virtual time.
-pub(crate) enum Scheduled {
-    Script(usize),
-    PartitionEdge { server: usize, started: bool },
-    CacheFeed { server: usize, revision: u64 },
-    CacheResync { server: usize },
-    Request { server: usize, client: Client, request: Request, cause: Option<EntryId> },
-    StoreOp(crate::apiserver::StoreOp),
-    StoreTimeout(crate::apiserver::StoreOp, String),
-    WaitDeadline { server: usize, wait: u64 },
-    Reply { server: usize, client: Client, reply: crate::apiserver::Reply },
-    Wake { component: usize, epoch: u64 },
-    Timer { component: usize, epoch: u64, key: String },
-    Retry { component: usize, epoch: u64, watch: usize },
-    Restart { component: usize, epoch: u64, cause: EntryId },
-    ElectionTick { component: usize, epoch: u64 },
-    FirstStart { component: usize },
-}
-
-struct Queued {
-    time: u64,
-    seq: u64,
-    what: Scheduled,
-}
-
-impl PartialEq for Queued {
-    fn eq(&self, other: &Self) -> bool {
-        (self.time, self.seq) == (other.time, other.seq)
-    }
-}
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Queued {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.time, self.seq).cmp(&(other.time, other.seq))
-    }
-}
-
 /// A running simulation.
 pub struct Sim {
     pub(crate) scenario: Scenario,
-    pub(crate) now: u64,
-    seq: u64,
-    queue: BinaryHeap<Reverse<Queued>>,
-    pub(crate) store: Store,
-    /// Trace entry of the store write at each revision.
-    pub(crate) store_entries: BTreeMap<u64, EntryId>,
+    /// Time, the queue, the store, the network and the trace.
+    pub(crate) engine: Engine,
     pub(crate) servers: Vec<ServerState>,
     pub(crate) components: Vec<ComponentState>,
     pub(crate) nodes: Vec<NodeState>,
-    pub(crate) network: Network,
-    pub(crate) trace: Trace,
-    /// The trace lane of each place.
-    pub(crate) lanes: Lanes,
     pub(crate) instantiate: Instantiate,
     pub(crate) checks: Vec<Check>,
     /// Responses to requests made with [`Sim::request`], by probe id.
-    pub(crate) probes: BTreeMap<u64, Vec<crate::apiserver::Reply>>,
+    pub(crate) probes: BTreeMap<u64, Vec<Reply>>,
     next_probe: u64,
     /// uids and generated names for objects created before the run starts.
     pub(crate) bootstrap_rng: Rng,
@@ -99,10 +49,6 @@ pub struct Sim {
     ended: bool,
     /// Whether the run stopped at a limit before its end.
     halted: bool,
-    /// Inputs and actions listed by reconcile entries: they count toward
-    /// the trace limit too, so a controller returning thousands of actions
-    /// a call reaches it as surely as one making thousands of calls.
-    pub(crate) listed_items: u64,
     /// Live pods by controller, for the replica-count check.
     pub(crate) live_pods: crate::checks::LivePods,
 }
@@ -126,11 +72,7 @@ impl Sim {
         let lanes = Lanes::write(scenario, &mut trace);
         let mut sim = Sim {
             scenario: scenario.clone(),
-            now: 0,
-            seq: 0,
-            queue: BinaryHeap::new(),
-            store: Store::new(),
-            store_entries: BTreeMap::new(),
+            engine: Engine::new(Network::new(scenario.network.latency, Rng::derive(seed, "network")), trace, lanes),
             servers: scenario
                 .api_servers
                 .iter()
@@ -138,9 +80,6 @@ impl Sim {
                 .collect(),
             components: Vec::new(),
             nodes: scenario.nodes.iter().map(|n| NodeState::new(&n.name)).collect(),
-            network: Network::new(scenario.network.latency, Rng::derive(seed, "network")),
-            trace,
-            lanes,
             instantiate,
             checks: scenario.checks.enabled.clone(),
             probes: BTreeMap::new(),
@@ -148,7 +87,6 @@ impl Sim {
             bootstrap_rng: Rng::derive(seed, "bootstrap"),
             ended: false,
             halted: false,
-            listed_items: 0,
             live_pods: Default::default(),
         };
         sim.bootstrap()?;
@@ -157,17 +95,17 @@ impl Sim {
             if c.start_at.0 == 0 {
                 sim.start_component(i, None, None);
             } else {
-                sim.schedule(c.start_at.0, Scheduled::FirstStart { component: i });
+                sim.engine.schedule(c.start_at.0, Scheduled::FirstStart { component: i });
             }
         }
         for (i, step) in scenario.script.iter().enumerate() {
-            sim.schedule(step.at.0, Scheduled::Script(i));
+            sim.engine.schedule(step.at.0, Scheduled::Script(i));
         }
         for (s, cfg) in scenario.api_servers.iter().enumerate() {
             for w in &cfg.partitions {
-                sim.schedule(w.from.0, Scheduled::PartitionEdge { server: s, started: true });
+                sim.engine.schedule(w.from.0, Scheduled::PartitionEdge { server: s, started: true });
                 if let Some(until) = w.until {
-                    sim.schedule(until.0, Scheduled::PartitionEdge { server: s, started: false });
+                    sim.engine.schedule(until.0, Scheduled::PartitionEdge { server: s, started: false });
                 }
             }
         }
@@ -182,15 +120,15 @@ impl Sim {
         for (i, object) in objects.into_iter().enumerate() {
             let key = object.key();
             let object = crate::apiserver::prepare_create(object, &mut self.bootstrap_rng);
-            let event = self.store.create(object, 0).map_err(|e| SimError::Bootstrap {
+            let event = self.engine.store.create(object, 0).map_err(|e| SimError::Bootstrap {
                 object: key.to_string(),
                 reason: e.to_string(),
                 index: i,
             })?;
             self.live_pods.apply(&event);
-            let entry = self.trace.push(
+            let entry = self.engine.trace.push(
                 0,
-                self.lanes.store,
+                self.engine.lanes.store,
                 Event::StoreWrite {
                     verb: recon_abi::Verb::Create,
                     key,
@@ -203,40 +141,35 @@ impl Sim {
                 },
                 vec![],
             );
-            self.store_entries.insert(event.revision, entry);
+            self.engine.store_entries.insert(event.revision, entry);
         }
-        let revision = self.store.revision();
-        let state = self.store.range("/", None).expect("reading the current state cannot fail");
-        let entry = self.store_entries.get(&revision).copied();
+        let revision = self.engine.store.revision();
+        let state = self.engine.store.range("/", None).expect("reading the current state cannot fail");
+        let entry = self.engine.store_entries.get(&revision).copied();
         for server in &mut self.servers {
             server.cache.replace(revision, state.iter().map(|kv| (kv.key.clone(), kv.value.clone())), entry);
         }
         Ok(())
     }
 
-    pub(crate) fn schedule(&mut self, time: u64, what: Scheduled) {
-        self.seq += 1;
-        self.queue.push(Reverse(Queued { time, seq: self.seq, what }));
-    }
-
     /// Current virtual time in milliseconds.
     pub fn now_ms(&self) -> u64 {
-        self.now
+        self.engine.now
     }
 
     /// The trace so far.
     pub fn trace(&self) -> &Trace {
-        &self.trace
+        &self.engine.trace
     }
 
     /// Takes the trace, ending the simulation.
     pub fn into_trace(self) -> Trace {
-        self.trace
+        self.engine.trace
     }
 
     /// The store (read-only), e.g. to show the truth beside a cache.
-    pub fn store(&self) -> &Store {
-        &self.store
+    pub fn store(&self) -> &recon_store::Store {
+        &self.engine.store
     }
 
     /// Handles the next scheduled event if it is due by the end of the run.
@@ -247,43 +180,42 @@ impl Sim {
             return false;
         }
         let limit = self.scenario.limits.max_trace_entries;
-        if self.trace.entries.len() as u64 + self.listed_items >= limit {
+        if self.engine.trace.entries.len() as u64 + self.engine.listed_items >= limit {
             self.halted = true;
             let reason = format!(
                 "the run stopped at {} because it reached its limit of {limit} trace entries \
                  (limits.maxTraceEntries in the scenario); something kept it busy, see the last entries",
-                recon_trace::text::fmt_time(self.now)
+                recon_trace::text::fmt_time(self.engine.now)
             );
-            self.trace.push(self.now, self.lanes.script, Event::Halted { reason }, vec![]);
+            self.engine.record(self.engine.lanes.script, Event::Halted { reason }, vec![]);
             return false;
         }
-        match self.queue.peek() {
-            Some(Reverse(q)) if q.time <= end => {}
+        match self.engine.next_due() {
+            Some(due) if due <= end => {}
             _ => {
                 // Nothing left before the end: judge what only the end can.
                 if !std::mem::replace(&mut self.ended, true) {
-                    self.now = self.now.max(end);
+                    self.engine.now = self.engine.now.max(end);
                     self.check_convergence();
                 }
                 return false;
             }
         }
-        let Reverse(q) = self.queue.pop().expect("peeked");
-        self.now = q.time;
-        self.handle(q.what);
+        let what = self.engine.pop().expect("peeked");
+        self.handle(what);
         true
     }
 
     /// Runs to the end of the scenario's duration.
     pub fn run(&mut self) {
         while self.step() {}
-        self.now = self.now.max(self.scenario.duration.0);
+        self.engine.now = self.engine.now.max(self.scenario.duration.0);
     }
 
     /// Runs until virtual time `t` (inclusive) or the end of the run.
     pub fn run_until(&mut self, t: u64) {
-        while self.queue.peek().is_some_and(|Reverse(q)| q.time <= t) && self.step() {}
-        self.now = self.now.max(t.min(self.scenario.duration.0));
+        while self.engine.next_due().is_some_and(|due| due <= t) && self.step() {}
+        self.engine.now = self.engine.now.max(t.min(self.scenario.duration.0));
     }
 
     /// Sends a raw request to an API server as an anonymous client (for
@@ -294,13 +226,13 @@ impl Sim {
         self.next_probe += 1;
         let id = self.next_probe;
         self.probes.insert(id, Vec::new());
-        let at = self.network.arrival(Endpoint::Kubectl, Endpoint::Server(server), self.now, 0);
-        self.schedule(at, Scheduled::Request { server, client: Client::Probe(id), request, cause: None });
+        let at = self.engine.network.arrival(Endpoint::Kubectl, Endpoint::Server(server), self.engine.now, 0);
+        self.engine.schedule(at, Scheduled::Request { server, client: Client::Probe(id), request, cause: None });
         Ok(id)
     }
 
     /// What has come back for a request made with [`Sim::request`].
-    pub fn responses(&self, probe: u64) -> &[crate::apiserver::Reply] {
+    pub fn responses(&self, probe: u64) -> &[Reply] {
         self.probes.get(&probe).map(Vec::as_slice).unwrap_or(&[])
     }
 
@@ -339,11 +271,12 @@ impl Sim {
     fn run_step(&mut self, i: usize) {
         let Step { action, .. } = self.scenario.script[i].clone();
         let description = recon_trace::text::describe_step(&action);
-        let entry = self.trace.push(self.now, self.lanes.script, Event::Script { description }, vec![]);
+        let entry = self.engine.record(self.engine.lanes.script, Event::Script { description }, vec![]);
         let kubectl = |sim: &mut Sim, via: &Option<String>, request: Request| {
             let server = via.as_deref().and_then(|v| sim.server_index(v)).unwrap_or(0);
-            let at = sim.network.arrival(Endpoint::Kubectl, Endpoint::Server(server), sim.now, 0);
-            sim.schedule(at, Scheduled::Request { server, client: Client::Kubectl, request, cause: Some(entry) });
+            let at = sim.engine.network.arrival(Endpoint::Kubectl, Endpoint::Server(server), sim.engine.now, 0);
+            sim.engine
+                .schedule(at, Scheduled::Request { server, client: Client::Kubectl, request, cause: Some(entry) });
         };
         use recon_abi::Action;
         match action {
@@ -389,10 +322,10 @@ impl Sim {
                 }
             }
             StepAction::Compact { keep } => {
-                let revision = self.store.revision().saturating_sub(keep);
-                self.store.compact(revision);
-                let compacted = self.store.compacted();
-                self.trace.push(self.now, self.lanes.store, Event::Compaction { revision: compacted }, vec![entry]);
+                let revision = self.engine.store.revision().saturating_sub(keep);
+                self.engine.store.compact(revision);
+                let compacted = self.engine.store.compacted();
+                self.engine.record(self.engine.lanes.store, Event::Compaction { revision: compacted }, vec![entry]);
             }
         }
     }

@@ -1,0 +1,101 @@
+//! The engine: the virtual clock, the queue of scheduled events, the store,
+//! the network and the trace. It knows no actor: the simulation
+//! ([`crate::Sim`]) pops the next event and hands it to the actor it
+//! concerns, and actors schedule, read the store and write the trace
+//! through it.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use recon_store::Store;
+use recon_trace::{EntryId, Event, LaneId, Trace};
+
+use crate::lanes::Lanes;
+use crate::message::Scheduled;
+use crate::network::Network;
+
+/// Everything actors share: time, the queue, the store, the network, the trace.
+pub(crate) struct Engine {
+    /// Virtual time in milliseconds.
+    pub now: u64,
+    seq: u64,
+    queue: BinaryHeap<Reverse<Queued>>,
+    /// The store (etcd).
+    pub store: Store,
+    /// Trace entry of the store write at each revision.
+    pub store_entries: BTreeMap<u64, EntryId>,
+    /// Latency between endpoints.
+    pub network: Network,
+    /// What happened so far.
+    pub trace: Trace,
+    /// The trace lane of each place.
+    pub lanes: Lanes,
+    /// Inputs and actions listed by reconcile entries: they count toward
+    /// the trace limit too, so a controller returning thousands of actions
+    /// a call reaches it as surely as one making thousands of calls.
+    pub listed_items: u64,
+}
+
+struct Queued {
+    time: u64,
+    seq: u64,
+    what: Scheduled,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        (self.time, self.seq) == (other.time, other.seq)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // Earliest first; ties in the order they were scheduled.
+        (self.time, self.seq).cmp(&(other.time, other.seq))
+    }
+}
+
+impl Engine {
+    /// An engine at time 0 with an empty queue and store.
+    pub fn new(network: Network, trace: Trace, lanes: Lanes) -> Engine {
+        Engine {
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            store: Store::new(),
+            store_entries: BTreeMap::new(),
+            network,
+            trace,
+            lanes,
+            listed_items: 0,
+        }
+    }
+
+    /// Schedules `what` at virtual time `time`.
+    pub fn schedule(&mut self, time: u64, what: Scheduled) {
+        self.seq += 1;
+        self.queue.push(Reverse(Queued { time, seq: self.seq, what }));
+    }
+
+    /// When the next scheduled event is due, if any.
+    pub fn next_due(&self) -> Option<u64> {
+        self.queue.peek().map(|Reverse(q)| q.time)
+    }
+
+    /// Takes the next scheduled event and moves the clock to it.
+    pub fn pop(&mut self) -> Option<Scheduled> {
+        let Reverse(q) = self.queue.pop()?;
+        self.now = q.time;
+        Some(q.what)
+    }
+
+    /// Writes an entry on `lane` now; returns its id.
+    pub fn record(&mut self, lane: LaneId, event: Event, causes: Vec<EntryId>) -> EntryId {
+        self.trace.push(self.now, lane, event, causes)
+    }
+}

@@ -1,0 +1,189 @@
+//! The messages of the simulation: what the engine's queue holds
+//! ([`Scheduled`]) and what travels between actors in it: who asked
+//! ([`Client`]), what an API server answers ([`Reply`]), and the work an API
+//! server has in flight to the store ([`StoreOp`]).
+
+use recon_abi::{Action, Object, ObjectKey, Outcome, Status, Verb, WatchEvent};
+use recon_trace::{EntryId, ReadPurpose, ServedFrom};
+
+use crate::api::Request;
+use crate::cache::Filter;
+use crate::network::Endpoint;
+
+/// Something scheduled to happen at a virtual time, for the actor it names.
+pub(crate) enum Scheduled {
+    Script(usize),
+    PartitionEdge { server: usize, started: bool },
+    CacheFeed { server: usize, revision: u64 },
+    CacheResync { server: usize },
+    Request { server: usize, client: Client, request: Request, cause: Option<EntryId> },
+    StoreOp(StoreOp),
+    StoreTimeout(StoreOp, String),
+    WaitDeadline { server: usize, wait: u64 },
+    Reply { server: usize, client: Client, reply: Reply },
+    Wake { component: usize, epoch: u64 },
+    Timer { component: usize, epoch: u64, key: String },
+    Retry { component: usize, epoch: u64, watch: usize },
+    Restart { component: usize, epoch: u64, cause: EntryId },
+    ElectionTick { component: usize, epoch: u64 },
+    FirstStart { component: usize },
+}
+
+/// Who sent a request, so the reply finds its way back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Client {
+    /// A component's reflector for one of its watches.
+    Reflector {
+        /// Component index.
+        component: usize,
+        /// Instance epoch: replies to a dead instance are dropped.
+        epoch: u64,
+        /// Index of the watch in the manifest.
+        watch: usize,
+    },
+    /// A component's write.
+    Writer {
+        /// Component index.
+        component: usize,
+        /// Instance epoch.
+        epoch: u64,
+    },
+    /// A component's leader-election client, reading and writing its Lease.
+    Elector {
+        /// Component index.
+        component: usize,
+        /// Process epoch.
+        epoch: u64,
+    },
+    /// The user, from the script.
+    Kubectl,
+    /// A test or console request made with [`Sim::request`].
+    Probe(u64),
+}
+
+impl Client {
+    /// What a read by this client is for.
+    pub fn read_purpose(&self) -> ReadPurpose {
+        match self {
+            Client::Reflector { .. } => ReadPurpose::InformerList,
+            Client::Elector { .. } => ReadPurpose::LeaseGet,
+            Client::Writer { .. } => ReadPurpose::DirectRead,
+            Client::Kubectl | Client::Probe(_) => ReadPurpose::Kubectl,
+        }
+    }
+
+    /// Where the client sits on the network.
+    pub(crate) fn endpoint(&self) -> Endpoint {
+        match self {
+            Client::Reflector { component, .. }
+            | Client::Writer { component, .. }
+            | Client::Elector { component, .. } => Endpoint::Component(*component),
+            Client::Kubectl | Client::Probe(_) => Endpoint::Kubectl,
+        }
+    }
+}
+
+/// A read that was served.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Served {
+    /// The objects, in key order.
+    pub objects: Vec<Object>,
+    /// The revision of the state.
+    pub revision: u64,
+    /// Where it came from.
+    pub from: ServedFrom,
+    /// Token for the next page, if the list was cut at `limit`.
+    pub continue_token: Option<String>,
+    /// The trace entry of the read.
+    pub entry: EntryId,
+}
+
+/// What an API server sends back.
+#[allow(clippy::large_enum_variant, reason = "moved once per reply; boxing would only add an allocation")]
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    /// A list (or get: zero or one object) was served.
+    Read(Served),
+    /// A watch was opened; the initial state (if any) comes as ADDED events first.
+    WatchOpened {
+        /// The API server's id for the watch.
+        watcher: u64,
+        /// The initial state, for watches that send one (with its trace entry).
+        initial: Option<Served>,
+        /// Whether an initial-events-end bookmark follows the initial state.
+        bookmark: bool,
+    },
+    /// Events on an open watch, each with the trace entry of the cache apply that produced it.
+    Events {
+        /// The API server's id for the watch.
+        watcher: u64,
+        /// The events.
+        events: Vec<(WatchEvent, EntryId)>,
+    },
+    /// A write completed.
+    Written {
+        /// The verb.
+        verb: Verb,
+        /// The object.
+        key: ObjectKey,
+        /// The result.
+        outcome: Outcome,
+        /// The store-write (or failure) trace entry.
+        entry: EntryId,
+    },
+    /// The request failed (or the watch closed with an error).
+    Failed(Status),
+}
+
+/// What a pending read is waiting to serve.
+#[derive(Clone, Debug)]
+pub(crate) enum ReadTarget {
+    List { filter: Filter, limit: Option<usize>, request: String },
+    Get { key: String, request: String },
+    Watch { filter: Filter, bookmark: bool, request: String },
+}
+
+impl ReadTarget {
+    pub fn request(&self) -> &str {
+        match self {
+            ReadTarget::List { request, .. } | ReadTarget::Get { request, .. } | ReadTarget::Watch { request, .. } => {
+                request
+            }
+        }
+    }
+}
+
+/// Work that reaches the store after a network hop.
+#[derive(Clone, Debug)]
+pub(crate) struct StoreOp {
+    pub server: usize,
+    pub client: Client,
+    pub kind: StoreOpKind,
+    pub cause: Option<EntryId>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum StoreOpKind {
+    /// A read at the current revision (`None`) or a past one.
+    Read {
+        target: ReadTarget,
+        at: Option<u64>,
+        after_key: Option<String>,
+        min_revision: Option<u64>,
+    },
+    /// KEP-2340: learn the store's revision, then wait for the cache to reach it.
+    CurrentRevision {
+        target: ReadTarget,
+    },
+    Write(Action),
+}
+
+/// The component behind a client, if it is one.
+pub(crate) fn client_component(client: &Client) -> Option<usize> {
+    match client {
+        Client::Reflector { component, .. } | Client::Writer { component, .. } | Client::Elector { component, .. } => {
+            Some(*component)
+        }
+        _ => None,
+    }
+}
