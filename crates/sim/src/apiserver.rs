@@ -554,11 +554,9 @@ impl Sim {
                     cause.into_iter().collect(),
                 );
                 self.engine.store_entries.insert(event.revision, entry);
-                self.live_pods.apply(&event);
-                if client_component(&client).is_some() {
-                    let writer = self.client_name(&client);
-                    self.check_replica_count(&writer, &event, entry);
-                }
+                let writer = client_component(&client).map(|_| self.client_name(&client));
+                let commit = crate::checks::Commit { event: &event, entry, writer: writer.as_deref() };
+                self.checks.committed(&mut self.engine, &self.nodes, &commit);
                 let object = if removed { None } else { Some(event.value.clone()) };
                 self.committed(event.revision);
                 self.reply(server, client, Reply::Written { verb, key, outcome: Outcome::Ok(object), entry }, back);

@@ -8,9 +8,10 @@ use recon_abi::{
     Action, ActionResult, ComponentConfig, Container, EventType, Input, InputEvent, Manifest, Object, ObjectKey,
     Outcome, Status, StatusReason, WatchSpec,
 };
-use recon_scenario::{Check, ListMode};
+use recon_scenario::ListMode;
 
 use crate::api::{ListRequest, Request, Selection, WatchRequest};
+use crate::checks::Observation;
 use crate::message::Scheduled;
 use crate::message::{Client, Reply, Served};
 use crate::network::Endpoint;
@@ -48,12 +49,6 @@ pub(crate) struct ComponentState {
     started_at: u64,
     /// Crashes in a row, for the back-off.
     crashes: u32,
-    /// Highest revision it has observed in its life, and where.
-    pub max_seen: u64,
-    max_seen_entry: Option<EntryId>,
-    /// Whether it is behind `max_seen` after going back in time: one
-    /// episode is flagged once, not at every stale event that follows.
-    travelling: bool,
     failures: u32,
     rng: Rng,
     /// The process's Lease candidacy, if it runs under leader election and
@@ -99,9 +94,6 @@ impl ComponentState {
             starts: 0,
             started_at: 0,
             crashes: 0,
-            max_seen: 0,
-            max_seen_entry: None,
-            travelling: false,
             failures: 0,
             rng,
             candidacy: None,
@@ -493,32 +485,13 @@ impl Sim {
         }
     }
 
-    /// Records the revision a component has just observed; going backwards
-    /// is time travel, flagged the moment it happens.
+    /// Tells the checks what a component has just observed (going
+    /// backwards is time travel).
     fn observe(&mut self, c: usize, revision: u64, entry: EntryId) {
-        let comp = &mut self.components[c];
-        if revision >= comp.max_seen {
-            comp.max_seen = revision;
-            comp.max_seen_entry = Some(entry);
-            comp.travelling = false;
-            return;
-        }
-        if comp.travelling || !self.checks.contains(&Check::TimeTravel) {
-            return;
-        }
-        comp.travelling = true;
-        let name = comp.spec.name.clone();
-        let server = self.servers[comp.server].config.name.clone();
-        let message = format!(
-            "{name} went back in time: it observed revision {revision} from {server} after it had already observed revision {}",
-            comp.max_seen
-        );
-        let causes = std::iter::once(entry).chain(comp.max_seen_entry).collect();
-        self.engine.record(
-            self.engine.lanes.components[c],
-            Event::Violation { check: Check::TimeTravel, message },
-            causes,
-        );
+        let comp = &self.components[c];
+        let api_server = &self.servers[comp.server].config.name;
+        let observation = Observation { component: c, name: &comp.spec.name, api_server, revision, entry };
+        self.checks.observed(&mut self.engine, &self.nodes, &observation);
     }
 
     fn deliver(&mut self, c: usize, event: InputEvent, cause: Option<EntryId>) {

@@ -33,6 +33,7 @@ pub mod inspect;
 mod lanes;
 mod message;
 pub mod network;
+mod node;
 pub mod rng;
 mod world;
 

@@ -10,20 +10,21 @@
 
 use std::collections::BTreeMap;
 
-use recon_abi::{Object, ObjectKey};
-use recon_scenario::{Check, Scenario, Step, StepAction};
+use recon_abi::{Object, ObjectKey, PodRef};
+use recon_scenario::{Scenario, Step, StepAction};
 
 use crate::api::Request;
 use crate::apiserver::ServerState;
-use crate::checks::NodeState;
+use crate::checks::{Checks, Commit, ContainerStart};
 use crate::component::ComponentState;
 use crate::engine::Engine;
 use crate::error::SimError;
 use crate::lanes::Lanes;
 use crate::message::{Client, Reply, Scheduled};
 use crate::network::{Endpoint, Network};
+use crate::node::{NodeRuntime, Running};
 use crate::rng::Rng;
-use recon_trace::{Event, Trace};
+use recon_trace::{EntryId, Event, Trace};
 
 /// Creates a fresh controller instance for a component (usually by its
 /// `controller` name; a host may also swap in a plugin for one component),
@@ -37,9 +38,10 @@ pub struct Sim {
     pub(crate) engine: Engine,
     pub(crate) servers: Vec<ServerState>,
     pub(crate) components: Vec<ComponentState>,
-    pub(crate) nodes: Vec<NodeState>,
+    pub(crate) nodes: Vec<NodeRuntime>,
     pub(crate) instantiate: Instantiate,
-    pub(crate) checks: Vec<Check>,
+    /// The scenario's checks, told of what happens.
+    pub(crate) checks: Checks,
     /// Responses to requests made with [`Sim::request`], by probe id.
     pub(crate) probes: BTreeMap<u64, Vec<Reply>>,
     next_probe: u64,
@@ -49,8 +51,6 @@ pub struct Sim {
     ended: bool,
     /// Whether the run stopped at a limit before its end.
     halted: bool,
-    /// Live pods by controller, for the replica-count check.
-    pub(crate) live_pods: crate::checks::LivePods,
 }
 
 impl Sim {
@@ -79,15 +79,14 @@ impl Sim {
                 .map(|cfg| ServerState::new(cfg.clone(), Rng::derive(seed, &cfg.name)))
                 .collect(),
             components: Vec::new(),
-            nodes: scenario.nodes.iter().map(|n| NodeState::new(&n.name)).collect(),
+            nodes: scenario.nodes.iter().map(|n| NodeRuntime::new(&n.name)).collect(),
             instantiate,
-            checks: scenario.checks.enabled.clone(),
+            checks: Checks::new(&scenario.checks.enabled),
             probes: BTreeMap::new(),
             next_probe: 0,
             bootstrap_rng: Rng::derive(seed, "bootstrap"),
             ended: false,
             halted: false,
-            live_pods: Default::default(),
         };
         sim.bootstrap()?;
         for (i, c) in scenario.components.iter().enumerate() {
@@ -125,7 +124,6 @@ impl Sim {
                 reason: e.to_string(),
                 index: i,
             })?;
-            self.live_pods.apply(&event);
             let entry = self.engine.trace.push(
                 0,
                 self.engine.lanes.store,
@@ -142,6 +140,8 @@ impl Sim {
                 vec![],
             );
             self.engine.store_entries.insert(event.revision, entry);
+            let commit = Commit { event: &event, entry, writer: None };
+            self.checks.committed(&mut self.engine, &self.nodes, &commit);
         }
         let revision = self.engine.store.revision();
         let state = self.engine.store.range("/", None).expect("reading the current state cannot fail");
@@ -196,7 +196,7 @@ impl Sim {
                 // Nothing left before the end: judge what only the end can.
                 if !std::mem::replace(&mut self.ended, true) {
                     self.engine.now = self.engine.now.max(end);
-                    self.check_convergence();
+                    self.checks.ended(&mut self.engine, &self.nodes);
                 }
                 return false;
             }
@@ -342,5 +342,31 @@ fn node_object(n: &recon_scenario::Node) -> Object {
             "capacity": { "pods": n.pods.to_string() },
             "conditions": [{ "type": "Ready", "status": "True" }],
         }),
+    }
+}
+
+impl Sim {
+    /// A node agent started a container: the node's runtime runs it, and
+    /// the checks are told.
+    pub(crate) fn start_container(&mut self, node: &str, pod: PodRef, object: Option<Object>, cause: EntryId) {
+        let Some(n) = self.nodes.iter().position(|x| x.name == node) else { return };
+        if self.nodes[n].runs(&pod) {
+            return; // already running: starting again is a no-op, as in a real runtime
+        }
+        let started = Event::ContainerStarted { node: node.to_string(), pod: pod.clone() };
+        let entry = self.engine.record(self.engine.lanes.nodes[n], started, vec![cause]);
+        self.nodes[n].running.insert(pod.clone(), Running { started_at: self.engine.now, entry });
+        let start = ContainerStart { node: n, pod: &pod, object: object.as_ref(), entry };
+        self.checks.container_started(&mut self.engine, &self.nodes, &start);
+    }
+
+    /// A node agent stopped a container.
+    pub(crate) fn stop_container(&mut self, node: &str, pod: &PodRef, cause: EntryId) {
+        let Some(n) = self.nodes.iter().position(|x| x.name == node) else { return };
+        if self.nodes[n].running.remove(pod).is_some() {
+            let stopped = Event::ContainerStopped { node: node.to_string(), pod: pod.clone() };
+            self.engine.record(self.engine.lanes.nodes[n], stopped, vec![cause]);
+            self.checks.container_stopped(n, pod);
+        }
     }
 }

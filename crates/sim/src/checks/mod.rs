@@ -1,0 +1,187 @@
+//! Safety and liveness checks, each its own observer.
+//!
+//! A check watches the run through the [`Observer`] trait — a commit to
+//! the store, a container starting or stopping on a node, a component
+//! observing a revision, the end of the run — and reads the ground truth
+//! ([`Truth`]: the store, every node's runtime, the trace so far). It never
+//! sits in a write path: the simulation tells every registered observer,
+//! and records what they find as violations. Adding a check is a new file
+//! here and a line in [`Checks::new`].
+
+mod convergence;
+mod ordinals;
+mod pod_identity;
+mod replica_count;
+mod time_travel;
+
+use recon_abi::{Object, PodRef};
+use recon_scenario::Check;
+use recon_store::{Store, StoreEvent};
+use recon_trace::{EntryId, Event, Trace};
+
+use crate::engine::Engine;
+use crate::node::NodeRuntime;
+
+/// What a check may read when it is told something: the truth at that moment.
+pub(crate) struct Truth<'a> {
+    /// The store.
+    pub store: &'a Store,
+    /// Every node's runtime, in scenario order.
+    pub nodes: &'a [NodeRuntime],
+    /// The trace so far.
+    pub trace: &'a Trace,
+}
+
+/// A write committed to the store.
+pub(crate) struct Commit<'a> {
+    /// The store event.
+    pub event: &'a StoreEvent,
+    /// Its StoreWrite entry.
+    pub entry: EntryId,
+    /// The component that wrote it; `None` for kubectl and the scenario's
+    /// initial objects.
+    pub writer: Option<&'a str>,
+}
+
+/// A container started on a node.
+pub(crate) struct ContainerStart<'a> {
+    /// The node's index.
+    pub node: usize,
+    /// The pod incarnation.
+    pub pod: &'a PodRef,
+    /// The pod as the agent that started it knew it, if it did.
+    pub object: Option<&'a Object>,
+    /// The ContainerStarted entry.
+    pub entry: EntryId,
+}
+
+/// A component observed a revision (a list or a watch event).
+pub(crate) struct Observation<'a> {
+    /// The component's index.
+    pub component: usize,
+    /// Its name.
+    pub name: &'a str,
+    /// The API server it observed it from.
+    pub api_server: &'a str,
+    /// The revision.
+    pub revision: u64,
+    /// The entry that showed it.
+    pub entry: EntryId,
+}
+
+/// A violation a check found.
+pub(crate) struct Finding {
+    /// Which check.
+    pub check: Check,
+    /// One line, in plain words.
+    pub message: String,
+    /// The entries that make the violation, most direct first.
+    pub causes: Vec<EntryId>,
+    /// The component whose lane it belongs on, when it is about one
+    /// component's view; otherwise it goes on the checks' lane.
+    pub component: Option<usize>,
+}
+
+/// One check. Every method has a default that finds nothing, so a check
+/// implements only what it watches.
+pub(crate) trait Observer {
+    /// A write was committed to the store.
+    fn committed(&mut self, _truth: &Truth<'_>, _commit: &Commit<'_>) -> Vec<Finding> {
+        Vec::new()
+    }
+    /// A node's runtime started a container.
+    fn container_started(&mut self, _truth: &Truth<'_>, _start: &ContainerStart<'_>) -> Vec<Finding> {
+        Vec::new()
+    }
+    /// A node's runtime stopped a container.
+    fn container_stopped(&mut self, _node: usize, _pod: &PodRef) {}
+    /// A component observed a revision.
+    fn observed(&mut self, _truth: &Truth<'_>, _observation: &Observation<'_>) -> Vec<Finding> {
+        Vec::new()
+    }
+    /// The run reached its end.
+    fn ended(&mut self, _truth: &Truth<'_>) -> Vec<Finding> {
+        Vec::new()
+    }
+}
+
+/// The checks a scenario enabled, told of everything in a fixed order.
+pub(crate) struct Checks {
+    observers: Vec<Box<dyn Observer>>,
+}
+
+impl Checks {
+    /// The observers of the enabled checks. The order is fixed, whatever
+    /// the scenario's, so that findings on one event come out the same.
+    pub fn new(enabled: &[Check]) -> Checks {
+        let mut observers: Vec<Box<dyn Observer>> = Vec::new();
+        for check in
+            [Check::TimeTravel, Check::PodIdentity, Check::StatefulSetOrdinals, Check::ReplicaCount, Check::Convergence]
+        {
+            if !enabled.contains(&check) {
+                continue;
+            }
+            observers.push(match check {
+                Check::TimeTravel => Box::new(time_travel::TimeTravel::default()),
+                Check::PodIdentity => Box::new(pod_identity::PodIdentity),
+                Check::StatefulSetOrdinals => Box::new(ordinals::StatefulSetOrdinals::default()),
+                Check::ReplicaCount => Box::new(replica_count::ReplicaCount::default()),
+                Check::Convergence => Box::new(convergence::Convergence),
+            });
+        }
+        Checks { observers }
+    }
+
+    /// Tells every check of a commit, and records what they find.
+    pub fn committed(&mut self, engine: &mut Engine, nodes: &[NodeRuntime], commit: &Commit<'_>) {
+        self.tell(engine, nodes, |o, truth| o.committed(truth, commit));
+    }
+
+    /// Tells every check of a container start, and records what they find.
+    pub fn container_started(&mut self, engine: &mut Engine, nodes: &[NodeRuntime], start: &ContainerStart<'_>) {
+        self.tell(engine, nodes, |o, truth| o.container_started(truth, start));
+    }
+
+    /// Tells every check of a container stop.
+    pub fn container_stopped(&mut self, node: usize, pod: &PodRef) {
+        for o in &mut self.observers {
+            o.container_stopped(node, pod);
+        }
+    }
+
+    /// Tells every check of an observation, and records what they find.
+    pub fn observed(&mut self, engine: &mut Engine, nodes: &[NodeRuntime], observation: &Observation<'_>) {
+        self.tell(engine, nodes, |o, truth| o.observed(truth, observation));
+    }
+
+    /// Tells every check the run has ended, and records what they find.
+    pub fn ended(&mut self, engine: &mut Engine, nodes: &[NodeRuntime]) {
+        self.tell(engine, nodes, |o, truth| o.ended(truth));
+    }
+
+    fn tell(
+        &mut self,
+        engine: &mut Engine,
+        nodes: &[NodeRuntime],
+        mut ask: impl FnMut(&mut dyn Observer, &Truth<'_>) -> Vec<Finding>,
+    ) {
+        for observer in &mut self.observers {
+            let truth = Truth { store: &engine.store, nodes, trace: &engine.trace };
+            let findings = ask(observer.as_mut(), &truth);
+            for Finding { check, message, causes, component } in findings {
+                let lane = component.map_or(engine.lanes.checks, |c| engine.lanes.components[c]);
+                engine.record(lane, Event::Violation { check, message }, causes);
+            }
+        }
+    }
+}
+
+/// `spec.replicas`, 1 when unset, as the API server defaults it.
+fn spec_replicas(object: &Object) -> u64 {
+    object.spec.get("replicas").and_then(serde_json::Value::as_u64).unwrap_or(1)
+}
+
+/// Whether a pod counts toward its controller's replicas: not being deleted.
+fn live(pod: &Object) -> bool {
+    !pod.is_terminating()
+}
