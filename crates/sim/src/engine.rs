@@ -11,7 +11,7 @@ use recon_store::Store;
 use recon_trace::{EntryId, Event, LaneId, Trace};
 
 use crate::lanes::Lanes;
-use crate::message::Scheduled;
+use crate::message::{Client, Scheduled, client_component};
 use crate::network::Network;
 
 /// Everything actors share: time, the queue, the store, the network, the trace.
@@ -97,5 +97,15 @@ impl Engine {
     /// Writes an entry on `lane` now; returns its id.
     pub fn record(&mut self, lane: LaneId, event: Event, causes: Vec<EntryId>) -> EntryId {
         self.trace.push(self.now, lane, event, causes)
+    }
+
+    /// A component's name, as the scenario spells it (its lane's name).
+    pub fn component_name(&self, component: usize) -> &str {
+        &self.trace.lane(self.lanes.components[component]).name
+    }
+
+    /// Who a client is, in words: its component, or `kubectl`.
+    pub fn client_name(&self, client: &Client) -> String {
+        client_component(client).map_or_else(|| "kubectl".to_string(), |c| self.component_name(c).to_string())
     }
 }

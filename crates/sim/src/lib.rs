@@ -21,6 +21,7 @@
 //! The same scenario and seed give the byte-identical trace on every
 //! platform, which [`Trace::hash`] makes easy to check.
 
+mod admission;
 pub mod api;
 mod apiserver;
 pub mod cache;

@@ -14,13 +14,13 @@ use recon_abi::{Object, ObjectKey, PodRef};
 use recon_scenario::{Scenario, Step, StepAction};
 
 use crate::api::Request;
-use crate::apiserver::ServerState;
+use crate::apiserver::{ApiServer, Committed};
 use crate::checks::{Checks, Commit, ContainerStart};
 use crate::component::ComponentState;
 use crate::engine::Engine;
 use crate::error::SimError;
 use crate::lanes::Lanes;
-use crate::message::{Client, Reply, Scheduled};
+use crate::message::{Client, Reply, Scheduled, client_component};
 use crate::network::{Endpoint, Network};
 use crate::node::{NodeRuntime, Running};
 use crate::rng::Rng;
@@ -36,7 +36,7 @@ pub struct Sim {
     pub(crate) scenario: Scenario,
     /// Time, the queue, the store, the network and the trace.
     pub(crate) engine: Engine,
-    pub(crate) servers: Vec<ServerState>,
+    pub(crate) servers: Vec<ApiServer>,
     pub(crate) components: Vec<ComponentState>,
     pub(crate) nodes: Vec<NodeRuntime>,
     pub(crate) instantiate: Instantiate,
@@ -76,7 +76,10 @@ impl Sim {
             servers: scenario
                 .api_servers
                 .iter()
-                .map(|cfg| ServerState::new(cfg.clone(), Rng::derive(seed, &cfg.name)))
+                .enumerate()
+                .map(|(i, cfg)| {
+                    ApiServer::new(i, cfg.clone(), scenario.limits.max_object_bytes, Rng::derive(seed, &cfg.name))
+                })
                 .collect(),
             components: Vec::new(),
             nodes: scenario.nodes.iter().map(|n| NodeRuntime::new(&n.name)).collect(),
@@ -118,7 +121,7 @@ impl Sim {
         objects.extend(self.scenario.objects.iter().cloned());
         for (i, object) in objects.into_iter().enumerate() {
             let key = object.key();
-            let object = crate::apiserver::prepare_create(object, &mut self.bootstrap_rng);
+            let object = crate::admission::prepare_create(object, &mut self.bootstrap_rng);
             let event = self.engine.store.create(object, 0).map_err(|e| SimError::Bootstrap {
                 object: key.to_string(),
                 reason: e.to_string(),
@@ -247,13 +250,31 @@ impl Sim {
     fn handle(&mut self, what: Scheduled) {
         match what {
             Scheduled::Script(i) => self.run_step(i),
-            Scheduled::PartitionEdge { server, started } => self.partition_edge(server, started),
-            Scheduled::CacheFeed { server, revision } => self.cache_feed(server, revision),
-            Scheduled::CacheResync { server } => self.cache_resync(server),
-            Scheduled::Request { server, client, request, cause } => self.on_request(server, client, request, cause),
-            Scheduled::StoreOp(op) => self.on_store_op(op),
-            Scheduled::StoreTimeout(op, request) => self.on_store_timeout(op, request),
-            Scheduled::WaitDeadline { server, wait } => self.on_wait_deadline(server, wait),
+            Scheduled::PartitionEdge { server, started } => {
+                self.servers[server].partition_edge(&mut self.engine, started)
+            }
+            Scheduled::CacheFeed { server, revision } => self.servers[server].cache_feed(&mut self.engine, revision),
+            Scheduled::CacheResync { server } => self.servers[server].cache_resync(&mut self.engine),
+            Scheduled::Request { server, client, request, cause } => {
+                // The API server's RBAC: what the writer's manifest allows.
+                let forbidden = match (&client, &request) {
+                    (Client::Writer { component, epoch }, Request::Write(action)) => {
+                        self.forbidden(*component, *epoch, action)
+                    }
+                    _ => None,
+                };
+                self.servers[server].on_request(&mut self.engine, client, request, cause, forbidden);
+            }
+            Scheduled::StoreOp(op) => {
+                let server = op.server;
+                if let Some(committed) = self.servers[server].on_store_op(&mut self.engine, op) {
+                    self.committed(server, committed);
+                }
+            }
+            Scheduled::StoreTimeout(op, request) => {
+                self.servers[op.server].on_store_timeout(&mut self.engine, op, request)
+            }
+            Scheduled::WaitDeadline { server, wait } => self.servers[server].on_wait_deadline(&mut self.engine, wait),
             Scheduled::Reply { server, client, reply } => self.on_reply(server, client, reply),
             Scheduled::Wake { component, epoch } => self.wake(component, epoch),
             Scheduled::Timer { component, epoch, key } => self.on_timer(component, epoch, key),
@@ -282,7 +303,7 @@ impl Sim {
         match action {
             StepAction::Create { object, via } => kubectl(self, &via, Request::Write(Action::Create { object })),
             StepAction::Apply { object, via } => {
-                kubectl(self, &via, Request::Write(crate::apiserver::apply_action(object)))
+                kubectl(self, &via, Request::Write(crate::admission::apply_action(object)))
             }
             StepAction::Delete { target, via } => {
                 let key = ObjectKey::new(target.kind, target.namespace, target.name);
@@ -291,7 +312,7 @@ impl Sim {
             }
             StepAction::Scale { target, replicas, via } => {
                 let key = ObjectKey::new(target.kind, target.namespace, target.name);
-                kubectl(self, &via, Request::Write(crate::apiserver::patch_action(key, "replicas", replicas.into())))
+                kubectl(self, &via, Request::Write(crate::admission::patch_action(key, "replicas", replicas.into())))
             }
             StepAction::Cordon { node } | StepAction::Uncordon { node } => {
                 let cordon = matches!(self.scenario.script[i].action, StepAction::Cordon { .. });
@@ -299,7 +320,7 @@ impl Sim {
                 kubectl(
                     self,
                     &None,
-                    Request::Write(crate::apiserver::patch_action(key, "unschedulable", cordon.into())),
+                    Request::Write(crate::admission::patch_action(key, "unschedulable", cordon.into())),
                 )
             }
             StepAction::Crash { component } => {
@@ -367,6 +388,33 @@ impl Sim {
             let stopped = Event::ContainerStopped { node: node.to_string(), pod: pod.clone() };
             self.engine.record(self.engine.lanes.nodes[n], stopped, vec![cause]);
             self.checks.container_stopped(n, pod);
+        }
+    }
+}
+
+impl Sim {
+    /// A write was committed: the checks are told, every API server that
+    /// can reach the store receives the event one hop (plus its configured
+    /// lag) later, and the writer hears back.
+    fn committed(&mut self, server: usize, done: Committed) {
+        let writer = client_component(&done.client).map(|c| self.engine.component_name(c).to_string());
+        let commit = Commit { event: &done.event, entry: done.entry, writer: writer.as_deref() };
+        self.checks.committed(&mut self.engine, &self.nodes, &commit);
+        let now = self.engine.now;
+        for (s, api_server) in self.servers.iter().enumerate() {
+            if api_server.reachable(now) {
+                let lag = api_server.config.watch_cache.lag.0;
+                let at = self.engine.network.arrival(Endpoint::Store, Endpoint::Server(s), now, lag);
+                self.engine.schedule(at, Scheduled::CacheFeed { server: s, revision: done.event.revision });
+            }
+        }
+        self.servers[server].reply(&mut self.engine, done.client, done.reply, done.delay);
+    }
+
+    /// Closes every watch and pending read of a component, on every server.
+    pub(crate) fn close_watches(&mut self, component: usize) {
+        for server in &mut self.servers {
+            server.close_watches(component);
         }
     }
 }

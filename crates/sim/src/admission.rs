@@ -1,0 +1,230 @@
+//! Admission and writes: what the API server does to a write before the
+//! store's compare-and-swap — defaults on create (uid, generated name,
+//! namespace, generation), preconditions (uid, resourceVersion), graceful
+//! deletion of bound pods, generation bumps on spec changes, the size limit
+//! — and kubectl's apply and patch as actions.
+
+use recon_abi::{Action, Object, ObjectKey, ObjectMeta, Status, StatusReason};
+use recon_store::{Store, StoreError, StoreEvent};
+use serde_json::Value;
+
+use crate::rng::Rng;
+
+/// Fills in what the API server sets on create: uid, name from
+/// generateName, generation, no resourceVersion, no deletion state.
+pub(crate) fn prepare_create(mut object: Object, rng: &mut Rng) -> Object {
+    let m = &mut object.metadata;
+    if m.name.is_empty() && !m.generate_name.is_empty() {
+        const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+        let suffix: String =
+            (0..5).map(|_| ALPHABET[rng.range_inclusive(0, ALPHABET.len() as u64 - 1) as usize] as char).collect();
+        m.name = format!("{}{suffix}", m.generate_name);
+    }
+    if m.namespace.is_empty() && !recon_abi::is_cluster_scoped(&object.kind) {
+        m.namespace = "default".into();
+    }
+    let (a, b, c, d) = (rng.next_u64(), rng.next_u64(), rng.next_u64(), rng.next_u64());
+    m.uid = format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        a as u32,
+        b as u16,
+        (c as u16) & 0x0fff,
+        ((d >> 48) as u16 & 0x3fff) | 0x8000,
+        d & 0xffff_ffff_ffff
+    );
+    m.resource_version.clear();
+    m.generation = 1;
+    m.deletion_timestamp = None;
+    m.deletion_grace_period_seconds = None;
+    object
+}
+
+/// `kubectl apply` as an action: an update without precondition that the
+/// API server turns into a create when the object does not exist.
+pub(crate) fn apply_action(object: Object) -> Action {
+    let mut object = object;
+    object.metadata.annotations.insert(APPLY_MARK.into(), "true".into());
+    Action::Update { object }
+}
+
+/// `kubectl scale` / `cordon` as an action: set one field of `spec`.
+pub(crate) fn patch_action(key: ObjectKey, field: &str, value: Value) -> Action {
+    let mut object = Object { kind: key.kind.clone(), ..Default::default() };
+    object.metadata.name = key.name;
+    object.metadata.namespace = key.namespace;
+    object.metadata.annotations.insert(PATCH_MARK.into(), field.into());
+    object.spec = value;
+    Action::Update { object }
+}
+
+const APPLY_MARK: &str = "recon.internal/apply";
+const PATCH_MARK: &str = "recon.internal/patch";
+
+/// A store error as the API server reports it.
+pub(crate) fn status_of(e: StoreError) -> Status {
+    match e {
+        StoreError::Conflict { key, expected, actual } => Status::new(
+            StatusReason::Conflict,
+            format!(
+                "the object {key} has been modified (revision {actual}, expected {expected}); please apply your changes to the latest version and try again"
+            ),
+        ),
+        StoreError::NotFound { key } => Status::new(StatusReason::NotFound, format!("{key} not found")),
+        StoreError::AlreadyExists { key } => Status::new(StatusReason::AlreadyExists, format!("{key} already exists")),
+        StoreError::Compacted { requested, compacted } => Status::new(
+            StatusReason::Gone,
+            format!("too old resource version: {requested} (compacted up to {compacted})"),
+        ),
+        StoreError::FutureRevision { requested, current } => {
+            Status::new(StatusReason::Timeout, format!("Too large resource version: {requested}, current: {current}"))
+        }
+    }
+}
+
+/// A write whose object is larger than the run allows, as etcd refuses
+/// requests over `--max-request-bytes` (Kubernetes answers 413; the
+/// ABI's nearest status is 400).
+pub(crate) fn too_large(limit: u64, action: &Action) -> Option<Status> {
+    let object = match action {
+        Action::Create { object } | Action::Update { object } | Action::UpdateStatus { object } => object,
+        _ => return None,
+    };
+    let size = serde_json::to_vec(object).map_or(u64::MAX, |b| b.len() as u64);
+    (size > limit).then(|| {
+        Status::new(
+            StatusReason::BadRequest,
+            format!(
+                "request entity too large: {} is {size} bytes as JSON, above the limit of {limit} \
+                 (limits.maxObjectBytes in the scenario)",
+                object.kind
+            ),
+        )
+    })
+}
+
+/// The API server's side of a write: defaults, preconditions, graceful
+/// deletion, generation; then the store's compare-and-swap.
+pub(crate) fn admit(store: &mut Store, rng: &mut Rng, now: u64, action: Action) -> Result<StoreEvent, Status> {
+    match action {
+        Action::Create { object } => {
+            let object = prepare_create(object, rng);
+            if object.metadata.name.is_empty() {
+                return Err(Status::new(
+                    StatusReason::BadRequest,
+                    "metadata.name or metadata.generateName is required",
+                ));
+            }
+            store.create(object, now).map_err(status_of)
+        }
+        Action::Update { object } | Action::UpdateStatus { object }
+            if object.metadata.annotations.contains_key(PATCH_MARK) =>
+        {
+            let field = object.metadata.annotations[PATCH_MARK].clone();
+            let current = current(store, &object.key())?;
+            let mut next = current.clone();
+            if !next.spec.is_object() {
+                next.spec = Value::Object(Default::default());
+            }
+            next.spec[field.as_str()] = object.spec;
+            if next.spec != current.spec {
+                next.metadata.generation += 1;
+            }
+            let rev = current.revision();
+            store.update(next, rev, now).map_err(status_of)
+        }
+        Action::Update { mut object } if object.metadata.annotations.contains_key(APPLY_MARK) => {
+            object.metadata.annotations.remove(APPLY_MARK);
+            match store.get(&object.key(), None).map_err(status_of)? {
+                None => {
+                    let object = prepare_create(object, rng);
+                    store.create(object, now).map_err(status_of)
+                }
+                Some(kv) => {
+                    let mut next = kv.value.clone();
+                    next.metadata.labels = object.metadata.labels;
+                    next.metadata.annotations = object.metadata.annotations;
+                    if next.spec != object.spec {
+                        next.metadata.generation += 1;
+                        next.spec = object.spec;
+                    }
+                    store.update(next, Some(kv.mod_revision), now).map_err(status_of)
+                }
+            }
+        }
+        Action::Update { object } => {
+            let current = current(store, &object.key())?;
+            check_uid(&object.metadata, &current)?;
+            let precondition = object.revision();
+            let mut next = object;
+            // Update cannot change status, identity or deletion state.
+            next.status = current.status.clone();
+            next.metadata.uid = current.metadata.uid.clone();
+            next.metadata.deletion_timestamp = current.metadata.deletion_timestamp.clone();
+            next.metadata.deletion_grace_period_seconds = current.metadata.deletion_grace_period_seconds;
+            next.metadata.generation = current.metadata.generation + i64::from(next.spec != current.spec);
+            store.update(next, precondition, now).map_err(status_of)
+        }
+        Action::UpdateStatus { object } => {
+            let current = current(store, &object.key())?;
+            check_uid(&object.metadata, &current)?;
+            let precondition = object.revision();
+            let mut next = current;
+            next.status = object.status;
+            store.update(next, precondition, now).map_err(status_of)
+        }
+        Action::Delete { key, uid, resource_version, grace_period_seconds } => {
+            let current = current(store, &key)?;
+            if let Some(uid) = uid.filter(|u| *u != current.metadata.uid) {
+                return Err(Status::new(
+                    StatusReason::Conflict,
+                    format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        current.metadata.uid
+                    ),
+                ));
+            }
+            let precondition =
+                match resource_version {
+                    Some(rv) => Some(rv.parse::<u64>().map_err(|_| {
+                        Status::new(StatusReason::BadRequest, format!("invalid resourceVersion {rv:?}"))
+                    })?),
+                    None => None,
+                };
+            let bound = current.kind == "Pod" && current.field("spec.nodeName").is_some_and(|n| !n.is_empty());
+            let grace = grace_period_seconds.unwrap_or(if bound { 30 } else { 0 });
+            if grace > 0 && bound {
+                // Graceful: the kubelet finishes the deletion.
+                if current.is_terminating() {
+                    return store.update(current.clone(), precondition.or(current.revision()), now).map_err(status_of);
+                }
+                let mut next = current.clone();
+                next.metadata.deletion_timestamp = Some(recon_abi::format_timestamp(now + grace as u64 * 1000));
+                next.metadata.deletion_grace_period_seconds = Some(grace);
+                let rev = precondition.or(current.revision());
+                return store.update(next, rev, now).map_err(status_of);
+            }
+            store.delete(&key, precondition, now).map_err(status_of)
+        }
+        other => Err(Status::new(StatusReason::BadRequest, format!("not a write: {other:?}"))),
+    }
+}
+
+fn current(store: &Store, key: &ObjectKey) -> Result<Object, Status> {
+    match store.get(key, None).map_err(status_of)? {
+        Some(kv) => Ok(kv.value),
+        None => Err(Status::new(StatusReason::NotFound, format!("{key} not found"))),
+    }
+}
+
+fn check_uid(meta: &ObjectMeta, current: &Object) -> Result<(), Status> {
+    if !meta.uid.is_empty() && meta.uid != current.metadata.uid {
+        return Err(Status::new(
+            StatusReason::Conflict,
+            format!(
+                "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                meta.uid, current.metadata.uid
+            ),
+        ));
+    }
+    Ok(())
+}
