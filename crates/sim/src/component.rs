@@ -1,24 +1,33 @@
-//! Components: controller instances, the reflectors the host runs on their
-//! behalf (list, then watch, relist on failure, fail over), the mirror of
-//! what each instance has been shown, and the application of their actions.
+//! A component: one controller process across its whole life, the host
+//! around it (a reflector per watch, leader election when asked for), the
+//! mirror of what each instance has been shown, and the carrying out of
+//! what the controller returns.
+//!
+//! Its life is [`Process`]: `Down` → (`Candidate` while it waits for its
+//! Lease) → `Running`, and back to `Down` when it crashes, is killed by the
+//! script or stops leading. Every start begins a new epoch: messages for an
+//! older instance (replies, timers, retries) are dropped.
 
 use std::collections::BTreeMap;
 
 use recon_abi::{
-    Action, ActionResult, ComponentConfig, Container, EventType, Input, InputEvent, Manifest, Object, ObjectKey,
-    Outcome, Status, StatusReason, WatchSpec,
+    Action, ActionResult, ComponentConfig, EventType, Input, InputEvent, Manifest, Object, ObjectKey, Outcome, PodRef,
+    Status, StatusReason,
 };
-use recon_scenario::ListMode;
-
-use crate::api::{ListRequest, Request, Selection, WatchRequest};
-use crate::checks::Observation;
-use crate::message::Scheduled;
-use crate::message::{Client, Reply, Served};
-use crate::network::Endpoint;
-use crate::rng::Rng;
-use crate::world::Sim;
 use recon_trace::text::short_uid;
 use recon_trace::{EntryId, Event};
+
+use crate::api::{GetRequest, Request};
+use crate::apiserver::ApiServer;
+use crate::cache::Filter;
+use crate::checks::{Checks, ContainerStart, Observation};
+use crate::election::{Answer, Candidacy, Tick};
+use crate::engine::Engine;
+use crate::message::{Client, Reply, Scheduled, Served};
+use crate::network::Endpoint;
+use crate::node::{NodeRuntime, Running};
+use crate::reflector::Reflector;
+use crate::rng::Rng;
 
 /// Consecutive failed list/watch requests before a component tries the next API server.
 pub const FAILOVER_AFTER: u32 = 3;
@@ -34,31 +43,45 @@ pub const CRASH_BACKOFF_MAX_MS: u64 = 16_000;
 /// A controller that ran this long without crashing starts its back-off afresh.
 pub const CRASH_BACKOFF_RESET_MS: u64 = 60_000;
 
-/// One component across its whole life (all its instances).
-pub(crate) struct ComponentState {
-    pub spec: recon_scenario::Component,
-    /// Its API servers in preference order (first, then failover).
-    servers: Vec<usize>,
-    /// The API server it uses now.
-    pub server: usize,
-    /// Incremented at every start and crash: messages to older instances are dropped.
-    pub epoch: u64,
-    pub instance: Option<Running>,
-    starts: u32,
-    /// When the current (or last) instance started.
-    started_at: u64,
-    /// Crashes in a row, for the back-off.
-    crashes: u32,
-    failures: u32,
-    rng: Rng,
-    /// The process's Lease candidacy, if it runs under leader election and
-    /// is up: its controller runs only while it leads.
-    pub candidacy: Option<crate::election::Candidacy>,
+/// Creates a fresh controller instance for a component (usually by its
+/// `controller` name; a host may also swap in a plugin for one component),
+/// or `None` if it cannot. Called at every (re)start of a component.
+pub type Instantiate = Box<dyn Fn(&recon_scenario::Component) -> Option<Box<dyn recon_abi::Instance>>>;
+
+/// What a component's handlers reach besides the component itself.
+pub(crate) struct Env<'a> {
+    /// Time, the queue, the store, the network, the trace.
+    pub engine: &'a mut Engine,
+    /// The API servers (to close this component's watches on them).
+    pub servers: &'a mut [ApiServer],
+    /// The nodes' runtimes (a node agent starts and stops containers).
+    pub nodes: &'a mut [NodeRuntime],
+    /// The checks, told of what the component observes and runs.
+    pub checks: &'a mut Checks,
+    /// Makes controller instances.
+    pub instantiate: &'a Instantiate,
 }
 
-/// One live instance of a component.
-pub(crate) struct Running {
+/// Where a component's process is in its life.
+pub(crate) enum Process {
+    /// Not running: never started, crashed (a restart is scheduled), or
+    /// killed by the script.
+    Down,
+    /// Up, campaigning for its Lease; its controller has not started.
+    Candidate(Candidacy),
+    /// Its controller runs; under leader election, while it leads.
+    Running {
+        /// The controller instance and what the host keeps for it.
+        instance: Instance,
+        /// The Lease it holds, if it runs under leader election.
+        lease: Option<Candidacy>,
+    },
+}
+
+/// One live controller instance.
+pub(crate) struct Instance {
     controller: Box<dyn recon_abi::Instance>,
+    /// What it declared at start.
     pub manifest: Manifest,
     reflectors: Vec<Reflector>,
     inbox: Vec<(InputEvent, Option<EntryId>)>,
@@ -67,105 +90,139 @@ pub(crate) struct Running {
     pub view: Vec<BTreeMap<ObjectKey, Object>>,
 }
 
-/// The host's reflector for one watch of an instance.
-struct Reflector {
-    selection: Selection,
-    /// Whether a list has completed in this instance.
-    listed: bool,
-    /// The last revision synced (list or event).
-    last_rv: u64,
-    /// After a 410 the next list asks for the most recent state.
-    relist_unset: bool,
-    /// Open watch: (API server, watcher id).
-    watcher: Option<(usize, u64)>,
+/// One component across its whole life (all its instances).
+pub(crate) struct Component {
+    /// Its index in the scenario.
+    id: usize,
+    /// As the scenario declares it.
+    pub spec: recon_scenario::Component,
+    /// Its API servers in preference order (first, then failover).
+    servers: Vec<usize>,
+    /// The API server it uses now.
+    pub server: usize,
+    /// Incremented at every start and crash: messages to older instances are dropped.
+    pub epoch: u64,
+    /// Where its process is.
+    pub process: Process,
+    starts: u32,
+    /// When the current (or last) instance started.
+    started_at: u64,
+    /// Crashes in a row, for the back-off.
+    crashes: u32,
+    /// Failed list/watch requests in a row, for the back-off and failover.
+    failures: u32,
+    rng: Rng,
 }
 
-impl ComponentState {
-    pub fn new(spec: &recon_scenario::Component, servers: &[recon_scenario::ApiServer], rng: Rng) -> ComponentState {
+impl Component {
+    /// Component `id` of the scenario, not started.
+    pub fn new(
+        id: usize,
+        spec: &recon_scenario::Component,
+        servers: &[recon_scenario::ApiServer],
+        rng: Rng,
+    ) -> Component {
         let index = |name: &str| servers.iter().position(|s| s.name == name).expect("validated scenario");
         let mut order = vec![index(&spec.api_server)];
         order.extend(spec.failover.iter().map(|n| index(n)));
-        ComponentState {
+        Component {
+            id,
             spec: spec.clone(),
             server: order[0],
             servers: order,
             epoch: 0,
-            instance: None,
+            process: Process::Down,
             starts: 0,
             started_at: 0,
             crashes: 0,
             failures: 0,
             rng,
-            candidacy: None,
         }
     }
-}
 
-pub(crate) fn selection(w: &WatchSpec) -> Selection {
-    Selection {
-        kind: w.kind.clone(),
-        namespace: w.namespace.clone(),
-        field_selector: w.field_selector.clone(),
-        label_selector: w.label_selector.clone(),
+    /// Its running controller instance, if any.
+    pub fn instance(&self) -> Option<&Instance> {
+        match &self.process {
+            Process::Running { instance, .. } => Some(instance),
+            _ => None,
+        }
     }
-}
 
-impl Sim {
-    /// Starts a fresh instance of component `c` (optionally on another API
-    /// server); `cause` is what made it start, if anything.
-    pub(crate) fn start_component(&mut self, c: usize, server: Option<usize>, cause: impl Into<Option<EntryId>>) {
-        let cause = cause.into();
-        let comp = &mut self.components[c];
+    fn instance_mut(&mut self) -> Option<&mut Instance> {
+        match &mut self.process {
+            Process::Running { instance, .. } => Some(instance),
+            _ => None,
+        }
+    }
+
+    fn reflector(&mut self, w: usize) -> Option<&mut Reflector> {
+        self.instance_mut().map(|i| &mut i.reflectors[w])
+    }
+
+    /// Whether its process is up (its controller running, or a candidate
+    /// waiting for the Lease).
+    pub fn is_up(&self) -> bool {
+        !matches!(self.process, Process::Down)
+    }
+
+    /// Why its current instance (`epoch`) may not make this write, if it
+    /// may not: the API server's RBAC, from the manifest.
+    pub fn forbidden(&self, epoch: u64, action: &Action) -> Option<Status> {
+        let manifest = &self.instance().filter(|_| self.epoch == epoch)?.manifest;
+        let (verb, key) = action.write_target()?;
+        (!manifest.allows(verb, &key.kind)).then(|| {
+            Status::new(
+                StatusReason::Forbidden,
+                format!("{} may not {verb} {}s: its manifest does not declare it", manifest.name, key.kind),
+            )
+        })
+    }
+
+    // ---- life cycle ----
+
+    /// Starts a fresh process (optionally on another API server); `cause`
+    /// is what made it start, if anything.
+    pub fn start(&mut self, env: &mut Env<'_>, server: Option<usize>, cause: Option<EntryId>) {
         if let Some(s) = server {
-            comp.server = s;
-            if !comp.servers.contains(&s) {
-                comp.servers.insert(0, s);
+            self.server = s;
+            if !self.servers.contains(&s) {
+                self.servers.insert(0, s);
             }
         }
-        comp.epoch += 1;
-        comp.failures = 0;
-        let restarts = comp.starts;
-        comp.starts += 1;
-        comp.started_at = self.engine.now;
-        let name = comp.spec.name.clone();
-        let api_server = self.servers[comp.server].config.name.clone();
-        let started = self.engine.record(
-            self.engine.lanes.components[c],
-            Event::ComponentStarted { component: name.clone(), api_server, restarts },
+        self.epoch += 1;
+        self.failures = 0;
+        let restarts = self.starts;
+        self.starts += 1;
+        self.started_at = env.engine.now;
+        let api_server = env.servers[self.server].config.name.clone();
+        let started = env.engine.record(
+            env.engine.lanes.components[self.id],
+            Event::ComponentStarted { component: self.spec.name.clone(), api_server, restarts },
             cause.into_iter().collect(),
         );
-        let comp = &mut self.components[c];
-        match comp.spec.leader_election.clone() {
+        match self.spec.leader_election.clone() {
             // A candidate first: the controller starts when it wins the Lease.
             Some(election) => {
-                comp.candidacy = Some(crate::election::Candidacy::new(election));
-                let epoch = comp.epoch;
-                self.engine.schedule(self.engine.now, Scheduled::ElectionTick { component: c, epoch });
+                self.process = Process::Candidate(Candidacy::new(election));
+                let epoch = self.epoch;
+                env.engine.schedule(env.engine.now, Scheduled::ElectionTick { component: self.id, epoch });
             }
-            None => self.start_controller(c, started),
+            None => self.start_controller(env, None, started),
         }
     }
 
-    /// Whether the component's process is up (its controller running, or a
-    /// candidate waiting for the Lease).
-    pub(crate) fn process_up(&self, c: usize) -> bool {
-        let comp = &self.components[c];
-        comp.instance.is_some() || comp.candidacy.is_some()
-    }
-
-    /// Starts the component's controller: a fresh instance, its manifest,
-    /// and a reflector (and first list) per watch.
-    pub(crate) fn start_controller(&mut self, c: usize, started: EntryId) {
-        let comp = &mut self.components[c];
-        let mut controller = (self.instantiate)(&comp.spec).expect("controller checked in Sim::new");
+    /// Starts its controller: a fresh instance, its manifest, and a
+    /// reflector (and first list) per watch. `lease` is the Lease it won.
+    fn start_controller(&mut self, env: &mut Env<'_>, lease: Option<Candidacy>, started: EntryId) {
+        let mut controller = (env.instantiate)(&self.spec).expect("controller checked in Sim::new");
         let config = ComponentConfig {
-            name: comp.spec.name.clone(),
-            node: comp.spec.node.clone(),
-            params: comp.spec.params.clone(),
+            name: self.spec.name.clone(),
+            node: self.spec.node.clone(),
+            params: self.spec.params.clone(),
         };
         let manifest = match controller.init(&config) {
             Ok(m) => m,
-            Err(crash) => return self.controller_crashed(c, crash.reason, vec![started]),
+            Err(crash) => return self.crashed(env, crash.reason, vec![started]),
         };
         if manifest.abi_version != recon_abi::ABI_VERSION {
             let reason = format!(
@@ -174,249 +231,272 @@ impl Sim {
                 manifest.abi_version,
                 recon_abi::ABI_VERSION
             );
-            return self.controller_crashed(c, reason, vec![started]);
+            return self.crashed(env, reason, vec![started]);
         }
         for (i, w) in manifest.watches.iter().enumerate() {
-            if let Err(e) = crate::cache::Filter::new(&selection(w)) {
+            if let Err(e) = Filter::new(&crate::reflector::selection(w)) {
                 let reason = format!("{}: watch {i} of its manifest is invalid: {e}", manifest.name);
-                return self.controller_crashed(c, reason, vec![started]);
+                return self.crashed(env, reason, vec![started]);
             }
         }
-        let reflectors = manifest
-            .watches
-            .iter()
-            .map(|w| Reflector {
-                selection: selection(w),
-                listed: false,
-                last_rv: 0,
-                relist_unset: false,
-                watcher: None,
-            })
-            .collect::<Vec<_>>();
+        let reflectors: Vec<Reflector> = manifest.watches.iter().map(Reflector::new).collect();
         let watches = reflectors.len();
-        self.components[c].instance = Some(Running {
+        let instance = Instance {
             controller,
             manifest,
             reflectors,
             inbox: Vec::new(),
             wake_pending: false,
             view: vec![BTreeMap::new(); watches],
-        });
+        };
+        self.process = Process::Running { instance, lease };
         for w in 0..watches {
-            self.send_list(c, w);
+            self.send_list(env, w);
         }
         // A controller with nothing to watch still gets called once.
         if watches == 0 {
-            self.wake_soon(c);
+            self.wake_soon(env);
         }
     }
 
     /// The controller itself failed (a trap, exhausted fuel, bad output, a
-    /// manifest the host cannot accept): this component crashes, and comes
-    /// back after a back-off that grows with every crash in a row.
-    pub(crate) fn controller_crashed(&mut self, c: usize, reason: String, causes: Vec<EntryId>) {
-        let comp = &mut self.components[c];
-        if self.engine.now.saturating_sub(comp.started_at) >= CRASH_BACKOFF_RESET_MS {
-            comp.crashes = 0;
+    /// manifest the host cannot accept, a lost Lease): the process goes
+    /// down, and comes back after a back-off that grows with every crash
+    /// in a row.
+    pub fn crashed(&mut self, env: &mut Env<'_>, reason: String, causes: Vec<EntryId>) {
+        if env.engine.now.saturating_sub(self.started_at) >= CRASH_BACKOFF_RESET_MS {
+            self.crashes = 0;
         }
-        let delay = (CRASH_BACKOFF_INITIAL_MS << comp.crashes.min(8)).min(CRASH_BACKOFF_MAX_MS);
-        comp.crashes += 1;
-        comp.instance = None;
-        comp.candidacy = None;
-        comp.epoch += 1;
-        let epoch = comp.epoch;
-        let name = comp.spec.name.clone();
-        self.close_watches(c);
+        let delay = (CRASH_BACKOFF_INITIAL_MS << self.crashes.min(8)).min(CRASH_BACKOFF_MAX_MS);
+        self.crashes += 1;
+        self.go_down(env);
         let reason = format!("{reason}; restarting in {}ms (back-off)", delay);
-        let entry = self.engine.record(
-            self.engine.lanes.components[c],
-            Event::ComponentCrashed { component: name.clone(), reason },
+        let entry = env.engine.record(
+            env.engine.lanes.components[self.id],
+            Event::ComponentCrashed { component: self.spec.name.clone(), reason },
             causes,
         );
-        self.engine.schedule(self.engine.now + delay, Scheduled::Restart { component: c, epoch, cause: entry });
+        let epoch = self.epoch;
+        env.engine.schedule(env.engine.now + delay, Scheduled::Restart { component: self.id, epoch, cause: entry });
     }
 
     /// A back-off restart is due (unless something restarted it meanwhile).
-    pub(crate) fn on_restart(&mut self, c: usize, epoch: u64, cause: EntryId) {
-        if self.components[c].epoch == epoch && !self.process_up(c) {
-            self.start_component(c, None, cause);
+    pub fn on_restart(&mut self, env: &mut Env<'_>, epoch: u64, cause: EntryId) {
+        if self.epoch == epoch && !self.is_up() {
+            self.start(env, None, Some(cause));
         }
     }
 
-    /// The component's process dies: memory and watches are gone.
-    pub(crate) fn crash_component(&mut self, c: usize, reason: &str, cause: EntryId) {
-        if !self.process_up(c) {
+    /// The script kills the process: memory and watches are gone; it is
+    /// not restarted.
+    pub fn kill(&mut self, env: &mut Env<'_>, reason: &str, cause: EntryId) {
+        if !self.is_up() {
             return;
         }
-        let comp = &mut self.components[c];
-        comp.instance = None;
-        comp.candidacy = None;
-        comp.epoch += 1;
-        let name = comp.spec.name.clone();
-        self.close_watches(c);
-        self.engine.record(
-            self.engine.lanes.components[c],
-            Event::ComponentCrashed { component: name.clone(), reason: reason.to_string() },
+        self.go_down(env);
+        env.engine.record(
+            env.engine.lanes.components[self.id],
+            Event::ComponentCrashed { component: self.spec.name.clone(), reason: reason.to_string() },
             vec![cause],
         );
     }
 
-    /// The component's watch connections break; reflectors resume from where they were.
-    pub(crate) fn disconnect_component(&mut self, c: usize) {
-        let epoch = self.components[c].epoch;
-        let Some(instance) = self.components[c].instance.as_mut() else { return };
+    fn go_down(&mut self, env: &mut Env<'_>) {
+        self.process = Process::Down;
+        self.epoch += 1;
+        for server in env.servers.iter_mut() {
+            server.close_watches(self.id);
+        }
+    }
+
+    /// Its watch connections break; reflectors resume from where they were.
+    pub fn disconnect(&mut self, env: &mut Env<'_>) {
+        let epoch = self.epoch;
+        let Some(instance) = self.instance_mut() else { return };
         for r in &mut instance.reflectors {
-            r.watcher = None;
+            r.disconnected();
         }
         let n = instance.reflectors.len();
-        self.close_watches(c);
+        for server in env.servers.iter_mut() {
+            server.close_watches(self.id);
+        }
         for watch in 0..n {
-            let at = self.engine.now + self.engine.network.sample();
-            self.engine.schedule(at, Scheduled::Retry { component: c, epoch, watch });
+            let at = env.engine.now + env.engine.network.sample();
+            env.engine.schedule(at, Scheduled::Retry { component: self.id, epoch, watch });
         }
     }
 
-    pub(crate) fn send(&mut self, c: usize, client: Client, request: Request, cause: Option<EntryId>) {
-        let server = self.components[c].server;
-        let at = self.engine.network.arrival(Endpoint::Component(c), Endpoint::Server(server), self.engine.now, 0);
-        self.engine.schedule(at, Scheduled::Request { server, client, request, cause });
-    }
+    // ---- leader election ----
 
-    /// Sends the list that (re)fills watch `w`: the first list of an instance
-    /// uses the component's list mode; later ones ask for "not older than
-    /// what I had", or for the most recent state after a 410.
-    fn send_list(&mut self, c: usize, w: usize) {
-        let comp = &mut self.components[c];
-        let epoch = comp.epoch;
-        let Some(instance) = comp.instance.as_mut() else { return };
-        let mode = comp.spec.list_mode.unwrap_or(instance.manifest.list_mode);
-        let r = &mut instance.reflectors[w];
-        r.watcher = None;
-        let selection = r.selection.clone();
-        let list = |rv: Option<String>| {
-            Request::List(ListRequest { selection: selection.clone(), resource_version: rv, ..Default::default() })
-        };
-        let request = if !r.listed {
-            match mode {
-                ListMode::Any => list(Some("0".into())),
-                ListMode::Quorum => list(None),
-                ListMode::Consistent => Request::Watch(WatchRequest {
-                    selection: selection.clone(),
-                    resource_version: None,
-                    send_initial_events: true,
-                }),
-            }
-        } else if r.relist_unset {
-            list(None)
-        } else {
-            list(Some(r.last_rv.to_string()))
-        };
-        self.send(c, Client::Reflector { component: c, epoch, watch: w }, request, None);
-    }
-
-    fn send_watch(&mut self, c: usize, w: usize) {
-        let comp = &mut self.components[c];
-        let epoch = comp.epoch;
-        let Some(instance) = comp.instance.as_mut() else { return };
-        let r = &mut instance.reflectors[w];
-        let request = Request::Watch(WatchRequest {
-            selection: r.selection.clone(),
-            resource_version: Some(r.last_rv.to_string()),
-            send_initial_events: false,
-        });
-        self.send(c, Client::Reflector { component: c, epoch, watch: w }, request, None);
-    }
-
-    pub(crate) fn on_retry(&mut self, c: usize, epoch: u64, w: usize) {
-        if self.components[c].epoch != epoch {
+    /// A candidate's periodic attempt: read the Lease from etcd, or give up
+    /// leading if renewals have failed for too long.
+    pub fn election_tick(&mut self, env: &mut Env<'_>, epoch: u64) {
+        if self.epoch != epoch {
             return;
         }
-        let Some(instance) = self.components[c].instance.as_ref() else { return };
-        let r = &instance.reflectors[w];
-        if r.listed && !r.relist_unset { self.send_watch(c, w) } else { self.send_list(c, w) }
-    }
-
-    pub(crate) fn on_reply(&mut self, server: usize, client: Client, reply: Reply) {
-        match client {
-            Client::Probe(id) => self.probes.entry(id).or_default().push(reply),
-            Client::Kubectl => {}
-            Client::Writer { component, epoch } => {
-                if self.components[component].epoch != epoch {
-                    return;
-                }
-                if let Reply::Written { verb, key, outcome, entry } = reply {
-                    self.deliver(component, InputEvent::Result(ActionResult { verb, key, outcome }), Some(entry));
-                }
+        let now = env.engine.now;
+        let (candidacy, leading) = match &mut self.process {
+            Process::Candidate(c) => (c, false),
+            Process::Running { lease: Some(c), .. } => (c, true),
+            _ => return,
+        };
+        let retry = candidacy.config.retry_period.0;
+        match candidacy.tick(now, leading) {
+            Tick::StepDown { lease, deadline } => {
+                let entry = env.engine.record(
+                    env.engine.lanes.components[self.id],
+                    Event::Leadership { component: self.spec.name.clone(), lease: lease.clone(), leading: false },
+                    vec![],
+                );
+                let reason = format!("stopped leading: could not renew Lease {lease} for {deadline}ms");
+                self.crashed(env, reason, vec![entry]);
             }
-            Client::Reflector { component, epoch, watch } => {
-                if self.components[component].epoch != epoch {
-                    return;
-                }
-                self.on_reflector_reply(component, server, watch, reply);
-            }
-            Client::Elector { component, epoch } => {
-                if self.components[component].epoch == epoch {
-                    self.on_elector_reply(component, reply);
-                }
+            Tick::Wait => env.engine.schedule(now + retry, Scheduled::ElectionTick { component: self.id, epoch }),
+            Tick::Read(key) => {
+                env.engine.schedule(now + retry, Scheduled::ElectionTick { component: self.id, epoch });
+                let request = Request::Get(GetRequest { key, resource_version: None });
+                self.send(env, Client::Elector { component: self.id, epoch }, request, None);
             }
         }
     }
 
-    fn on_reflector_reply(&mut self, c: usize, server: usize, w: usize, reply: Reply) {
+    /// The Lease read or write came back.
+    fn on_elector_reply(&mut self, env: &mut Env<'_>, reply: Reply) {
+        let now = env.engine.now;
+        let epoch = self.epoch;
+        let (candidacy, leading) = match &mut self.process {
+            Process::Candidate(c) => (c, false),
+            Process::Running { lease: Some(c), .. } => (c, true),
+            _ => return,
+        };
+        match candidacy.answer(now, &self.spec.name, leading, reply) {
+            Answer::Write(action) => {
+                self.send(env, Client::Elector { component: self.id, epoch }, Request::Write(action), None)
+            }
+            // A renewal by the leader changes nothing else.
+            Answer::Won(_) if leading => {}
+            Answer::Won(entry) => {
+                let Process::Candidate(candidacy) = std::mem::replace(&mut self.process, Process::Down) else {
+                    unreachable!("not leading, so a candidate")
+                };
+                let won = env.engine.record(
+                    env.engine.lanes.components[self.id],
+                    Event::Leadership {
+                        component: self.spec.name.clone(),
+                        lease: candidacy.config.lease.clone(),
+                        leading: true,
+                    },
+                    vec![entry],
+                );
+                self.start_controller(env, Some(candidacy), won);
+            }
+            Answer::Nothing => {}
+        }
+    }
+
+    // ---- requests and replies ----
+
+    fn send(&mut self, env: &mut Env<'_>, client: Client, request: Request, cause: Option<EntryId>) {
+        let server = self.server;
+        let at = env.engine.network.arrival(Endpoint::Component(self.id), Endpoint::Server(server), env.engine.now, 0);
+        env.engine.schedule(at, Scheduled::Request { server, client, request, cause });
+    }
+
+    /// Sends the list that (re)fills watch `w`.
+    fn send_list(&mut self, env: &mut Env<'_>, w: usize) {
+        let epoch = self.epoch;
+        let mode_override = self.spec.list_mode;
+        let Some(instance) = self.instance_mut() else { return };
+        let mode = mode_override.unwrap_or(instance.manifest.list_mode);
+        let request = instance.reflectors[w].list(mode);
+        self.send(env, Client::Reflector { component: self.id, epoch, watch: w }, request, None);
+    }
+
+    fn send_watch(&mut self, env: &mut Env<'_>, w: usize) {
+        let epoch = self.epoch;
+        let Some(r) = self.reflector(w) else { return };
+        let request = r.watch();
+        self.send(env, Client::Reflector { component: self.id, epoch, watch: w }, request, None);
+    }
+
+    /// A reflector's retry is due: it resumes its watch if it can, or lists.
+    pub fn on_retry(&mut self, env: &mut Env<'_>, epoch: u64, w: usize) {
+        if self.epoch != epoch {
+            return;
+        }
+        let Some(instance) = self.instance() else { return };
+        if instance.reflectors[w].can_resume() { self.send_watch(env, w) } else { self.send_list(env, w) }
+    }
+
+    /// An API server answered one of its clients.
+    pub fn on_reply(&mut self, env: &mut Env<'_>, server: usize, client: Client, reply: Reply) {
+        match client {
+            Client::Writer { epoch, .. } if epoch == self.epoch => {
+                if let Reply::Written { verb, key, outcome, entry } = reply {
+                    self.deliver(env, InputEvent::Result(ActionResult { verb, key, outcome }), Some(entry));
+                }
+            }
+            Client::Reflector { epoch, watch, .. } if epoch == self.epoch => {
+                self.on_reflector_reply(env, server, watch, reply)
+            }
+            Client::Elector { epoch, .. } if epoch == self.epoch => self.on_elector_reply(env, reply),
+            _ => {}
+        }
+    }
+
+    fn on_reflector_reply(&mut self, env: &mut Env<'_>, server: usize, w: usize, reply: Reply) {
         match reply {
             Reply::Read(served) => {
-                self.listed(c, w, served);
-                self.send_watch(c, w);
+                self.listed(env, w, served);
+                self.send_watch(env, w);
             }
             Reply::WatchOpened { watcher, initial, .. } => {
-                if let Some(r) = self.reflector(c, w) {
-                    r.watcher = Some((server, watcher));
+                if let Some(r) = self.reflector(w) {
+                    r.opened(server, watcher);
                 }
                 if let Some(served) = initial {
-                    self.listed(c, w, served);
+                    self.listed(env, w, served);
                 }
             }
             Reply::Events { watcher, events } => {
-                let current = self.reflector(c, w).and_then(|r| r.watcher);
-                if current != Some((server, watcher)) {
+                if !self.reflector(w).is_some_and(|r| r.watches(server, watcher)) {
                     return; // a watch this reflector has since abandoned
                 }
                 for (event, cause) in events {
-                    self.watch_event(c, server, w, event, cause);
+                    self.watch_event(env, server, w, event, cause);
                 }
             }
-            Reply::Failed(status) => self.reflector_failed(c, w, status),
+            Reply::Failed(status) => self.reflector_failed(env, w, status),
             Reply::Written { .. } => {}
         }
     }
 
-    fn reflector(&mut self, c: usize, w: usize) -> Option<&mut Reflector> {
-        self.components[c].instance.as_mut().map(|i| &mut i.reflectors[w])
-    }
-
     /// A list (or watch-list initial state) arrived: it replaces the view.
-    fn listed(&mut self, c: usize, w: usize, served: Served) {
-        self.components[c].failures = 0;
-        self.observe(c, served.revision, served.entry);
-        let Some(instance) = self.components[c].instance.as_mut() else { return };
-        let r = &mut instance.reflectors[w];
-        r.listed = true;
-        r.relist_unset = false;
-        r.last_rv = served.revision;
+    fn listed(&mut self, env: &mut Env<'_>, w: usize, served: Served) {
+        self.failures = 0;
+        self.observe(env, served.revision, served.entry);
+        let Some(instance) = self.instance_mut() else { return };
+        instance.reflectors[w].listed(served.revision);
         instance.view[w] = served.objects.iter().map(|o| (o.key(), o.clone())).collect();
         let event =
             InputEvent::Listed { watch: w, resource_version: served.revision.to_string(), objects: served.objects };
-        self.deliver(c, event, Some(served.entry));
+        self.deliver(env, event, Some(served.entry));
     }
 
-    fn watch_event(&mut self, c: usize, server: usize, w: usize, event: recon_abi::WatchEvent, cause: EntryId) {
+    fn watch_event(
+        &mut self,
+        env: &mut Env<'_>,
+        server: usize,
+        w: usize,
+        event: recon_abi::WatchEvent,
+        cause: EntryId,
+    ) {
         let revision = event.object.revision().unwrap_or(0);
-        let name = self.components[c].spec.name.clone();
-        let entry = self.engine.record(
-            self.engine.lanes.components[c],
+        let entry = env.engine.record(
+            env.engine.lanes.components[self.id],
             Event::WatchDelivered {
-                component: name.clone(),
-                api_server: self.servers[server].config.name.clone(),
+                component: self.spec.name.clone(),
+                api_server: env.servers[server].config.name.clone(),
                 watch: w,
                 event_type: event.event_type,
                 key: event.object.key(),
@@ -425,9 +505,9 @@ impl Sim {
             },
             vec![cause],
         );
-        self.observe(c, revision, entry);
-        let Some(instance) = self.components[c].instance.as_mut() else { return };
-        instance.reflectors[w].last_rv = revision;
+        self.observe(env, revision, entry);
+        let Some(instance) = self.instance_mut() else { return };
+        instance.reflectors[w].synced = Some(revision);
         let view = &mut instance.view[w];
         match event.event_type {
             EventType::Added | EventType::Modified => {
@@ -438,185 +518,188 @@ impl Sim {
             }
             EventType::Bookmark => {}
         }
-        self.deliver(c, InputEvent::Watch { watch: w, event }, Some(entry));
+        self.deliver(env, InputEvent::Watch { watch: w, event }, Some(entry));
     }
 
-    fn reflector_failed(&mut self, c: usize, w: usize, status: Status) {
-        let Some(r) = self.reflector(c, w) else { return };
-        r.watcher = None;
-        if status.reason == StatusReason::Gone {
-            r.relist_unset = true;
-        }
-        let comp = &mut self.components[c];
-        comp.failures += 1;
-        let failures = comp.failures;
-        if failures >= FAILOVER_AFTER && comp.servers.len() > 1 {
-            return self.fail_over(c);
+    fn reflector_failed(&mut self, env: &mut Env<'_>, w: usize, status: Status) {
+        let Some(r) = self.reflector(w) else { return };
+        r.failed(status.reason);
+        self.failures += 1;
+        let failures = self.failures;
+        if failures >= FAILOVER_AFTER && self.servers.len() > 1 {
+            return self.fail_over(env);
         }
         let backoff = (BACKOFF_INITIAL_MS << (failures - 1).min(8)).min(BACKOFF_MAX_MS);
-        let jitter = comp.rng.range_inclusive(0, backoff / 4);
-        let epoch = comp.epoch;
-        self.engine.schedule(self.engine.now + backoff + jitter, Scheduled::Retry { component: c, epoch, watch: w });
+        let jitter = self.rng.range_inclusive(0, backoff / 4);
+        let epoch = self.epoch;
+        env.engine
+            .schedule(env.engine.now + backoff + jitter, Scheduled::Retry { component: self.id, epoch, watch: w });
     }
 
     /// Switches to the next API server and restarts every reflector there.
-    fn fail_over(&mut self, c: usize) {
-        let comp = &mut self.components[c];
-        let pos = comp.servers.iter().position(|s| *s == comp.server).unwrap_or(0);
-        let next = comp.servers[(pos + 1) % comp.servers.len()];
-        let from = self.servers[comp.server].config.name.clone();
-        comp.server = next;
-        comp.failures = 0;
-        let name = comp.spec.name.clone();
-        let to = self.servers[next].config.name.clone();
-        self.engine.record(
-            self.engine.lanes.components[c],
-            Event::Failover { component: name.clone(), from, to },
+    fn fail_over(&mut self, env: &mut Env<'_>) {
+        let pos = self.servers.iter().position(|s| *s == self.server).unwrap_or(0);
+        let next = self.servers[(pos + 1) % self.servers.len()];
+        let from = env.servers[self.server].config.name.clone();
+        self.server = next;
+        self.failures = 0;
+        let to = env.servers[next].config.name.clone();
+        env.engine.record(
+            env.engine.lanes.components[self.id],
+            Event::Failover { component: self.spec.name.clone(), from, to },
             vec![],
         );
-        self.close_watches(c);
-        let epoch = self.components[c].epoch;
-        let n = self.components[c].instance.as_ref().map_or(0, |i| i.reflectors.len());
+        for server in env.servers.iter_mut() {
+            server.close_watches(self.id);
+        }
+        let epoch = self.epoch;
+        let n = self.instance().map_or(0, |i| i.reflectors.len());
         for watch in 0..n {
-            if let Some(r) = self.reflector(c, watch) {
-                r.watcher = None;
+            if let Some(r) = self.reflector(watch) {
+                r.disconnected();
             }
-            self.engine.schedule(self.engine.now, Scheduled::Retry { component: c, epoch, watch });
+            env.engine.schedule(env.engine.now, Scheduled::Retry { component: self.id, epoch, watch });
         }
     }
 
-    /// Tells the checks what a component has just observed (going
-    /// backwards is time travel).
-    fn observe(&mut self, c: usize, revision: u64, entry: EntryId) {
-        let comp = &self.components[c];
-        let api_server = &self.servers[comp.server].config.name;
-        let observation = Observation { component: c, name: &comp.spec.name, api_server, revision, entry };
-        self.checks.observed(&mut self.engine, &self.nodes, &observation);
+    /// Tells the checks what it has just observed (going backwards is time travel).
+    fn observe(&mut self, env: &mut Env<'_>, revision: u64, entry: EntryId) {
+        let api_server = &env.servers[self.server].config.name;
+        let observation = Observation { component: self.id, name: &self.spec.name, api_server, revision, entry };
+        env.checks.observed(env.engine, env.nodes, &observation);
     }
 
-    fn deliver(&mut self, c: usize, event: InputEvent, cause: Option<EntryId>) {
-        let Some(instance) = self.components[c].instance.as_mut() else { return };
+    // ---- calling the controller ----
+
+    fn deliver(&mut self, env: &mut Env<'_>, event: InputEvent, cause: Option<EntryId>) {
+        let Some(instance) = self.instance_mut() else { return };
         instance.inbox.push((event, cause));
-        self.wake_soon(c);
+        self.wake_soon(env);
     }
 
-    fn wake_soon(&mut self, c: usize) {
-        let comp = &mut self.components[c];
-        let epoch = comp.epoch;
-        let Some(instance) = comp.instance.as_mut() else { return };
+    fn wake_soon(&mut self, env: &mut Env<'_>) {
+        let (id, epoch) = (self.id, self.epoch);
+        let Some(instance) = self.instance_mut() else { return };
         if !instance.wake_pending {
             instance.wake_pending = true;
-            self.engine.schedule(self.engine.now, Scheduled::Wake { component: c, epoch });
+            env.engine.schedule(env.engine.now, Scheduled::Wake { component: id, epoch });
         }
     }
 
-    pub(crate) fn on_timer(&mut self, c: usize, epoch: u64, key: String) {
-        if self.components[c].epoch == epoch {
-            self.deliver(c, InputEvent::Timer { key }, None);
+    /// A timer the controller asked for is due.
+    pub fn on_timer(&mut self, env: &mut Env<'_>, epoch: u64, key: String) {
+        if self.epoch == epoch {
+            self.deliver(env, InputEvent::Timer { key }, None);
         }
     }
 
-    /// Calls the controller with everything in its inbox and applies what it returns.
-    pub(crate) fn wake(&mut self, c: usize, epoch: u64) {
-        let comp = &mut self.components[c];
-        if comp.epoch != epoch {
+    /// Calls the controller with everything in its inbox and carries out what it returns.
+    pub fn wake(&mut self, env: &mut Env<'_>, epoch: u64) {
+        if self.epoch != epoch {
             return;
         }
-        let node = comp.spec.node.clone();
-        let Some(instance) = comp.instance.as_mut() else { return };
+        let node = self.spec.node.clone();
+        let now = env.engine.now;
+        let Some(instance) = self.instance_mut() else { return };
         // The revision of what this instance has been shown (not the most it
         // ever saw: after a stale list the view is behind that).
-        let view_revision = instance.reflectors.iter().map(|r| r.last_rv).max().unwrap_or(0);
+        let view_revision = instance.reflectors.iter().map(Reflector::revision).max().unwrap_or(0);
         instance.wake_pending = false;
         let inbox = std::mem::take(&mut instance.inbox);
-        let node_agent = instance.manifest.node_agent;
-        let containers = match (&node, node_agent) {
-            (Some(n), true) => Some(self.containers_on(n)),
+        let containers = match (&node, instance.manifest.node_agent) {
+            (Some(n), true) => {
+                Some(env.nodes.iter().find(|x| x.name == *n).map(NodeRuntime::containers).unwrap_or_default())
+            }
             _ => None,
         };
         let causes: Vec<EntryId> = inbox.iter().filter_map(|(_, e)| *e).collect();
         let inputs: Vec<String> = inbox.iter().map(|(e, _)| describe_input(e)).collect();
-        let input = Input { time_ms: self.engine.now, events: inbox.into_iter().map(|(e, _)| e).collect(), containers };
-        let instance = self.components[c].instance.as_mut().expect("checked above");
+        let input = Input { time_ms: now, events: inbox.into_iter().map(|(e, _)| e).collect(), containers };
         let output = match instance.controller.handle(&input) {
             Ok(output) => output,
-            Err(crash) => return self.controller_crashed(c, crash.reason, causes),
+            Err(crash) => return self.crashed(env, crash.reason, causes),
         };
-        let name = self.components[c].spec.name.clone();
         let actions: Vec<String> = output.actions.iter().map(describe_action).collect();
-        self.engine.listed_items += (inputs.len() + actions.len()) as u64;
-        let entry = self.engine.record(
-            self.engine.lanes.components[c],
-            Event::Reconcile { component: name.clone(), view_revision, inputs, actions },
+        env.engine.listed_items += (inputs.len() + actions.len()) as u64;
+        let entry = env.engine.record(
+            env.engine.lanes.components[self.id],
+            Event::Reconcile { component: self.spec.name.clone(), view_revision, inputs, actions },
             causes,
         );
         for action in output.actions {
-            self.apply_action(c, action, entry);
+            self.carry_out(env, action, entry);
         }
     }
 
     /// Refuses an action the host itself must not carry out (containers
     /// touched by a controller that is not a node agent).
-    fn refuse(&mut self, c: usize, action: &Action, reason: String, entry: EntryId) {
-        let name = self.components[c].spec.name.clone();
+    fn refuse(&mut self, env: &mut Env<'_>, action: &Action, reason: String, entry: EntryId) {
         let status = Status::new(StatusReason::Forbidden, reason);
-        self.engine.record(
-            self.engine.lanes.components[c],
-            Event::ActionRefused { component: name.clone(), action: describe_action(action), status },
+        env.engine.record(
+            env.engine.lanes.components[self.id],
+            Event::ActionRefused { component: self.spec.name.clone(), action: describe_action(action), status },
             vec![entry],
         );
     }
 
-    /// Why component `c`'s current instance (`epoch`) may not make this
-    /// write, if it may not: the API server's RBAC, from the manifest.
-    pub(crate) fn forbidden(&self, c: usize, epoch: u64, action: &Action) -> Option<Status> {
-        let comp = &self.components[c];
-        let manifest = &comp.instance.as_ref().filter(|_| comp.epoch == epoch)?.manifest;
-        let (verb, key) = action.write_target()?;
-        (!manifest.allows(verb, &key.kind)).then(|| {
-            Status::new(
-                StatusReason::Forbidden,
-                format!("{} may not {verb} {}s: its manifest does not declare it", manifest.name, key.kind),
-            )
-        })
-    }
-
-    fn apply_action(&mut self, c: usize, action: Action, entry: EntryId) {
-        let epoch = self.components[c].epoch;
-        let Some(instance) = self.components[c].instance.as_ref() else { return };
-        let manifest = &instance.manifest;
+    fn carry_out(&mut self, env: &mut Env<'_>, action: Action, entry: EntryId) {
+        let epoch = self.epoch;
+        let Some(instance) = self.instance() else { return };
         match &action {
             Action::Create { .. } | Action::Update { .. } | Action::UpdateStatus { .. } | Action::Delete { .. } => {
                 // Permissions are checked by the API server, like RBAC: a
                 // refusal costs a round trip, so a controller that answers
                 // every refusal with another write still lets time pass.
-                self.send(c, Client::Writer { component: c, epoch }, Request::Write(action), Some(entry));
+                self.send(env, Client::Writer { component: self.id, epoch }, Request::Write(action), Some(entry));
             }
             Action::RequeueAfter { key, after_ms } => {
                 // At least 1ms: a controller requeueing itself "now" forever
                 // must not stop virtual time.
-                let at = self.engine.now + after_ms.max(&1);
-                self.engine.schedule(at, Scheduled::Timer { component: c, epoch, key: key.clone() });
+                let at = env.engine.now + after_ms.max(&1);
+                env.engine.schedule(at, Scheduled::Timer { component: self.id, epoch, key: key.clone() });
             }
             Action::StartContainer { pod } | Action::StopContainer { pod } => {
-                let node = self.components[c].spec.node.clone();
-                let Some(node) = node.filter(|_| manifest.node_agent) else {
-                    let reason = format!("{} is not a node agent: it may not start or stop containers", manifest.name);
-                    return self.refuse(c, &action, reason, entry);
+                let node = self.spec.node.as_deref().filter(|_| instance.manifest.node_agent);
+                let Some(n) = node.and_then(|name| env.nodes.iter().position(|x| x.name == name)) else {
+                    if node.is_some() {
+                        return; // a node the scenario does not have: nothing runs there
+                    }
+                    let reason =
+                        format!("{} is not a node agent: it may not start or stop containers", instance.manifest.name);
+                    return self.refuse(env, &action, reason, entry);
                 };
-                let start = matches!(action, Action::StartContainer { .. });
-                if start {
-                    let owner = instance.view.iter().find_map(|v| {
-                        v.get(&ObjectKey::new("Pod", &pod.namespace, &pod.name))
-                            .filter(|o| o.metadata.uid == pod.uid)
-                            .cloned()
+                if matches!(action, Action::StartContainer { .. }) {
+                    let object = instance.view.iter().find_map(|v| {
+                        v.get(&ObjectKey::new("Pod", &pod.namespace, &pod.name)).filter(|o| o.metadata.uid == pod.uid)
                     });
-                    self.start_container(&node, pod.clone(), owner, entry);
+                    start_container(env, n, pod, object.cloned(), entry);
                 } else {
-                    self.stop_container(&node, pod, entry);
+                    stop_container(env, n, pod, entry);
                 }
             }
         }
+    }
+}
+
+/// A node agent started a container: the node's runtime runs it, and the
+/// checks are told.
+fn start_container(env: &mut Env<'_>, n: usize, pod: &PodRef, object: Option<Object>, cause: EntryId) {
+    if env.nodes[n].runs(pod) {
+        return; // already running: starting again is a no-op, as in a real runtime
+    }
+    let started = Event::ContainerStarted { node: env.nodes[n].name.clone(), pod: pod.clone() };
+    let entry = env.engine.record(env.engine.lanes.nodes[n], started, vec![cause]);
+    env.nodes[n].running.insert(pod.clone(), Running { started_at: env.engine.now, entry });
+    let start = ContainerStart { node: n, pod, object: object.as_ref(), entry };
+    env.checks.container_started(env.engine, env.nodes, &start);
+}
+
+/// A node agent stopped a container.
+fn stop_container(env: &mut Env<'_>, n: usize, pod: &PodRef, cause: EntryId) {
+    if env.nodes[n].running.remove(pod).is_some() {
+        let stopped = Event::ContainerStopped { node: env.nodes[n].name.clone(), pod: pod.clone() };
+        env.engine.record(env.engine.lanes.nodes[n], stopped, vec![cause]);
+        env.checks.container_stopped(n, pod);
     }
 }
 
@@ -676,12 +759,5 @@ pub(crate) fn describe_action(a: &Action) -> String {
         Action::StopContainer { pod } => {
             format!("stop container {}/{} (uid {})", pod.namespace, pod.name, short_uid(&pod.uid))
         }
-    }
-}
-
-/// What a node agent is told runs on its node.
-impl Sim {
-    fn containers_on(&self, node: &str) -> Vec<Container> {
-        self.nodes.iter().find(|n| n.name == node).map(|n| n.containers()).unwrap_or_default()
     }
 }

@@ -20,19 +20,16 @@ use recon_abi::{Action, Object, ObjectKey, ObjectMeta, Outcome, StatusReason};
 use recon_scenario::LeaderElection;
 use serde_json::{Value, json};
 
-use crate::api::{GetRequest, Request};
-use crate::message::Scheduled;
-use crate::message::{Client, Reply};
-use crate::world::Sim;
-use recon_trace::{EntryId, Event};
+use crate::message::Reply;
+use recon_trace::EntryId;
 
 /// A candidate's election state; one per process lifetime (a restart
-/// begins a new candidacy).
+/// begins a new candidacy). Whether it leads is the process's state (see
+/// `component::Process`): a leading process runs its controller.
 #[derive(Clone, Debug)]
 pub(crate) struct Candidacy {
+    /// As the scenario configures it.
     pub config: LeaderElection,
-    /// Whether this process leads (its controller runs).
-    pub leading: bool,
     /// The Lease record last read (holder, resourceVersion), and when it
     /// was first seen that way.
     observed: Option<(String, String)>,
@@ -43,79 +40,70 @@ pub(crate) struct Candidacy {
     busy: bool,
 }
 
+/// What a tick asks of the process.
+pub(crate) enum Tick {
+    /// It has not renewed for `renewDeadline`: it stops leading (and exits).
+    StepDown {
+        /// The Lease.
+        lease: String,
+        /// The deadline it missed, in ms.
+        deadline: u64,
+    },
+    /// Read the Lease (and tick again after `retryPeriod`).
+    Read(ObjectKey),
+    /// A request is outstanding: only tick again.
+    Wait,
+}
+
+/// What an answer from the API server asks of the process.
+pub(crate) enum Answer {
+    /// Write the Lease.
+    Write(Action),
+    /// It wrote itself into the Lease: it leads from that write on.
+    Won(EntryId),
+    /// Nothing (someone else holds it, a lost race, an unreachable store).
+    Nothing,
+}
+
 impl Candidacy {
+    /// A fresh candidate.
     pub fn new(config: LeaderElection) -> Candidacy {
-        Candidacy { config, leading: false, observed: None, observed_at: 0, renewed_at: None, busy: false }
-    }
-}
-
-/// The Lease's holder, or "" if it has none.
-fn holder(lease: &Object) -> String {
-    lease.spec.get("holderIdentity").and_then(Value::as_str).unwrap_or_default().to_string()
-}
-
-/// Virtual time as a Kubernetes MicroTime (microsecond precision).
-fn micro_time(ms: u64) -> String {
-    let time = recon_abi::format_timestamp(ms);
-    format!("{}000Z", time.trim_end_matches('Z'))
-}
-
-impl Sim {
-    fn lease_key(&self, c: usize) -> Option<ObjectKey> {
-        let e = &self.components[c].candidacy.as_ref()?.config;
-        Some(ObjectKey::new("Lease", &e.namespace, &e.lease))
+        Candidacy { config, observed: None, observed_at: 0, renewed_at: None, busy: false }
     }
 
-    /// A candidate's periodic attempt: read the Lease from etcd, and give
-    /// up leading if renewals have failed for too long.
-    pub(crate) fn election_tick(&mut self, c: usize, epoch: u64) {
-        let comp = &mut self.components[c];
-        if comp.epoch != epoch {
-            return;
-        }
-        let Some(candidacy) = comp.candidacy.as_mut() else { return };
-        let retry = candidacy.config.retry_period.0;
-        let deadline = candidacy.config.renew_deadline.0;
-        if candidacy.leading && candidacy.renewed_at.is_some_and(|t| self.engine.now.saturating_sub(t) > deadline) {
-            let lease = candidacy.config.lease.clone();
-            let name = comp.spec.name.clone();
-            let entry = self.engine.record(
-                self.engine.lanes.components[c],
-                Event::Leadership { component: name.clone(), lease: lease.clone(), leading: false },
-                vec![],
-            );
-            let reason = format!("stopped leading: could not renew Lease {lease} for {deadline}ms");
-            return self.controller_crashed(c, reason, vec![entry]);
-        }
-        let busy = std::mem::replace(&mut candidacy.busy, true);
-        self.engine.schedule(self.engine.now + retry, Scheduled::ElectionTick { component: c, epoch });
-        if busy {
-            return;
-        }
-        let key = self.lease_key(c).expect("a candidacy has a Lease");
-        let request = Request::Get(GetRequest { key, resource_version: None });
-        self.send(c, Client::Elector { component: c, epoch }, request, None);
+    /// The Lease it competes for.
+    pub fn lease_key(&self) -> ObjectKey {
+        ObjectKey::new("Lease", &self.config.namespace, &self.config.lease)
     }
 
-    /// The Lease read or write came back.
-    pub(crate) fn on_elector_reply(&mut self, c: usize, reply: Reply) {
-        let now = self.engine.now;
-        let epoch = self.components[c].epoch;
-        let identity = self.components[c].spec.name.clone();
-        let key = self.lease_key(c).expect("a candidacy has a Lease");
-        let Some(candidacy) = self.components[c].candidacy.as_mut() else { return };
-        candidacy.busy = false;
-        let duration = candidacy.config.lease_duration.0;
+    /// The periodic attempt; `leading` is whether the process leads now.
+    pub fn tick(&mut self, now: u64, leading: bool) -> Tick {
+        let deadline = self.config.renew_deadline.0;
+        if leading && self.renewed_at.is_some_and(|t| now.saturating_sub(t) > deadline) {
+            return Tick::StepDown { lease: self.config.lease.clone(), deadline };
+        }
+        if std::mem::replace(&mut self.busy, true) {
+            return Tick::Wait;
+        }
+        Tick::Read(self.lease_key())
+    }
+
+    /// The Lease read or write came back. Expiry is judged by this
+    /// candidate's own clock: the record has not changed for
+    /// `leaseDuration` since it first saw it this way.
+    pub fn answer(&mut self, now: u64, identity: &str, leading: bool, reply: Reply) -> Answer {
+        self.busy = false;
+        let duration = self.config.lease_duration.0;
         let write = match reply {
             Reply::Read(served) => {
-                let Some(lease) = served.objects.into_iter().next() else { return };
+                let Some(lease) = served.objects.into_iter().next() else { return Answer::Nothing };
                 let record = (holder(&lease), lease.metadata.resource_version.clone());
-                if candidacy.observed.as_ref() != Some(&record) {
-                    candidacy.observed = Some(record.clone());
-                    candidacy.observed_at = now;
+                if self.observed.as_ref() != Some(&record) {
+                    self.observed = Some(record.clone());
+                    self.observed_at = now;
                 }
                 let (current, _) = record;
-                let expired = now.saturating_sub(candidacy.observed_at) >= duration;
+                let expired = now.saturating_sub(self.observed_at) >= duration;
                 if current == identity || current.is_empty() || expired {
                     let mut lease = lease;
                     let transitions = lease.spec.get("leaseTransitions").and_then(Value::as_u64).unwrap_or(0);
@@ -128,22 +116,19 @@ impl Sim {
                     lease.spec["renewTime"] = json!(micro_time(now));
                     Action::Update { object: lease }
                 } else {
-                    if candidacy.leading {
+                    if leading {
                         // Someone else holds it: this process was deposed.
-                        candidacy.renewed_at = Some(0);
+                        self.renewed_at = Some(0);
                     }
-                    return;
+                    return Answer::Nothing;
                 }
             }
             Reply::Failed(status) if status.reason == StatusReason::NotFound => {
+                let key = self.lease_key();
                 let mut lease = Object {
                     api_version: "coordination.k8s.io/v1".into(),
                     kind: "Lease".into(),
-                    metadata: ObjectMeta {
-                        name: key.name.clone(),
-                        namespace: key.namespace.clone(),
-                        ..Default::default()
-                    },
+                    metadata: ObjectMeta { name: key.name, namespace: key.namespace, ..Default::default() },
                     spec: json!({}),
                     status: Value::Null,
                 };
@@ -154,33 +139,28 @@ impl Sim {
                 lease.spec["leaseTransitions"] = json!(0);
                 Action::Create { object: lease }
             }
-            Reply::Written { outcome: Outcome::Ok(_), entry, .. } => return self.won_lease(c, entry),
+            Reply::Written { outcome: Outcome::Ok(_), entry, .. } => {
+                self.renewed_at = Some(now);
+                return Answer::Won(entry);
+            }
             // A lost race for the Lease, or an API server that cannot reach
             // etcd: try again at the next tick.
-            _ => return,
+            _ => return Answer::Nothing,
         };
-        candidacy.busy = true;
-        self.send(c, Client::Elector { component: c, epoch }, Request::Write(write), None);
+        self.busy = true;
+        Answer::Write(write)
     }
+}
 
-    /// This process wrote itself into the Lease: it leads, and its
-    /// controller starts if it was not running yet.
-    fn won_lease(&mut self, c: usize, entry: EntryId) {
-        let now = self.engine.now;
-        let Some(candidacy) = self.components[c].candidacy.as_mut() else { return };
-        candidacy.renewed_at = Some(now);
-        if std::mem::replace(&mut candidacy.leading, true) {
-            return;
-        }
-        let lease = candidacy.config.lease.clone();
-        let name = self.components[c].spec.name.clone();
-        let won = self.engine.record(
-            self.engine.lanes.components[c],
-            Event::Leadership { component: name.clone(), lease, leading: true },
-            vec![entry],
-        );
-        self.start_controller(c, won);
-    }
+/// The Lease's holder, or "" if it has none.
+fn holder(lease: &Object) -> String {
+    lease.spec.get("holderIdentity").and_then(Value::as_str).unwrap_or_default().to_string()
+}
+
+/// Virtual time as a Kubernetes MicroTime (microsecond precision).
+fn micro_time(ms: u64) -> String {
+    let time = recon_abi::format_timestamp(ms);
+    format!("{}000Z", time.trim_end_matches('Z'))
 }
 
 #[cfg(test)]

@@ -58,15 +58,15 @@ impl Sim {
                 let mut view = ComponentView {
                     component: comp.spec.name.clone(),
                     api_server,
-                    running: comp.instance.is_some(),
+                    running: comp.instance().is_some(),
                     held: 0,
                     differences: Differences::default(),
                 };
-                let Some(instance) = &comp.instance else { return view };
+                let Some(instance) = comp.instance() else { return view };
                 for (w, spec) in instance.manifest.watches.iter().enumerate() {
                     let Some(held) = instance.view.get(w) else { continue };
                     view.held += held.len();
-                    let Ok(filter) = crate::cache::Filter::new(&crate::component::selection(spec)) else { continue };
+                    let Ok(filter) = crate::cache::Filter::new(&crate::reflector::selection(spec)) else { continue };
                     let selected = store.iter().filter(|kv| filter.matches(&kv.value));
                     view.differences.extend(compare(selected, held.values(), |kv| held.get(&kv.value.key()), &by_key));
                 }

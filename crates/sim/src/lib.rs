@@ -35,9 +35,11 @@ mod lanes;
 mod message;
 pub mod network;
 mod node;
+mod reflector;
 pub mod rng;
 mod world;
 
+pub use component::Instantiate;
 pub use component::{
     BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, CRASH_BACKOFF_INITIAL_MS, CRASH_BACKOFF_MAX_MS, CRASH_BACKOFF_RESET_MS,
     FAILOVER_AFTER,
@@ -46,4 +48,4 @@ pub use error::SimError;
 pub use message::{Client, Reply, Served};
 /// The trace a run writes (its own crate, so readers need not carry the simulator).
 pub use recon_trace::{Entry, EntryId, Event, Trace};
-pub use world::{Instantiate, Sim};
+pub use world::Sim;

@@ -10,26 +10,21 @@
 
 use std::collections::BTreeMap;
 
-use recon_abi::{Object, ObjectKey, PodRef};
+use recon_abi::{Object, ObjectKey};
 use recon_scenario::{Scenario, Step, StepAction};
 
 use crate::api::Request;
 use crate::apiserver::{ApiServer, Committed};
-use crate::checks::{Checks, Commit, ContainerStart};
-use crate::component::ComponentState;
+use crate::checks::{Checks, Commit};
+use crate::component::{Component, Env, Instantiate};
 use crate::engine::Engine;
 use crate::error::SimError;
 use crate::lanes::Lanes;
 use crate::message::{Client, Reply, Scheduled, client_component};
 use crate::network::{Endpoint, Network};
-use crate::node::{NodeRuntime, Running};
+use crate::node::NodeRuntime;
 use crate::rng::Rng;
-use recon_trace::{EntryId, Event, Trace};
-
-/// Creates a fresh controller instance for a component (usually by its
-/// `controller` name; a host may also swap in a plugin for one component),
-/// or `None` if it cannot. Called at every (re)start of a component.
-pub type Instantiate = Box<dyn Fn(&recon_scenario::Component) -> Option<Box<dyn recon_abi::Instance>>>;
+use recon_trace::{Event, Trace};
 
 /// A running simulation.
 pub struct Sim {
@@ -37,7 +32,7 @@ pub struct Sim {
     /// Time, the queue, the store, the network and the trace.
     pub(crate) engine: Engine,
     pub(crate) servers: Vec<ApiServer>,
-    pub(crate) components: Vec<ComponentState>,
+    pub(crate) components: Vec<Component>,
     pub(crate) nodes: Vec<NodeRuntime>,
     pub(crate) instantiate: Instantiate,
     /// The scenario's checks, told of what happens.
@@ -93,9 +88,9 @@ impl Sim {
         };
         sim.bootstrap()?;
         for (i, c) in scenario.components.iter().enumerate() {
-            sim.components.push(ComponentState::new(c, &scenario.api_servers, Rng::derive(seed, &c.name)));
+            sim.components.push(Component::new(i, c, &scenario.api_servers, Rng::derive(seed, &c.name)));
             if c.start_at.0 == 0 {
-                sim.start_component(i, None, None);
+                sim.with_component(i, |c, env| c.start(env, None, None));
             } else {
                 sim.engine.schedule(c.start_at.0, Scheduled::FirstStart { component: i });
             }
@@ -259,7 +254,7 @@ impl Sim {
                 // The API server's RBAC: what the writer's manifest allows.
                 let forbidden = match (&client, &request) {
                     (Client::Writer { component, epoch }, Request::Write(action)) => {
-                        self.forbidden(*component, *epoch, action)
+                        self.components[*component].forbidden(*epoch, action)
                     }
                     _ => None,
                 };
@@ -276,16 +271,24 @@ impl Sim {
             }
             Scheduled::WaitDeadline { server, wait } => self.servers[server].on_wait_deadline(&mut self.engine, wait),
             Scheduled::Reply { server, client, reply } => self.on_reply(server, client, reply),
-            Scheduled::Wake { component, epoch } => self.wake(component, epoch),
-            Scheduled::Timer { component, epoch, key } => self.on_timer(component, epoch, key),
-            Scheduled::Retry { component, epoch, watch } => self.on_retry(component, epoch, watch),
-            Scheduled::Restart { component, epoch, cause } => self.on_restart(component, epoch, cause),
-            Scheduled::ElectionTick { component, epoch } => self.election_tick(component, epoch),
-            Scheduled::FirstStart { component } => {
-                if !self.process_up(component) {
-                    self.start_component(component, None, None);
-                }
+            Scheduled::Wake { component, epoch } => self.with_component(component, |c, env| c.wake(env, epoch)),
+            Scheduled::Timer { component, epoch, key } => {
+                self.with_component(component, |c, env| c.on_timer(env, epoch, key))
             }
+            Scheduled::Retry { component, epoch, watch } => {
+                self.with_component(component, |c, env| c.on_retry(env, epoch, watch))
+            }
+            Scheduled::Restart { component, epoch, cause } => {
+                self.with_component(component, |c, env| c.on_restart(env, epoch, cause))
+            }
+            Scheduled::ElectionTick { component, epoch } => {
+                self.with_component(component, |c, env| c.election_tick(env, epoch))
+            }
+            Scheduled::FirstStart { component } => self.with_component(component, |c, env| {
+                if !c.is_up() {
+                    c.start(env, None, None);
+                }
+            }),
         }
     }
 
@@ -325,21 +328,21 @@ impl Sim {
             }
             StepAction::Crash { component } => {
                 if let Some(c) = self.component_index(&component) {
-                    self.crash_component(c, "crashed (script)", entry);
+                    self.with_component(c, |c, env| c.kill(env, "crashed (script)", entry));
                 }
             }
             StepAction::Restart { component, api_server } => {
                 if let Some(c) = self.component_index(&component) {
-                    if self.components[c].instance.is_some() {
-                        self.crash_component(c, "restarting (script)", entry);
+                    if self.components[c].instance().is_some() {
+                        self.with_component(c, |c, env| c.kill(env, "restarting (script)", entry));
                     }
                     let server = api_server.as_deref().and_then(|s| self.server_index(s));
-                    self.start_component(c, server, entry);
+                    self.with_component(c, |c, env| c.start(env, server, Some(entry)));
                 }
             }
             StepAction::Disconnect { component } => {
                 if let Some(c) = self.component_index(&component) {
-                    self.disconnect_component(c);
+                    self.with_component(c, |c, env| c.disconnect(env));
                 }
             }
             StepAction::Compact { keep } => {
@@ -367,32 +370,6 @@ fn node_object(n: &recon_scenario::Node) -> Object {
 }
 
 impl Sim {
-    /// A node agent started a container: the node's runtime runs it, and
-    /// the checks are told.
-    pub(crate) fn start_container(&mut self, node: &str, pod: PodRef, object: Option<Object>, cause: EntryId) {
-        let Some(n) = self.nodes.iter().position(|x| x.name == node) else { return };
-        if self.nodes[n].runs(&pod) {
-            return; // already running: starting again is a no-op, as in a real runtime
-        }
-        let started = Event::ContainerStarted { node: node.to_string(), pod: pod.clone() };
-        let entry = self.engine.record(self.engine.lanes.nodes[n], started, vec![cause]);
-        self.nodes[n].running.insert(pod.clone(), Running { started_at: self.engine.now, entry });
-        let start = ContainerStart { node: n, pod: &pod, object: object.as_ref(), entry };
-        self.checks.container_started(&mut self.engine, &self.nodes, &start);
-    }
-
-    /// A node agent stopped a container.
-    pub(crate) fn stop_container(&mut self, node: &str, pod: &PodRef, cause: EntryId) {
-        let Some(n) = self.nodes.iter().position(|x| x.name == node) else { return };
-        if self.nodes[n].running.remove(pod).is_some() {
-            let stopped = Event::ContainerStopped { node: node.to_string(), pod: pod.clone() };
-            self.engine.record(self.engine.lanes.nodes[n], stopped, vec![cause]);
-            self.checks.container_stopped(n, pod);
-        }
-    }
-}
-
-impl Sim {
     /// A write was committed: the checks are told, every API server that
     /// can reach the store receives the event one hop (plus its configured
     /// lag) later, and the writer hears back.
@@ -410,11 +387,31 @@ impl Sim {
         }
         self.servers[server].reply(&mut self.engine, done.client, done.reply, done.delay);
     }
+}
 
-    /// Closes every watch and pending read of a component, on every server.
-    pub(crate) fn close_watches(&mut self, component: usize) {
-        for server in &mut self.servers {
-            server.close_watches(component);
+impl Sim {
+    /// Runs `f` on component `c` with everything else it may reach.
+    fn with_component(&mut self, c: usize, f: impl FnOnce(&mut Component, &mut Env<'_>)) {
+        let mut env = Env {
+            engine: &mut self.engine,
+            servers: &mut self.servers,
+            nodes: &mut self.nodes,
+            checks: &mut self.checks,
+            instantiate: &self.instantiate,
+        };
+        f(&mut self.components[c], &mut env);
+    }
+
+    /// An API server's answer reached its client.
+    fn on_reply(&mut self, server: usize, client: Client, reply: Reply) {
+        match client {
+            Client::Probe(id) => self.probes.entry(id).or_default().push(reply),
+            Client::Kubectl => {}
+            Client::Reflector { component, .. }
+            | Client::Writer { component, .. }
+            | Client::Elector { component, .. } => {
+                self.with_component(component, |c, env| c.on_reply(env, server, client, reply))
+            }
         }
     }
 }
