@@ -562,6 +562,17 @@ impl ApiServer {
         self.reply(engine, client, Reply::Written { verb, key, outcome: Outcome::Err(status), entry }, delay);
     }
 
+    /// The store committed `revision`: if this server can reach the store,
+    /// its cache receives the event one hop plus its configured lag later
+    /// (the watch-cache lag is applied here, and on healing below).
+    pub(crate) fn store_committed(&mut self, engine: &mut Engine, revision: u64) {
+        if self.reachable(engine.now) {
+            let lag = self.config.watch_cache.lag.0;
+            let at = engine.network.arrival(Endpoint::Store, Endpoint::Server(self.id), engine.now, lag);
+            engine.schedule(at, Scheduled::CacheFeed { server: self.id, revision });
+        }
+    }
+
     pub(crate) fn cache_feed(&mut self, engine: &mut Engine, revision: u64) {
         let Some(event) = engine.store.event(revision).cloned() else { return };
         self.cache_apply(engine, &event);

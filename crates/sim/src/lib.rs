@@ -1,20 +1,16 @@
 //! The Recon simulator: a deterministic Kubernetes control plane.
 //!
 //! Start with [`Sim`]: build it from a [`recon_scenario::Scenario`] and a
-//! function that instantiates controllers by name, call [`Sim::run`], and
-//! read the [`Trace`]. [`explain`] turns a violation into its causal chain
-//! in plain words.
+//! function that instantiates controllers by name ([`Instantiate`]), call
+//! [`Sim::run`], and read the [`Trace`] (the `recon-trace` crate explains
+//! it, draws it and exports it).
 //!
-//! What is simulated, one module each:
-//! - the store (etcd): the `recon-store` crate — revisions, an event log,
-//!   compaction, compare-and-swap;
-//! - API servers ([`api`] for the request types and the resourceVersion
-//!   semantics table, [`cache`] for the watch cache): reads served from the
-//!   cache or the store, KEP-2340 consistent reads, lag, partitions;
-//! - components: a controller instance per (re)start, with the host running
-//!   list+watch for it, relisting, backing off and failing over;
-//! - nodes: container runtimes, the ground truth the safety checks read;
-//! - the network ([`network`]): seeded latency, in-order links.
+//! Inside, an engine (the virtual clock, the queue, the store, the network,
+//! the trace) and actors that own their state: API servers with their watch
+//! caches, components (a controller process, its reflectors, its leader
+//! election), nodes' runtimes. Safety and liveness checks are observers.
+//! The crate's README draws the whole and says where each Kubernetes
+//! behaviour lives.
 //!
 //! Determinism: one seed; every random draw comes from [`rng::Rng`] streams
 //! derived from it; time is virtual; no hash-map iteration is observable.
@@ -45,7 +41,7 @@ pub use component::{
     FAILOVER_AFTER,
 };
 pub use error::SimError;
-pub use message::{Client, Reply, Served};
+pub use message::{Reply, Served};
 /// The trace a run writes (its own crate, so readers need not carry the simulator).
 pub use recon_trace::{Entry, EntryId, Event, Trace};
 pub use world::Sim;

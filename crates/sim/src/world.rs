@@ -1,12 +1,12 @@
-//! The simulator: its state, the event queue, and the main loop.
+//! The simulation: the engine, the actors, the checks, and the loop that
+//! hands each scheduled event to the actor it concerns.
 //!
-//! [`Sim`] owns everything: the store, the API servers, the components and
-//! their controllers, the nodes, the network, the trace. Time is virtual;
-//! [`Sim::step`] takes the earliest scheduled event and handles it, and
-//! nothing else ever runs. The handlers live beside their concern:
-//! `apiserver.rs` (requests, watch caches, watches), `component.rs`
-//! (controllers, reflectors, actions), `checks.rs` (nodes and safety
-//! checks).
+//! [`Sim::step`] takes the earliest event from the engine's queue and
+//! dispatches it: to an API server ([`crate::apiserver`]), to a component
+//! ([`crate::component`]), or to the script (user actions and faults,
+//! here). Nothing else ever runs; time is virtual. Between actors this
+//! module is the only glue: the RBAC verdict a write carries to its API
+//! server, and what follows a commit (the checks, every cache, the reply).
 
 use std::collections::BTreeMap;
 
@@ -370,20 +370,14 @@ fn node_object(n: &recon_scenario::Node) -> Object {
 }
 
 impl Sim {
-    /// A write was committed: the checks are told, every API server that
-    /// can reach the store receives the event one hop (plus its configured
-    /// lag) later, and the writer hears back.
+    /// A write was committed: the checks are told, every API server's
+    /// cache is fed, and the writer hears back.
     fn committed(&mut self, server: usize, done: Committed) {
         let writer = client_component(&done.client).map(|c| self.engine.component_name(c).to_string());
         let commit = Commit { event: &done.event, entry: done.entry, writer: writer.as_deref() };
         self.checks.committed(&mut self.engine, &self.nodes, &commit);
-        let now = self.engine.now;
-        for (s, api_server) in self.servers.iter().enumerate() {
-            if api_server.reachable(now) {
-                let lag = api_server.config.watch_cache.lag.0;
-                let at = self.engine.network.arrival(Endpoint::Store, Endpoint::Server(s), now, lag);
-                self.engine.schedule(at, Scheduled::CacheFeed { server: s, revision: done.event.revision });
-            }
+        for api_server in &mut self.servers {
+            api_server.store_committed(&mut self.engine, done.event.revision);
         }
         self.servers[server].reply(&mut self.engine, done.client, done.reply, done.delay);
     }

@@ -5,7 +5,7 @@
 //!
 //! - [`Trace`], [`Entry`], [`Event`]: what happened, where and why;
 //! - [`text`]: how times, uids, entries and script steps read;
-//! - [`explain`]: a violation's causal chain in plain words, and the other
+//! - [`explain`](mod@explain): a violation's causal chain in plain words, and the other
 //!   findings (crashes, unavailability);
 //! - [`inspect`]: the types of a snapshot of every view beside the store;
 //! - [`export`]: the trace in other tools' formats (Perfetto).
