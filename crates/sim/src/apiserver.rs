@@ -14,6 +14,7 @@ use crate::admission::{admit, status_of, too_large};
 use crate::api::{ReadPlan, Request, WatchStart, continue_token, plan_get, plan_list, plan_watch};
 use crate::cache::{Filter, WatchCache};
 use crate::engine::Engine;
+use crate::ids::{ComponentId, ServerId};
 use crate::message::{Client, ReadTarget, Reply, Scheduled, Served, StoreOp, StoreOpKind, client_component};
 use crate::network::Endpoint;
 use crate::rng::Rng;
@@ -73,8 +74,8 @@ pub(crate) struct Committed {
 /// One API server: its configuration, its watch cache, the watches open
 /// on it and the reads waiting for its cache.
 pub(crate) struct ApiServer {
-    /// Its index in the scenario.
-    id: usize,
+    /// Which one it is.
+    id: ServerId,
     /// As the scenario configures it.
     pub config: recon_scenario::ApiServer,
     /// The largest object a write may carry (`limits.maxObjectBytes`).
@@ -90,7 +91,7 @@ pub(crate) struct ApiServer {
 
 impl ApiServer {
     /// API server `id` of the scenario, with an empty cache.
-    pub fn new(id: usize, config: recon_scenario::ApiServer, max_object_bytes: u64, rng: Rng) -> ApiServer {
+    pub fn new(id: ServerId, config: recon_scenario::ApiServer, max_object_bytes: u64, rng: Rng) -> ApiServer {
         ApiServer {
             id,
             config,
@@ -141,7 +142,7 @@ impl ApiServer {
             let component = engine.component_name(c).to_string();
             let api_server = self.config.name.clone();
             engine.record(
-                engine.lanes.components[c],
+                engine.lanes.component(c),
                 Event::RequestFailed { component, api_server, request: request.to_string(), status: status.clone() },
                 vec![],
             );
@@ -321,8 +322,8 @@ impl ApiServer {
         };
         // kubectl's reads are drawn on the API server that answered them.
         let (lane, component) = match client_component(client) {
-            Some(c) => (engine.lanes.components[c], engine.component_name(c).to_string()),
-            None => (engine.lanes.servers[self.id], "kubectl".to_string()),
+            Some(c) => (engine.lanes.component(c), engine.component_name(c).to_string()),
+            None => (engine.lanes.server(self.id), "kubectl".to_string()),
         };
         let partitioned = !self.reachable(engine.now);
         engine.record(
@@ -408,7 +409,7 @@ impl ApiServer {
     }
 
     /// Closes every watch (and pending read) a component has open here.
-    pub(crate) fn close_watches(&mut self, component: usize) {
+    pub(crate) fn close_watches(&mut self, component: ComponentId) {
         self.watchers.retain(|_, w| client_component(&w.client) != Some(component));
         self.waits.retain(|_, w| client_component(&w.client) != Some(component));
     }
@@ -553,7 +554,7 @@ impl ApiServer {
     ) {
         let by = engine.client_name(&client);
         let via = self.config.name.clone();
-        let lane = client_component(&client).map_or(engine.lanes.script, |c| engine.lanes.components[c]);
+        let lane = client_component(&client).map_or(engine.lanes.script, |c| engine.lanes.component(c));
         let entry = engine.record(
             lane,
             Event::WriteFailed { verb, key: key.clone(), status: status.clone(), by, via },
@@ -591,7 +592,7 @@ impl ApiServer {
             _ => EventType::Modified,
         };
         let entry = engine.record(
-            engine.lanes.caches[self.id],
+            engine.lanes.cache(self.id),
             Event::CacheApply { api_server, revision: event.revision, key, event_type },
             cause.into_iter().collect(),
         );
@@ -615,7 +616,7 @@ impl ApiServer {
 
     pub(crate) fn partition_edge(&mut self, engine: &mut Engine, started: bool) {
         let api_server = self.config.name.clone();
-        engine.record(engine.lanes.servers[self.id], Event::Partition { api_server, started }, vec![]);
+        engine.record(engine.lanes.server(self.id), Event::Partition { api_server, started }, vec![]);
         if !started && self.reachable(engine.now) {
             let lag = self.config.watch_cache.lag.0;
             let at = engine.network.arrival(Endpoint::Store, Endpoint::Server(self.id), engine.now, lag);
@@ -641,7 +642,7 @@ impl ApiServer {
                 let api_server = self.config.name.clone();
                 let cause = engine.store_entries.get(&revision).copied();
                 let entry = engine.record(
-                    engine.lanes.caches[self.id],
+                    engine.lanes.cache(self.id),
                     Event::CacheRelist { api_server, revision },
                     cause.into_iter().collect(),
                 );

@@ -23,6 +23,7 @@ use crate::cache::Filter;
 use crate::checks::{Checks, ContainerStart, Observation};
 use crate::election::{Answer, Candidacy, Tick};
 use crate::engine::Engine;
+use crate::ids::{ComponentId, NodeId, ServerId};
 use crate::message::{Client, Reply, Scheduled, Served};
 use crate::network::Endpoint;
 use crate::node::{NodeRuntime, Running};
@@ -92,14 +93,14 @@ pub(crate) struct Instance {
 
 /// One component across its whole life (all its instances).
 pub(crate) struct Component {
-    /// Its index in the scenario.
-    id: usize,
+    /// Which one it is.
+    id: ComponentId,
     /// As the scenario declares it.
     pub spec: recon_scenario::Component,
     /// Its API servers in preference order (first, then failover).
-    servers: Vec<usize>,
+    servers: Vec<ServerId>,
     /// The API server it uses now.
-    pub server: usize,
+    pub server: ServerId,
     /// Incremented at every start and crash: messages to older instances are dropped.
     pub epoch: u64,
     /// Where its process is.
@@ -117,12 +118,12 @@ pub(crate) struct Component {
 impl Component {
     /// Component `id` of the scenario, not started.
     pub fn new(
-        id: usize,
+        id: ComponentId,
         spec: &recon_scenario::Component,
         servers: &[recon_scenario::ApiServer],
         rng: Rng,
     ) -> Component {
-        let index = |name: &str| servers.iter().position(|s| s.name == name).expect("validated scenario");
+        let index = |name: &str| ServerId(servers.iter().position(|s| s.name == name).expect("validated scenario"));
         let mut order = vec![index(&spec.api_server)];
         order.extend(spec.failover.iter().map(|n| index(n)));
         Component {
@@ -182,7 +183,7 @@ impl Component {
 
     /// Starts a fresh process (optionally on another API server); `cause`
     /// is what made it start, if anything.
-    pub fn start(&mut self, env: &mut Env<'_>, server: Option<usize>, cause: Option<EntryId>) {
+    pub fn start(&mut self, env: &mut Env<'_>, server: Option<ServerId>, cause: Option<EntryId>) {
         if let Some(s) = server {
             self.server = s;
             if !self.servers.contains(&s) {
@@ -194,9 +195,9 @@ impl Component {
         let restarts = self.starts;
         self.starts += 1;
         self.started_at = env.engine.now;
-        let api_server = env.servers[self.server].config.name.clone();
+        let api_server = env.servers[self.server.index()].config.name.clone();
         let started = env.engine.record(
-            env.engine.lanes.components[self.id],
+            env.engine.lanes.component(self.id),
             Event::ComponentStarted { component: self.spec.name.clone(), api_server, restarts },
             cause.into_iter().collect(),
         );
@@ -272,7 +273,7 @@ impl Component {
         self.go_down(env);
         let reason = format!("{reason}; restarting in {}ms (back-off)", delay);
         let entry = env.engine.record(
-            env.engine.lanes.components[self.id],
+            env.engine.lanes.component(self.id),
             Event::ComponentCrashed { component: self.spec.name.clone(), reason },
             causes,
         );
@@ -295,7 +296,7 @@ impl Component {
         }
         self.go_down(env);
         env.engine.record(
-            env.engine.lanes.components[self.id],
+            env.engine.lanes.component(self.id),
             Event::ComponentCrashed { component: self.spec.name.clone(), reason: reason.to_string() },
             vec![cause],
         );
@@ -344,7 +345,7 @@ impl Component {
         match candidacy.tick(now, leading) {
             Tick::StepDown { lease, deadline } => {
                 let entry = env.engine.record(
-                    env.engine.lanes.components[self.id],
+                    env.engine.lanes.component(self.id),
                     Event::Leadership { component: self.spec.name.clone(), lease: lease.clone(), leading: false },
                     vec![],
                 );
@@ -380,7 +381,7 @@ impl Component {
                     unreachable!("not leading, so a candidate")
                 };
                 let won = env.engine.record(
-                    env.engine.lanes.components[self.id],
+                    env.engine.lanes.component(self.id),
                     Event::Leadership {
                         component: self.spec.name.clone(),
                         lease: candidacy.config.lease.clone(),
@@ -429,7 +430,7 @@ impl Component {
     }
 
     /// An API server answered one of its clients.
-    pub fn on_reply(&mut self, env: &mut Env<'_>, server: usize, client: Client, reply: Reply) {
+    pub fn on_reply(&mut self, env: &mut Env<'_>, server: ServerId, client: Client, reply: Reply) {
         match client {
             Client::Writer { epoch, .. } if epoch == self.epoch => {
                 if let Reply::Written { verb, key, outcome, entry } = reply {
@@ -444,7 +445,7 @@ impl Component {
         }
     }
 
-    fn on_reflector_reply(&mut self, env: &mut Env<'_>, server: usize, w: usize, reply: Reply) {
+    fn on_reflector_reply(&mut self, env: &mut Env<'_>, server: ServerId, w: usize, reply: Reply) {
         match reply {
             Reply::Read(served) => {
                 self.listed(env, w, served);
@@ -486,17 +487,17 @@ impl Component {
     fn watch_event(
         &mut self,
         env: &mut Env<'_>,
-        server: usize,
+        server: ServerId,
         w: usize,
         event: recon_abi::WatchEvent,
         cause: EntryId,
     ) {
         let revision = event.object.revision().unwrap_or(0);
         let entry = env.engine.record(
-            env.engine.lanes.components[self.id],
+            env.engine.lanes.component(self.id),
             Event::WatchDelivered {
                 component: self.spec.name.clone(),
-                api_server: env.servers[server].config.name.clone(),
+                api_server: env.servers[server.index()].config.name.clone(),
                 watch: w,
                 event_type: event.event_type,
                 key: event.object.key(),
@@ -540,12 +541,12 @@ impl Component {
     fn fail_over(&mut self, env: &mut Env<'_>) {
         let pos = self.servers.iter().position(|s| *s == self.server).unwrap_or(0);
         let next = self.servers[(pos + 1) % self.servers.len()];
-        let from = env.servers[self.server].config.name.clone();
+        let from = env.servers[self.server.index()].config.name.clone();
         self.server = next;
         self.failures = 0;
-        let to = env.servers[next].config.name.clone();
+        let to = env.servers[next.index()].config.name.clone();
         env.engine.record(
-            env.engine.lanes.components[self.id],
+            env.engine.lanes.component(self.id),
             Event::Failover { component: self.spec.name.clone(), from, to },
             vec![],
         );
@@ -564,7 +565,7 @@ impl Component {
 
     /// Tells the checks what it has just observed (going backwards is time travel).
     fn observe(&mut self, env: &mut Env<'_>, revision: u64, entry: EntryId) {
-        let api_server = &env.servers[self.server].config.name;
+        let api_server = &env.servers[self.server.index()].config.name;
         let observation = Observation { component: self.id, name: &self.spec.name, api_server, revision, entry };
         env.checks.observed(env.engine, env.nodes, &observation);
     }
@@ -622,7 +623,7 @@ impl Component {
         let actions: Vec<String> = output.actions.iter().map(describe_action).collect();
         env.engine.listed_items += (inputs.len() + actions.len()) as u64;
         let entry = env.engine.record(
-            env.engine.lanes.components[self.id],
+            env.engine.lanes.component(self.id),
             Event::Reconcile { component: self.spec.name.clone(), view_revision, inputs, actions },
             causes,
         );
@@ -636,7 +637,7 @@ impl Component {
     fn refuse(&mut self, env: &mut Env<'_>, action: &Action, reason: String, entry: EntryId) {
         let status = Status::new(StatusReason::Forbidden, reason);
         env.engine.record(
-            env.engine.lanes.components[self.id],
+            env.engine.lanes.component(self.id),
             Event::ActionRefused { component: self.spec.name.clone(), action: describe_action(action), status },
             vec![entry],
         );
@@ -660,7 +661,7 @@ impl Component {
             }
             Action::StartContainer { pod } | Action::StopContainer { pod } => {
                 let node = self.spec.node.as_deref().filter(|_| instance.manifest.node_agent);
-                let Some(n) = node.and_then(|name| env.nodes.iter().position(|x| x.name == name)) else {
+                let Some(n) = node.and_then(|name| env.nodes.iter().position(|x| x.name == name)).map(NodeId) else {
                     if node.is_some() {
                         return; // a node the scenario does not have: nothing runs there
                     }
@@ -683,22 +684,22 @@ impl Component {
 
 /// A node agent started a container: the node's runtime runs it, and the
 /// checks are told.
-fn start_container(env: &mut Env<'_>, n: usize, pod: &PodRef, object: Option<Object>, cause: EntryId) {
-    if env.nodes[n].runs(pod) {
+fn start_container(env: &mut Env<'_>, n: NodeId, pod: &PodRef, object: Option<Object>, cause: EntryId) {
+    if env.nodes[n.index()].runs(pod) {
         return; // already running: starting again is a no-op, as in a real runtime
     }
-    let started = Event::ContainerStarted { node: env.nodes[n].name.clone(), pod: pod.clone() };
-    let entry = env.engine.record(env.engine.lanes.nodes[n], started, vec![cause]);
-    env.nodes[n].running.insert(pod.clone(), Running { started_at: env.engine.now, entry });
+    let started = Event::ContainerStarted { node: env.nodes[n.index()].name.clone(), pod: pod.clone() };
+    let entry = env.engine.record(env.engine.lanes.node(n), started, vec![cause]);
+    env.nodes[n.index()].running.insert(pod.clone(), Running { started_at: env.engine.now, entry });
     let start = ContainerStart { node: n, pod, object: object.as_ref(), entry };
     env.checks.container_started(env.engine, env.nodes, &start);
 }
 
 /// A node agent stopped a container.
-fn stop_container(env: &mut Env<'_>, n: usize, pod: &PodRef, cause: EntryId) {
-    if env.nodes[n].running.remove(pod).is_some() {
-        let stopped = Event::ContainerStopped { node: env.nodes[n].name.clone(), pod: pod.clone() };
-        env.engine.record(env.engine.lanes.nodes[n], stopped, vec![cause]);
+fn stop_container(env: &mut Env<'_>, n: NodeId, pod: &PodRef, cause: EntryId) {
+    if env.nodes[n.index()].running.remove(pod).is_some() {
+        let stopped = Event::ContainerStopped { node: env.nodes[n.index()].name.clone(), pod: pod.clone() };
+        env.engine.record(env.engine.lanes.node(n), stopped, vec![cause]);
         env.checks.container_stopped(n, pod);
     }
 }

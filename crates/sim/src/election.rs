@@ -56,6 +56,10 @@ pub(crate) enum Tick {
 }
 
 /// What an answer from the API server asks of the process.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "made and matched once per Lease reply; boxing would only add an allocation"
+)]
 pub(crate) enum Answer {
     /// Write the Lease.
     Write(Action),

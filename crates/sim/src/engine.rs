@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use recon_store::Store;
 use recon_trace::{EntryId, Event, LaneId, Trace};
 
+use crate::ids::ComponentId;
 use crate::lanes::Lanes;
 use crate::message::{Client, Scheduled, client_component};
 use crate::network::Network;
@@ -100,8 +101,8 @@ impl Engine {
     }
 
     /// A component's name, as the scenario spells it (its lane's name).
-    pub fn component_name(&self, component: usize) -> &str {
-        &self.trace.lane(self.lanes.components[component]).name
+    pub fn component_name(&self, component: ComponentId) -> &str {
+        &self.trace.lane(self.lanes.component(component)).name
     }
 
     /// Who a client is, in words: its component, or `kubectl`.

@@ -54,7 +54,7 @@ impl Sim {
             .components
             .iter()
             .map(|comp| {
-                let api_server = self.servers[comp.server].config.name.clone();
+                let api_server = self.servers[comp.server.index()].config.name.clone();
                 let mut view = ComponentView {
                     component: comp.spec.name.clone(),
                     api_server,

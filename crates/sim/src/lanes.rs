@@ -5,6 +5,8 @@
 use recon_scenario::Scenario;
 use recon_trace::{LaneId, LaneRole, Trace};
 
+use crate::ids::{ComponentId, NodeId, ServerId};
+
 /// The lane of each place, by the simulator's own indices.
 pub(crate) struct Lanes {
     /// The script: user actions and faults.
@@ -13,17 +15,33 @@ pub(crate) struct Lanes {
     pub store: LaneId,
     /// The safety and liveness checks.
     pub checks: LaneId,
-    /// Each API server, in scenario order.
-    pub servers: Vec<LaneId>,
-    /// Each API server's watch cache.
-    pub caches: Vec<LaneId>,
-    /// Each component, in scenario order.
-    pub components: Vec<LaneId>,
-    /// Each node, in scenario order.
-    pub nodes: Vec<LaneId>,
+    servers: Vec<LaneId>,
+    caches: Vec<LaneId>,
+    components: Vec<LaneId>,
+    nodes: Vec<LaneId>,
 }
 
 impl Lanes {
+    /// An API server's lane.
+    pub fn server(&self, id: ServerId) -> LaneId {
+        self.servers[id.index()]
+    }
+
+    /// An API server's watch cache's lane.
+    pub fn cache(&self, id: ServerId) -> LaneId {
+        self.caches[id.index()]
+    }
+
+    /// A component's lane.
+    pub fn component(&self, id: ComponentId) -> LaneId {
+        self.components[id.index()]
+    }
+
+    /// A node's lane.
+    pub fn node(&self, id: NodeId) -> LaneId {
+        self.nodes[id.index()]
+    }
+
     /// Adds the scenario's lanes to `trace`, in the order a reader shows
     /// them: the script, the store, each API server above its cache, the
     /// controllers, each node's agents above the node, the checks.

@@ -26,6 +26,7 @@ mod component;
 mod election;
 mod engine;
 mod error;
+pub mod ids;
 pub mod inspect;
 mod lanes;
 mod message;

@@ -8,25 +8,26 @@ use recon_trace::{EntryId, ReadPurpose, ServedFrom};
 
 use crate::api::Request;
 use crate::cache::Filter;
+use crate::ids::{ComponentId, ServerId};
 use crate::network::Endpoint;
 
 /// Something scheduled to happen at a virtual time, for the actor it names.
 pub(crate) enum Scheduled {
     Script(usize),
-    PartitionEdge { server: usize, started: bool },
-    CacheFeed { server: usize, revision: u64 },
-    CacheResync { server: usize },
-    Request { server: usize, client: Client, request: Request, cause: Option<EntryId> },
+    PartitionEdge { server: ServerId, started: bool },
+    CacheFeed { server: ServerId, revision: u64 },
+    CacheResync { server: ServerId },
+    Request { server: ServerId, client: Client, request: Request, cause: Option<EntryId> },
     StoreOp(StoreOp),
     StoreTimeout(StoreOp, String),
-    WaitDeadline { server: usize, wait: u64 },
-    Reply { server: usize, client: Client, reply: Reply },
-    Wake { component: usize, epoch: u64 },
-    Timer { component: usize, epoch: u64, key: String },
-    Retry { component: usize, epoch: u64, watch: usize },
-    Restart { component: usize, epoch: u64, cause: EntryId },
-    ElectionTick { component: usize, epoch: u64 },
-    FirstStart { component: usize },
+    WaitDeadline { server: ServerId, wait: u64 },
+    Reply { server: ServerId, client: Client, reply: Reply },
+    Wake { component: ComponentId, epoch: u64 },
+    Timer { component: ComponentId, epoch: u64, key: String },
+    Retry { component: ComponentId, epoch: u64, watch: usize },
+    Restart { component: ComponentId, epoch: u64, cause: EntryId },
+    ElectionTick { component: ComponentId, epoch: u64 },
+    FirstStart { component: ComponentId },
 }
 
 /// Who sent a request, so the reply finds its way back.
@@ -34,8 +35,8 @@ pub(crate) enum Scheduled {
 pub enum Client {
     /// A component's reflector for one of its watches.
     Reflector {
-        /// Component index.
-        component: usize,
+        /// The component.
+        component: ComponentId,
         /// Instance epoch: replies to a dead instance are dropped.
         epoch: u64,
         /// Index of the watch in the manifest.
@@ -43,15 +44,15 @@ pub enum Client {
     },
     /// A component's write.
     Writer {
-        /// Component index.
-        component: usize,
+        /// The component.
+        component: ComponentId,
         /// Instance epoch.
         epoch: u64,
     },
     /// A component's leader-election client, reading and writing its Lease.
     Elector {
-        /// Component index.
-        component: usize,
+        /// The component.
+        component: ComponentId,
         /// Process epoch.
         epoch: u64,
     },
@@ -156,7 +157,7 @@ impl ReadTarget {
 /// Work that reaches the store after a network hop.
 #[derive(Clone, Debug)]
 pub(crate) struct StoreOp {
-    pub server: usize,
+    pub server: ServerId,
     pub client: Client,
     pub kind: StoreOpKind,
     pub cause: Option<EntryId>,
@@ -179,7 +180,7 @@ pub(crate) enum StoreOpKind {
 }
 
 /// The component behind a client, if it is one.
-pub(crate) fn client_component(client: &Client) -> Option<usize> {
+pub(crate) fn client_component(client: &Client) -> Option<ComponentId> {
     match client {
         Client::Reflector { component, .. } | Client::Writer { component, .. } | Client::Elector { component, .. } => {
             Some(*component)

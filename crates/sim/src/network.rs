@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use recon_scenario::LatencyRange;
 
+use crate::ids::{ComponentId, ServerId};
 use crate::rng::Rng;
 
 /// One end of a link.
@@ -13,10 +14,10 @@ use crate::rng::Rng;
 pub enum Endpoint {
     /// The store (etcd).
     Store,
-    /// An API server, by index.
-    Server(usize),
-    /// A component, by index.
-    Component(usize),
+    /// An API server.
+    Server(ServerId),
+    /// A component.
+    Component(ComponentId),
     /// The user's kubectl.
     Kubectl,
 }
@@ -62,7 +63,7 @@ mod tests {
         let mut net = Network::new(range, Rng::new(9));
         let mut last = 0;
         for sent in 0..200 {
-            let at = net.arrival(Endpoint::Store, Endpoint::Server(0), sent, 0);
+            let at = net.arrival(Endpoint::Store, Endpoint::Server(ServerId(0)), sent, 0);
             assert!(at >= last && at > sent);
             last = at;
         }

@@ -12,6 +12,7 @@ use recon_abi::{StatusReason, WatchSpec};
 use recon_scenario::ListMode;
 
 use crate::api::{ListRequest, Request, Selection, WatchRequest};
+use crate::ids::ServerId;
 
 /// Where a reflector is in its cycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,7 +22,7 @@ pub(crate) enum Phase {
     /// Synced; its watch is requested (`None`) or open on (API server, watcher id).
     Watching {
         /// The open watch, once the API server has answered.
-        watcher: Option<(usize, u64)>,
+        watcher: Option<(ServerId, u64)>,
     },
     /// Its last request failed or its connection broke; a retry is scheduled.
     BackingOff,
@@ -108,12 +109,12 @@ impl Reflector {
     }
 
     /// The API server opened its watch.
-    pub fn opened(&mut self, server: usize, watcher: u64) {
+    pub fn opened(&mut self, server: ServerId, watcher: u64) {
         self.phase = Phase::Watching { watcher: Some((server, watcher)) };
     }
 
     /// Whether events from this watch are for it (not one it has abandoned).
-    pub fn watches(&self, server: usize, watcher: u64) -> bool {
+    pub fn watches(&self, server: ServerId, watcher: u64) -> bool {
         self.phase == Phase::Watching { watcher: Some((server, watcher)) }
     }
 

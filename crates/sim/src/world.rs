@@ -19,6 +19,7 @@ use crate::checks::{Checks, Commit};
 use crate::component::{Component, Env, Instantiate};
 use crate::engine::Engine;
 use crate::error::SimError;
+use crate::ids::{ComponentId, ServerId};
 use crate::lanes::Lanes;
 use crate::message::{Client, Reply, Scheduled, client_component};
 use crate::network::{Endpoint, Network};
@@ -73,7 +74,12 @@ impl Sim {
                 .iter()
                 .enumerate()
                 .map(|(i, cfg)| {
-                    ApiServer::new(i, cfg.clone(), scenario.limits.max_object_bytes, Rng::derive(seed, &cfg.name))
+                    ApiServer::new(
+                        ServerId(i),
+                        cfg.clone(),
+                        scenario.limits.max_object_bytes,
+                        Rng::derive(seed, &cfg.name),
+                    )
                 })
                 .collect(),
             components: Vec::new(),
@@ -88,11 +94,11 @@ impl Sim {
         };
         sim.bootstrap()?;
         for (i, c) in scenario.components.iter().enumerate() {
-            sim.components.push(Component::new(i, c, &scenario.api_servers, Rng::derive(seed, &c.name)));
+            sim.components.push(Component::new(ComponentId(i), c, &scenario.api_servers, Rng::derive(seed, &c.name)));
             if c.start_at.0 == 0 {
-                sim.with_component(i, |c, env| c.start(env, None, None));
+                sim.with_component(ComponentId(i), |c, env| c.start(env, None, None));
             } else {
-                sim.engine.schedule(c.start_at.0, Scheduled::FirstStart { component: i });
+                sim.engine.schedule(c.start_at.0, Scheduled::FirstStart { component: ComponentId(i) });
             }
         }
         for (i, step) in scenario.script.iter().enumerate() {
@@ -100,9 +106,9 @@ impl Sim {
         }
         for (s, cfg) in scenario.api_servers.iter().enumerate() {
             for w in &cfg.partitions {
-                sim.engine.schedule(w.from.0, Scheduled::PartitionEdge { server: s, started: true });
+                sim.engine.schedule(w.from.0, Scheduled::PartitionEdge { server: ServerId(s), started: true });
                 if let Some(until) = w.until {
-                    sim.engine.schedule(until.0, Scheduled::PartitionEdge { server: s, started: false });
+                    sim.engine.schedule(until.0, Scheduled::PartitionEdge { server: ServerId(s), started: false });
                 }
             }
         }
@@ -234,42 +240,46 @@ impl Sim {
         self.probes.get(&probe).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    pub(crate) fn server_index(&self, name: &str) -> Option<usize> {
-        self.servers.iter().position(|s| s.config.name == name)
+    pub(crate) fn server_index(&self, name: &str) -> Option<ServerId> {
+        self.servers.iter().position(|s| s.config.name == name).map(ServerId)
     }
 
-    pub(crate) fn component_index(&self, name: &str) -> Option<usize> {
-        self.components.iter().position(|c| c.spec.name == name)
+    pub(crate) fn component_index(&self, name: &str) -> Option<ComponentId> {
+        self.components.iter().position(|c| c.spec.name == name).map(ComponentId)
     }
 
     fn handle(&mut self, what: Scheduled) {
         match what {
             Scheduled::Script(i) => self.run_step(i),
             Scheduled::PartitionEdge { server, started } => {
-                self.servers[server].partition_edge(&mut self.engine, started)
+                self.servers[server.index()].partition_edge(&mut self.engine, started)
             }
-            Scheduled::CacheFeed { server, revision } => self.servers[server].cache_feed(&mut self.engine, revision),
-            Scheduled::CacheResync { server } => self.servers[server].cache_resync(&mut self.engine),
+            Scheduled::CacheFeed { server, revision } => {
+                self.servers[server.index()].cache_feed(&mut self.engine, revision)
+            }
+            Scheduled::CacheResync { server } => self.servers[server.index()].cache_resync(&mut self.engine),
             Scheduled::Request { server, client, request, cause } => {
                 // The API server's RBAC: what the writer's manifest allows.
                 let forbidden = match (&client, &request) {
                     (Client::Writer { component, epoch }, Request::Write(action)) => {
-                        self.components[*component].forbidden(*epoch, action)
+                        self.components[component.index()].forbidden(*epoch, action)
                     }
                     _ => None,
                 };
-                self.servers[server].on_request(&mut self.engine, client, request, cause, forbidden);
+                self.servers[server.index()].on_request(&mut self.engine, client, request, cause, forbidden);
             }
             Scheduled::StoreOp(op) => {
                 let server = op.server;
-                if let Some(committed) = self.servers[server].on_store_op(&mut self.engine, op) {
+                if let Some(committed) = self.servers[server.index()].on_store_op(&mut self.engine, op) {
                     self.committed(server, committed);
                 }
             }
             Scheduled::StoreTimeout(op, request) => {
-                self.servers[op.server].on_store_timeout(&mut self.engine, op, request)
+                self.servers[op.server.index()].on_store_timeout(&mut self.engine, op, request)
             }
-            Scheduled::WaitDeadline { server, wait } => self.servers[server].on_wait_deadline(&mut self.engine, wait),
+            Scheduled::WaitDeadline { server, wait } => {
+                self.servers[server.index()].on_wait_deadline(&mut self.engine, wait)
+            }
             Scheduled::Reply { server, client, reply } => self.on_reply(server, client, reply),
             Scheduled::Wake { component, epoch } => self.with_component(component, |c, env| c.wake(env, epoch)),
             Scheduled::Timer { component, epoch, key } => {
@@ -297,7 +307,7 @@ impl Sim {
         let description = recon_trace::text::describe_step(&action);
         let entry = self.engine.record(self.engine.lanes.script, Event::Script { description }, vec![]);
         let kubectl = |sim: &mut Sim, via: &Option<String>, request: Request| {
-            let server = via.as_deref().and_then(|v| sim.server_index(v)).unwrap_or(0);
+            let server = via.as_deref().and_then(|v| sim.server_index(v)).unwrap_or(ServerId(0));
             let at = sim.engine.network.arrival(Endpoint::Kubectl, Endpoint::Server(server), sim.engine.now, 0);
             sim.engine
                 .schedule(at, Scheduled::Request { server, client: Client::Kubectl, request, cause: Some(entry) });
@@ -333,7 +343,7 @@ impl Sim {
             }
             StepAction::Restart { component, api_server } => {
                 if let Some(c) = self.component_index(&component) {
-                    if self.components[c].instance().is_some() {
+                    if self.components[c.index()].instance().is_some() {
                         self.with_component(c, |c, env| c.kill(env, "restarting (script)", entry));
                     }
                     let server = api_server.as_deref().and_then(|s| self.server_index(s));
@@ -372,20 +382,20 @@ fn node_object(n: &recon_scenario::Node) -> Object {
 impl Sim {
     /// A write was committed: the checks are told, every API server's
     /// cache is fed, and the writer hears back.
-    fn committed(&mut self, server: usize, done: Committed) {
+    fn committed(&mut self, server: ServerId, done: Committed) {
         let writer = client_component(&done.client).map(|c| self.engine.component_name(c).to_string());
         let commit = Commit { event: &done.event, entry: done.entry, writer: writer.as_deref() };
         self.checks.committed(&mut self.engine, &self.nodes, &commit);
         for api_server in &mut self.servers {
             api_server.store_committed(&mut self.engine, done.event.revision);
         }
-        self.servers[server].reply(&mut self.engine, done.client, done.reply, done.delay);
+        self.servers[server.index()].reply(&mut self.engine, done.client, done.reply, done.delay);
     }
 }
 
 impl Sim {
     /// Runs `f` on component `c` with everything else it may reach.
-    fn with_component(&mut self, c: usize, f: impl FnOnce(&mut Component, &mut Env<'_>)) {
+    fn with_component(&mut self, c: ComponentId, f: impl FnOnce(&mut Component, &mut Env<'_>)) {
         let mut env = Env {
             engine: &mut self.engine,
             servers: &mut self.servers,
@@ -393,11 +403,11 @@ impl Sim {
             checks: &mut self.checks,
             instantiate: &self.instantiate,
         };
-        f(&mut self.components[c], &mut env);
+        f(&mut self.components[c.index()], &mut env);
     }
 
     /// An API server's answer reached its client.
-    fn on_reply(&mut self, server: usize, client: Client, reply: Reply) {
+    fn on_reply(&mut self, server: ServerId, client: Client, reply: Reply) {
         match client {
             Client::Probe(id) => self.probes.entry(id).or_default().push(reply),
             Client::Kubectl => {}

@@ -20,6 +20,7 @@ use recon_store::{Store, StoreEvent};
 use recon_trace::{EntryId, Event, Trace};
 
 use crate::engine::Engine;
+use crate::ids::{ComponentId, NodeId};
 use crate::node::NodeRuntime;
 
 /// What a check may read when it is told something: the truth at that moment.
@@ -45,8 +46,8 @@ pub(crate) struct Commit<'a> {
 
 /// A container started on a node.
 pub(crate) struct ContainerStart<'a> {
-    /// The node's index.
-    pub node: usize,
+    /// The node.
+    pub node: NodeId,
     /// The pod incarnation.
     pub pod: &'a PodRef,
     /// The pod as the agent that started it knew it, if it did.
@@ -57,8 +58,8 @@ pub(crate) struct ContainerStart<'a> {
 
 /// A component observed a revision (a list or a watch event).
 pub(crate) struct Observation<'a> {
-    /// The component's index.
-    pub component: usize,
+    /// The component.
+    pub component: ComponentId,
     /// Its name.
     pub name: &'a str,
     /// The API server it observed it from.
@@ -79,7 +80,7 @@ pub(crate) struct Finding {
     pub causes: Vec<EntryId>,
     /// The component whose lane it belongs on, when it is about one
     /// component's view; otherwise it goes on the checks' lane.
-    pub component: Option<usize>,
+    pub component: Option<ComponentId>,
 }
 
 /// One check. Every method has a default that finds nothing, so a check
@@ -94,7 +95,7 @@ pub(crate) trait Observer {
         Vec::new()
     }
     /// A node's runtime stopped a container.
-    fn container_stopped(&mut self, _node: usize, _pod: &PodRef) {}
+    fn container_stopped(&mut self, _node: NodeId, _pod: &PodRef) {}
     /// A component observed a revision.
     fn observed(&mut self, _truth: &Truth<'_>, _observation: &Observation<'_>) -> Vec<Finding> {
         Vec::new()
@@ -143,7 +144,7 @@ impl Checks {
     }
 
     /// Tells every check of a container stop.
-    pub fn container_stopped(&mut self, node: usize, pod: &PodRef) {
+    pub fn container_stopped(&mut self, node: NodeId, pod: &PodRef) {
         for o in &mut self.observers {
             o.container_stopped(node, pod);
         }
@@ -169,7 +170,7 @@ impl Checks {
             let truth = Truth { store: &engine.store, nodes, trace: &engine.trace };
             let findings = ask(observer.as_mut(), &truth);
             for Finding { check, message, causes, component } in findings {
-                let lane = component.map_or(engine.lanes.checks, |c| engine.lanes.components[c]);
+                let lane = component.map_or(engine.lanes.checks, |c| engine.lanes.component(c));
                 engine.record(lane, Event::Violation { check, message }, causes);
             }
         }

@@ -8,6 +8,8 @@ use recon_abi::{Object, PodRef};
 use recon_scenario::Check;
 use recon_trace::EntryId;
 
+use crate::ids::NodeId;
+
 use super::{ContainerStart, Finding, Observer, Truth};
 
 /// (namespace, StatefulSet name, ordinal).
@@ -16,7 +18,7 @@ type Ordinal = (String, String, u64);
 /// The ordinal of every running container that has one, by (node, pod).
 #[derive(Default)]
 pub(super) struct StatefulSetOrdinals {
-    running: BTreeMap<(usize, PodRef), (Ordinal, EntryId)>,
+    running: BTreeMap<(NodeId, PodRef), (Ordinal, EntryId)>,
 }
 
 /// StatefulSet name and ordinal of a pod: from the controlling owner
@@ -45,7 +47,10 @@ impl Observer for StatefulSetOrdinals {
                     check: Check::StatefulSetOrdinals,
                     message: format!(
                         "StatefulSet {ns}/{set} has two live pods for ordinal {i}: {} on {} and {} on {}",
-                        start.pod.uid, truth.nodes[start.node].name, other.uid, truth.nodes[*node].name
+                        start.pod.uid,
+                        truth.nodes[start.node.index()].name,
+                        other.uid,
+                        truth.nodes[node.index()].name
                     ),
                     causes: vec![start.entry, *other_entry],
                     component: None,
@@ -56,7 +61,7 @@ impl Observer for StatefulSetOrdinals {
         findings
     }
 
-    fn container_stopped(&mut self, node: usize, pod: &PodRef) {
+    fn container_stopped(&mut self, node: NodeId, pod: &PodRef) {
         self.running.remove(&(node, pod.clone()));
     }
 }

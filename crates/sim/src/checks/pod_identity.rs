@@ -12,12 +12,12 @@ pub(super) struct PodIdentity;
 impl Observer for PodIdentity {
     fn container_started(&mut self, truth: &Truth<'_>, start: &ContainerStart<'_>) -> Vec<Finding> {
         let pod = start.pod;
-        let here = &truth.nodes[start.node].name;
+        let here = &truth.nodes[start.node.index()].name;
         truth
             .nodes
             .iter()
             .enumerate()
-            .filter(|(i, _)| *i != start.node)
+            .filter(|(i, _)| *i != start.node.index())
             .flat_map(|(_, node)| {
                 node.running
                     .iter()

@@ -8,13 +8,15 @@ use std::collections::BTreeMap;
 use recon_scenario::Check;
 use recon_trace::EntryId;
 
+use crate::ids::ComponentId;
+
 use super::{Finding, Observation, Observer, Truth};
 
 /// The highest revision each component has observed in its life (across
 /// restarts: its memory is gone, but what it did on it is not).
 #[derive(Default)]
 pub(super) struct TimeTravel {
-    seen: BTreeMap<usize, Seen>,
+    seen: BTreeMap<ComponentId, Seen>,
 }
 
 #[derive(Default)]
