@@ -293,6 +293,9 @@ pub enum StatusReason {
     ServiceUnavailable,
     /// 504: the request did not complete in time (e.g. waiting for a cache).
     Timeout,
+    /// 422: the object is not valid as written (e.g. a finalizer added to
+    /// an object that is being deleted).
+    Invalid,
 }
 
 impl Status {
@@ -306,6 +309,7 @@ impl Status {
             StatusReason::Gone => 410,
             StatusReason::ServiceUnavailable => 503,
             StatusReason::Timeout => 504,
+            StatusReason::Invalid => 422,
         };
         Status { code, reason, message: message.into() }
     }

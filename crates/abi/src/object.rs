@@ -66,6 +66,10 @@ pub struct ObjectMeta {
     /// Objects this one belongs to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub owner_references: Vec<OwnerReference>,
+    /// What must happen before the object may be removed: while any is
+    /// left, a deletion only marks it (`deletionTimestamp`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub finalizers: Vec<String>,
 }
 
 fn is_zero(n: &i64) -> bool {

@@ -102,9 +102,28 @@ pub(crate) fn too_large(limit: u64, action: &Action) -> Option<Status> {
     })
 }
 
+/// What admission made of a write the API server accepted.
+pub(crate) enum Admitted {
+    /// The store committed it.
+    Written(StoreEvent),
+    /// There was nothing to change, and the API server answers with the
+    /// object as it is: a delete of what is already being deleted, with no
+    /// shorter grace period.
+    Unchanged(Object),
+}
+
 /// The API server's side of a write: defaults, preconditions, graceful
-/// deletion, generation; then the store's compare-and-swap.
-pub(crate) fn admit(store: &mut Store, rng: &mut Rng, now: u64, action: Action) -> Result<StoreEvent, Status> {
+/// deletion and finalizers, generation; then the store's compare-and-swap.
+pub(crate) fn admit(store: &mut Store, rng: &mut Rng, now: u64, action: Action) -> Result<Admitted, Status> {
+    match action {
+        Action::Delete { key, uid, resource_version, grace_period_seconds } => {
+            delete(store, now, key, uid, resource_version, grace_period_seconds)
+        }
+        write => write_object(store, rng, now, write).map(Admitted::Written),
+    }
+}
+
+fn write_object(store: &mut Store, rng: &mut Rng, now: u64, action: Action) -> Result<StoreEvent, Status> {
     match action {
         Action::Create { object } => {
             let object = prepare_create(object, rng);
@@ -154,6 +173,7 @@ pub(crate) fn admit(store: &mut Store, rng: &mut Rng, now: u64, action: Action) 
         Action::Update { object } => {
             let current = current(store, &object.key())?;
             check_uid(&object.metadata, &current)?;
+            no_new_finalizers_while_deleting(&current, &object)?;
             let precondition = object.revision();
             let mut next = object;
             // Update cannot change status, identity or deletion state.
@@ -162,6 +182,11 @@ pub(crate) fn admit(store: &mut Store, rng: &mut Rng, now: u64, action: Action) 
             next.metadata.deletion_timestamp = current.metadata.deletion_timestamp.clone();
             next.metadata.deletion_grace_period_seconds = current.metadata.deletion_grace_period_seconds;
             next.metadata.generation = current.metadata.generation + i64::from(next.spec != current.spec);
+            if deletion_complete(&next) {
+                // The last finalizer is gone from an object marked for
+                // deletion with no grace left: this update deletes it.
+                return store.delete(&next.key(), precondition, now).map_err(status_of);
+            }
             store.update(next, precondition, now).map_err(status_of)
         }
         Action::UpdateStatus { object } => {
@@ -172,41 +197,91 @@ pub(crate) fn admit(store: &mut Store, rng: &mut Rng, now: u64, action: Action) 
             next.status = object.status;
             store.update(next, precondition, now).map_err(status_of)
         }
-        Action::Delete { key, uid, resource_version, grace_period_seconds } => {
-            let current = current(store, &key)?;
-            if let Some(uid) = uid.filter(|u| *u != current.metadata.uid) {
-                return Err(Status::new(
-                    StatusReason::Conflict,
-                    format!(
-                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                        current.metadata.uid
-                    ),
-                ));
-            }
-            let precondition =
-                match resource_version {
-                    Some(rv) => Some(rv.parse::<u64>().map_err(|_| {
-                        Status::new(StatusReason::BadRequest, format!("invalid resourceVersion {rv:?}"))
-                    })?),
-                    None => None,
-                };
-            let bound = current.kind == "Pod" && current.field("spec.nodeName").is_some_and(|n| !n.is_empty());
-            let grace = grace_period_seconds.unwrap_or(if bound { 30 } else { 0 });
-            if grace > 0 && bound {
-                // Graceful: the kubelet finishes the deletion.
-                if current.is_terminating() {
-                    return store.update(current.clone(), precondition.or(current.revision()), now).map_err(status_of);
-                }
-                let mut next = current.clone();
-                next.metadata.deletion_timestamp = Some(recon_abi::format_timestamp(now + grace as u64 * 1000));
-                next.metadata.deletion_grace_period_seconds = Some(grace);
-                let rev = precondition.or(current.revision());
-                return store.update(next, rev, now).map_err(status_of);
-            }
-            store.delete(&key, precondition, now).map_err(status_of)
-        }
         other => Err(Status::new(StatusReason::BadRequest, format!("not a write: {other:?}"))),
     }
+}
+
+/// A delete, as the API server does it: preconditions (uid,
+/// resourceVersion); a bound pod's graceful deletion (marked with a
+/// deletionTimestamp, finished by its kubelet); an object with finalizers
+/// only marked, removed when the last finalizer goes; an object already
+/// being deleted left as it is unless the grace period gets shorter.
+fn delete(
+    store: &mut Store,
+    now: u64,
+    key: ObjectKey,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    grace_period_seconds: Option<i64>,
+) -> Result<Admitted, Status> {
+    let current = current(store, &key)?;
+    if let Some(uid) = uid.filter(|u| *u != current.metadata.uid) {
+        return Err(Status::new(
+            StatusReason::Conflict,
+            format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", current.metadata.uid),
+        ));
+    }
+    let precondition = match resource_version {
+        Some(rv) => Some(
+            rv.parse::<u64>()
+                .map_err(|_| Status::new(StatusReason::BadRequest, format!("invalid resourceVersion {rv:?}")))?,
+        ),
+        None => None,
+    };
+    // Only a pod on a node is deleted gracefully; its kubelet finishes it.
+    let bound = current.kind == "Pod" && current.field("spec.nodeName").is_some_and(|n| !n.is_empty());
+    let grace = if bound { grace_period_seconds.unwrap_or(30).max(0) } else { 0 };
+    let finalizers = !current.metadata.finalizers.is_empty();
+    let mark = |mut object: Object, grace: i64| {
+        object.metadata.deletion_timestamp = Some(recon_abi::format_timestamp(now + grace as u64 * 1000));
+        object.metadata.deletion_grace_period_seconds = Some(grace);
+        object
+    };
+    let revision = precondition.or(current.revision());
+    if current.is_terminating() {
+        let pending = current.metadata.deletion_grace_period_seconds.unwrap_or(0);
+        if grace >= pending {
+            if let Some(expected) = precondition.filter(|p| Some(*p) != current.revision()) {
+                let actual = current.revision().unwrap_or(0);
+                return Err(status_of(StoreError::Conflict { key: recon_store::key_for(&key), expected, actual }));
+            }
+            return Ok(Admitted::Unchanged(current));
+        }
+        // A shorter grace period replaces the pending one.
+        if grace == 0 && !finalizers {
+            return store.delete(&key, precondition, now).map(Admitted::Written).map_err(status_of);
+        }
+        return store.update(mark(current, grace), revision, now).map(Admitted::Written).map_err(status_of);
+    }
+    if grace > 0 || finalizers {
+        return store.update(mark(current, grace), revision, now).map(Admitted::Written).map_err(status_of);
+    }
+    store.delete(&key, precondition, now).map(Admitted::Written).map_err(status_of)
+}
+
+/// An object being deleted may lose finalizers but not gain them.
+fn no_new_finalizers_while_deleting(current: &Object, next: &Object) -> Result<(), Status> {
+    if !current.is_terminating() {
+        return Ok(());
+    }
+    match next.metadata.finalizers.iter().find(|f| !current.metadata.finalizers.contains(f)) {
+        Some(added) => Err(Status::new(
+            StatusReason::Invalid,
+            format!(
+                "{} is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers [\"{added}\"]",
+                current.key()
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether an update leaves an object marked for deletion with no
+/// finalizers and no grace period left: then it is removed.
+fn deletion_complete(object: &Object) -> bool {
+    object.is_terminating()
+        && object.metadata.finalizers.is_empty()
+        && object.metadata.deletion_grace_period_seconds == Some(0)
 }
 
 fn current(store: &Store, key: &ObjectKey) -> Result<Object, Status> {

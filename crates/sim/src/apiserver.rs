@@ -10,7 +10,7 @@ use recon_abi::{Action, EventType, Object, ObjectKey, Outcome, Status, StatusRea
 use recon_store::StoreError;
 use recon_trace::{EntryId, Event, ObjectVersion, ServedFrom};
 
-use crate::admission::{admit, status_of, too_large};
+use crate::admission::{Admitted, admit, status_of, too_large};
 use crate::api::{ReadPlan, Request, WatchStart, continue_token, plan_get, plan_list, plan_watch};
 use crate::cache::{Filter, WatchCache};
 use crate::engine::Engine;
@@ -507,7 +507,22 @@ impl ApiServer {
         let (verb, key) = action.write_target().expect("only writes reach the store");
         let result = admit(&mut engine.store, &mut self.rng, engine.now, action);
         match result {
-            Ok(event) => {
+            Ok(Admitted::Unchanged(object)) => {
+                let lane = client_component(&client).map_or(engine.lanes.script, |c| engine.lanes.component(c));
+                let unchanged = Event::WriteUnchanged {
+                    verb,
+                    key: object.key(),
+                    uid: object.metadata.uid.clone(),
+                    revision: object.revision().unwrap_or(0),
+                    by: engine.client_name(&client),
+                    via: self.config.name.clone(),
+                };
+                let entry = engine.record(lane, unchanged, cause.into_iter().collect());
+                let reply = Reply::Written { verb, key: object.key(), outcome: Outcome::Ok(Some(object)), entry };
+                self.reply(engine, client, reply, back);
+                None
+            }
+            Ok(Admitted::Written(event)) => {
                 let by = engine.client_name(&client);
                 let via = self.config.name.clone();
                 let removed = event.kind == recon_store::EventKind::Delete;

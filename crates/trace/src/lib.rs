@@ -156,6 +156,24 @@ pub enum Event {
         /// Through which API server (empty if refused before sending).
         via: String,
     },
+    /// A write the API server accepted that changed nothing (a delete of an
+    /// object already being deleted, with no shorter grace period): it
+    /// answered with the object as it is, and the store did not move.
+    #[serde(rename_all = "camelCase")]
+    WriteUnchanged {
+        /// The verb.
+        verb: Verb,
+        /// Which object.
+        key: ObjectKey,
+        /// The object's uid.
+        uid: String,
+        /// The revision it is at.
+        revision: u64,
+        /// Who asked.
+        by: String,
+        /// Through which API server.
+        via: String,
+    },
     /// The run stopped before its end: it reached a limit.
     #[serde(rename_all = "camelCase")]
     Halted {

@@ -34,6 +34,10 @@ pub fn describe(e: &Entry) -> String {
             format!("{by}{via}: {what} {key} (uid {}) at revision {revision}", short_uid(uid))
         }
         Event::WriteFailed { verb, key, status, by, .. } => format!("{by}: {verb} {key} failed: {}", status.message),
+        Event::WriteUnchanged { verb, key, uid, revision, by, via } => format!(
+            "{by} via {via}: {verb} {key} (uid {}) changed nothing: it is already so at revision {revision}",
+            short_uid(uid)
+        ),
         Event::Compaction { revision } => format!("store compacted up to revision {revision}"),
         Event::Halted { reason } => reason.clone(),
         Event::CacheApply { api_server, revision, key, event_type } => {

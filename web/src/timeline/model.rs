@@ -73,7 +73,7 @@ impl MarkKind {
             Event::Violation { check: Check::TimeTravel, .. } => MarkKind::TimeTravel,
             Event::Violation { .. } => MarkKind::Violation,
             Event::ComponentCrashed { .. } => MarkKind::Crash,
-            Event::StoreWrite { .. } => MarkKind::Write,
+            Event::StoreWrite { .. } | Event::WriteUnchanged { .. } => MarkKind::Write,
             event if event.is_stale_read() => MarkKind::StaleRead,
             Event::ListServed { .. } => MarkKind::Read,
             Event::WriteFailed { .. } | Event::RequestFailed { .. } | Event::ActionRefused { .. } => MarkKind::Failure,
