@@ -103,6 +103,7 @@ pub(crate) fn too_large(limit: u64, action: &Action) -> Option<Status> {
 }
 
 /// What admission made of a write the API server accepted.
+#[allow(clippy::large_enum_variant, reason = "made and matched once per write; boxing would only add an allocation")]
 pub(crate) enum Admitted {
     /// The store committed it.
     Written(StoreEvent),

@@ -69,6 +69,10 @@ pub struct WatchRequest {
 }
 
 /// Anything a client can ask an API server.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a request travels once through the queue; boxing would only add an allocation"
+)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Request {
     /// List objects.
