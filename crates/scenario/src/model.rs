@@ -231,8 +231,9 @@ pub struct ApiServer {
     /// Time windows during which this API server cannot reach the store.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partitions: Vec<Window>,
-    /// How long a request waits for the store or for the cache before it
-    /// fails with a timeout. Default 1s.
+    /// How long a request waits for an unreachable store before it fails
+    /// (503). Default 1s. The wait for the watch cache to catch up is
+    /// `watchCache.waitTimeout`.
     #[serde(default = "default_request_timeout")]
     pub request_timeout: Millis,
 }
@@ -252,11 +253,21 @@ pub struct WatchCache {
     /// Extra delay before a store event reaches this cache. Default 0.
     #[serde(default)]
     pub lag: Millis,
+    /// How long a read waits for this cache to reach the revision it needs
+    /// (a `NotOlderThan` list, a KEP-2340 consistent read) before it fails
+    /// with 504 or, for a consistent read, falls back to the store. Default
+    /// 3s, the Kubernetes watch cache's block timeout.
+    #[serde(default = "default_wait_timeout")]
+    pub wait_timeout: Millis,
+}
+
+fn default_wait_timeout() -> Millis {
+    Millis(3_000)
 }
 
 impl Default for WatchCache {
     fn default() -> Self {
-        WatchCache { enabled: true, lag: Millis(0) }
+        WatchCache { enabled: true, lag: Millis(0), wait_timeout: default_wait_timeout() }
     }
 }
 

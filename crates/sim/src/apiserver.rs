@@ -266,7 +266,7 @@ impl ApiServer {
     ) {
         let s = &mut *self;
         let id = s.next_id();
-        let deadline = engine.now + s.config.request_timeout.0;
+        let deadline = engine.now + s.config.watch_cache.wait_timeout.0;
         s.waits.insert(id, Wait { client, target, min_revision, fallback_to_store });
         engine.schedule(deadline, Scheduled::WaitDeadline { server: self.id, wait: id });
     }

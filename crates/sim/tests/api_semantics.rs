@@ -105,10 +105,25 @@ fn quorum_read_through_a_partitioned_server_fails_after_the_timeout() {
     assert_eq!(failed(&sim.responses(id)[0]), StatusReason::ServiceUnavailable);
 }
 
+// The watch cache blocks a read that needs a newer revision for up to its
+// block timeout (3 s by default), separately from the request timeout that
+// bounds a wait for etcd; then it answers 504 Timeout ("Too large resource
+// version").
 #[test]
 fn not_older_than_waits_for_a_partitioned_cache_and_times_out() {
     let mut sim = cluster(PARTITIONED_AT_150MS);
-    let replies = ask(&mut sim, 1_000, "apiserver-2", list(Some("3"), None, None), 3_000);
+    sim.run_until(1_000);
+    let id = sim.request("apiserver-2", list(Some("3"), None, None)).unwrap();
+    sim.run_until(3_900);
+    assert!(sim.responses(id).is_empty(), "still waiting: the cache's 3s, not the 1s request timeout");
+    sim.run_until(4_100);
+    assert_eq!(failed(&sim.responses(id)[0]), StatusReason::Timeout);
+}
+
+#[test]
+fn the_cache_wait_is_its_own_setting() {
+    let mut sim = cluster(&format!("{PARTITIONED_AT_150MS}\n    watchCache: {{ waitTimeout: 500ms }}"));
+    let replies = ask(&mut sim, 1_000, "apiserver-2", list(Some("3"), None, None), 1_600);
     assert_eq!(failed(&replies[0]), StatusReason::Timeout);
 }
 
@@ -237,11 +252,17 @@ fn kep_2340_waits_for_the_cache_to_reach_the_store_revision() {
     assert_eq!(served(&sim.responses(id)[0]), (ServedFrom::Cache, 3));
 }
 
+// KEP-2340: a consistent read whose cache does not catch up within the
+// cache's wait falls back to reading etcd.
 #[test]
 fn kep_2340_falls_back_to_the_store_when_the_cache_is_too_slow() {
     let mut sim = cluster("    consistentReadsFromCache: true\n    watchCache: { lag: 5s }");
-    let replies = ask(&mut sim, 320, "apiserver-2", list(None, None, None), 2_000);
-    assert_eq!(served(&replies[0]), (ServedFrom::Store, 3));
+    sim.run_until(320);
+    let id = sim.request("apiserver-2", list(None, None, None)).unwrap();
+    sim.run_until(3_000);
+    assert!(sim.responses(id).is_empty(), "still waiting for the cache");
+    sim.run_until(4_000);
+    assert_eq!(served(&sim.responses(id)[0]), (ServedFrom::Store, 3));
 }
 
 #[test]
