@@ -51,12 +51,14 @@
 //! ```
 
 mod error;
+mod kinds;
 mod model;
 mod source;
 mod validate;
 mod yaml;
 
 pub use error::{Diagnostic, ScenarioError};
+pub use kinds::{CRD_KIND, Kind, Kinds, crd_problems};
 pub use model::*;
 pub use source::SourceMap;
 pub use yaml::{parse, parse_with_source, to_yaml};

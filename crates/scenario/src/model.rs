@@ -73,6 +73,14 @@ pub struct Scenario {
     pub limits: RunLimits,
 }
 
+impl Scenario {
+    /// The kinds its API serves: the built-in ones and those its
+    /// CustomResourceDefinitions (among its objects) declare.
+    pub fn kinds(&self) -> crate::Kinds {
+        crate::Kinds::declared_by(&self.objects)
+    }
+}
+
 /// Bounds on a run, so that a controller that never settles (a plugin
 /// requeueing itself every millisecond, two controllers fighting) cannot
 /// make a run take unbounded time or memory.

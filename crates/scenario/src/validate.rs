@@ -3,19 +3,21 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use recon_abi::{Object, is_cluster_scoped};
+use recon_abi::Object;
 
+use crate::kinds::{CRD_KIND, Kinds, crd_problems};
 use crate::{Diagnostic, Scenario, SourceMap, StepAction};
 
 /// Fills in what the file may leave out: namespaced objects without a
 /// namespace get `default`, in `objects` and in object steps alike, so the
 /// simulator and the duplicate check below see the key the API server would.
 pub(crate) fn normalize(scenario: &mut Scenario) {
-    fn default_namespace(kind: &str, namespace: &mut String) {
-        if namespace.is_empty() && !kind.is_empty() && !is_cluster_scoped(kind) {
+    let kinds = scenario.kinds();
+    let default_namespace = |kind: &str, namespace: &mut String| {
+        if namespace.is_empty() && !kind.is_empty() && !kinds.is_cluster_scoped(kind) {
             *namespace = "default".to_owned();
         }
-    }
+    };
     for object in &mut scenario.objects {
         default_namespace(&object.kind, &mut object.metadata.namespace);
     }
@@ -34,7 +36,7 @@ pub(crate) fn normalize(scenario: &mut Scenario) {
 
 /// Every semantic problem of `scenario`, located through `source`.
 pub(crate) fn validate(scenario: &Scenario, source: &SourceMap) -> Vec<Diagnostic> {
-    let mut v = Validator { source, found: Vec::new() };
+    let mut v = Validator { source, kinds: scenario.kinds(), found: Vec::new() };
     let names = Defined {
         servers: v.names("API server", "apiServers", scenario.api_servers.iter().map(|a| a.name.as_str())),
         nodes: v.names("node", "nodes", scenario.nodes.iter().map(|n| n.name.as_str())),
@@ -50,6 +52,8 @@ pub(crate) fn validate(scenario: &Scenario, source: &SourceMap) -> Vec<Diagnosti
 
 struct Validator<'a> {
     source: &'a SourceMap,
+    /// The kinds the scenario's API serves (built-in and declared).
+    kinds: Kinds,
     found: Vec<Diagnostic>,
 }
 
@@ -190,6 +194,11 @@ impl<'a> Validator<'a> {
         for (i, object) in s.objects.iter().enumerate() {
             let path = format!("objects[{i}]");
             self.object(&path, object, false);
+            if object.kind == CRD_KIND {
+                for (at, message) in crd_problems(object) {
+                    self.report(format!("{path}.{at}"), message);
+                }
+            }
             let meta = &object.metadata;
             if meta.name.is_empty() {
                 continue;
@@ -215,6 +224,8 @@ impl<'a> Validator<'a> {
         }
         if object.kind.is_empty() {
             self.report(format!("{path}.kind"), "the object has an empty kind".into());
+        } else {
+            self.kind(&format!("{path}.kind"), &object.kind);
         }
         let meta = &object.metadata;
         if needs_name && meta.name.is_empty() {
@@ -225,12 +236,29 @@ impl<'a> Validator<'a> {
         } else if meta.name.is_empty() && meta.generate_name.is_empty() {
             self.report(format!("{path}.metadata"), "the object needs metadata.name or metadata.generateName".into());
         }
-        if !meta.namespace.is_empty() && is_cluster_scoped(&object.kind) {
+        if !meta.namespace.is_empty() && self.kinds.is_cluster_scoped(&object.kind) {
             self.report(
                 format!("{path}.metadata.namespace"),
                 format!("{} objects are cluster-scoped and have no namespace", object.kind),
             );
         }
+    }
+
+    /// Reports a kind the API does not serve.
+    fn kind(&mut self, path: &str, kind: &str) {
+        if self.kinds.get(kind).is_some() {
+            return;
+        }
+        let declared: Vec<String> = self.kinds.custom().map(|k| k.kind.clone()).collect();
+        let declared = if declared.is_empty() {
+            "the scenario declares no CustomResourceDefinition".to_owned()
+        } else {
+            format!("its CustomResourceDefinitions declare {}", declared.join(", "))
+        };
+        self.report(
+            path.to_owned(),
+            format!("unknown kind {kind}: it is not built in, and {declared}; declare it with a CustomResourceDefinition among the objects"),
+        );
     }
 
     fn script(&mut self, s: &Scenario, defined: &Defined<'_>) {
@@ -252,15 +280,26 @@ impl<'a> Validator<'a> {
                 );
             }
             let via = match &step.action {
-                StepAction::Create { object, via } => {
-                    self.object(&format!("{path}.create"), object, false);
+                StepAction::Create { object, via } | StepAction::Apply { object, via } => {
+                    let verb = if matches!(step.action, StepAction::Create { .. }) { "create" } else { "apply" };
+                    self.object(&format!("{path}.{verb}"), object, verb == "apply");
+                    if object.kind == CRD_KIND {
+                        // The API's kinds are fixed for the run.
+                        self.report(
+                            format!("{path}.{verb}.kind"),
+                            "declare CustomResourceDefinitions among the scenario's objects, not in its script".into(),
+                        );
+                    }
                     via
                 }
-                StepAction::Apply { object, via } => {
-                    self.object(&format!("{path}.apply"), object, true);
+                StepAction::Delete { via, target } => {
+                    self.kind(&format!("{path}.delete.kind"), &target.kind);
                     via
                 }
-                StepAction::Delete { via, .. } | StepAction::Scale { via, .. } => via,
+                StepAction::Scale { via, target, .. } => {
+                    self.kind(&format!("{path}.scale.kind"), &target.kind);
+                    via
+                }
                 StepAction::Cordon { node } => {
                     self.reference(format!("{path}.cordon.node"), node, nodes);
                     &None

@@ -568,7 +568,12 @@ fn writing_is_stable_after_one_round_trip() {
 #[test]
 fn the_readme_script_example_parses_with_one_step_per_action() {
     let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let script = readme.split("```yaml\n").nth(1).unwrap().split("```").next().unwrap();
+    let script = readme
+        .split("```yaml\n")
+        .skip(1)
+        .map(|block| block.split("```").next().unwrap())
+        .find(|block| block.starts_with("script:"))
+        .expect("the README has a script example");
     let header = "\
 name: readme
 apiServers: [{name: apiserver-1}, {name: apiserver-2}]

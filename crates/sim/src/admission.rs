@@ -8,11 +8,13 @@ use recon_abi::{Action, Object, ObjectKey, ObjectMeta, Status, StatusReason};
 use recon_store::{Store, StoreError, StoreEvent};
 use serde_json::Value;
 
+use recon_scenario::Kinds;
+
 use crate::rng::Rng;
 
 /// Fills in what the API server sets on create: uid, name from
 /// generateName, generation, no resourceVersion, no deletion state.
-pub(crate) fn prepare_create(mut object: Object, rng: &mut Rng) -> Object {
+pub(crate) fn prepare_create(mut object: Object, rng: &mut Rng, kinds: &Kinds) -> Object {
     let m = &mut object.metadata;
     if m.name.is_empty() && !m.generate_name.is_empty() {
         const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
@@ -20,7 +22,7 @@ pub(crate) fn prepare_create(mut object: Object, rng: &mut Rng) -> Object {
             (0..5).map(|_| ALPHABET[rng.range_inclusive(0, ALPHABET.len() as u64 - 1) as usize] as char).collect();
         m.name = format!("{}{suffix}", m.generate_name);
     }
-    if m.namespace.is_empty() && !recon_abi::is_cluster_scoped(&object.kind) {
+    if m.namespace.is_empty() && !kinds.is_cluster_scoped(&object.kind) {
         m.namespace = "default".into();
     }
     let (a, b, c, d) = (rng.next_u64(), rng.next_u64(), rng.next_u64(), rng.next_u64());
@@ -115,19 +117,35 @@ pub(crate) enum Admitted {
 
 /// The API server's side of a write: defaults, preconditions, graceful
 /// deletion and finalizers, generation; then the store's compare-and-swap.
-pub(crate) fn admit(store: &mut Store, rng: &mut Rng, now: u64, action: Action) -> Result<Admitted, Status> {
+pub(crate) fn admit(
+    store: &mut Store,
+    rng: &mut Rng,
+    kinds: &Kinds,
+    now: u64,
+    action: Action,
+) -> Result<Admitted, Status> {
+    let (_, key) = action.write_target().expect("only writes are admitted");
+    if kinds.get(&key.kind).is_none() {
+        return Err(not_served(&key.kind));
+    }
     match action {
         Action::Delete { key, uid, resource_version, grace_period_seconds } => {
             delete(store, now, key, uid, resource_version, grace_period_seconds)
         }
-        write => write_object(store, rng, now, write).map(Admitted::Written),
+        write => write_object(store, rng, kinds, now, write).map(Admitted::Written),
     }
 }
 
-fn write_object(store: &mut Store, rng: &mut Rng, now: u64, action: Action) -> Result<StoreEvent, Status> {
+fn write_object(
+    store: &mut Store,
+    rng: &mut Rng,
+    kinds: &Kinds,
+    now: u64,
+    action: Action,
+) -> Result<StoreEvent, Status> {
     match action {
         Action::Create { object } => {
-            let object = prepare_create(object, rng);
+            let object = prepare_create(object, rng, kinds);
             if object.metadata.name.is_empty() {
                 return Err(Status::new(
                     StatusReason::BadRequest,
@@ -156,7 +174,7 @@ fn write_object(store: &mut Store, rng: &mut Rng, now: u64, action: Action) -> R
             object.metadata.annotations.remove(APPLY_MARK);
             match store.get(&object.key(), None).map_err(status_of)? {
                 None => {
-                    let object = prepare_create(object, rng);
+                    let object = prepare_create(object, rng, kinds);
                     store.create(object, now).map_err(status_of)
                 }
                 Some(kv) => {
@@ -177,12 +195,18 @@ fn write_object(store: &mut Store, rng: &mut Rng, now: u64, action: Action) -> R
             no_new_finalizers_while_deleting(&current, &object)?;
             let precondition = object.revision();
             let mut next = object;
-            // Update cannot change status, identity or deletion state.
-            next.status = current.status.clone();
+            // Update cannot change identity or deletion state, nor status
+            // where a status subresource owns it; generation counts changes
+            // to what is neither metadata nor (then) status.
+            let status_subresource = kinds.has_status(&next.kind);
+            if status_subresource {
+                next.status = current.status.clone();
+            }
             next.metadata.uid = current.metadata.uid.clone();
             next.metadata.deletion_timestamp = current.metadata.deletion_timestamp.clone();
             next.metadata.deletion_grace_period_seconds = current.metadata.deletion_grace_period_seconds;
-            next.metadata.generation = current.metadata.generation + i64::from(next.spec != current.spec);
+            let changed = next.spec != current.spec || (!status_subresource && next.status != current.status);
+            next.metadata.generation = current.metadata.generation + i64::from(changed);
             if deletion_complete(&next) {
                 // The last finalizer is gone from an object marked for
                 // deletion with no grace left: this update deletes it.
@@ -191,6 +215,15 @@ fn write_object(store: &mut Store, rng: &mut Rng, now: u64, action: Action) -> R
             store.update(next, precondition, now).map_err(status_of)
         }
         Action::UpdateStatus { object } => {
+            if !kinds.has_status(&object.kind) {
+                return Err(Status::new(
+                    StatusReason::NotFound,
+                    format!(
+                        "the server could not find the requested resource: {} has no status subresource",
+                        object.kind
+                    ),
+                ));
+            }
             let current = current(store, &object.key())?;
             check_uid(&object.metadata, &current)?;
             let precondition = object.revision();
@@ -283,6 +316,16 @@ fn deletion_complete(object: &Object) -> bool {
     object.is_terminating()
         && object.metadata.finalizers.is_empty()
         && object.metadata.deletion_grace_period_seconds == Some(0)
+}
+
+/// The answer to a request for a kind the API does not serve.
+pub(crate) fn not_served(kind: &str) -> Status {
+    Status::new(
+        StatusReason::NotFound,
+        format!(
+            "the server could not find the requested resource: no kind {kind} is served (declare it with a CustomResourceDefinition)"
+        ),
+    )
 }
 
 fn current(store: &Store, key: &ObjectKey) -> Result<Object, Status> {

@@ -10,7 +10,9 @@ use recon_abi::{Action, EventType, Object, ObjectKey, Outcome, Status, StatusRea
 use recon_store::StoreError;
 use recon_trace::{EntryId, Event, ObjectVersion, ServedFrom};
 
-use crate::admission::{Admitted, admit, status_of, too_large};
+use recon_scenario::Kinds;
+
+use crate::admission::{Admitted, admit, not_served, status_of, too_large};
 use crate::api::{ReadPlan, Request, WatchStart, continue_token, plan_get, plan_list, plan_watch};
 use crate::cache::{Filter, WatchCache};
 use crate::engine::Engine;
@@ -80,6 +82,8 @@ pub(crate) struct ApiServer {
     pub config: recon_scenario::ApiServer,
     /// The largest object a write may carry (`limits.maxObjectBytes`).
     max_object_bytes: u64,
+    /// The kinds it serves.
+    kinds: Kinds,
     /// Its watch cache.
     pub cache: WatchCache,
     watchers: BTreeMap<u64, Watcher>,
@@ -91,11 +95,18 @@ pub(crate) struct ApiServer {
 
 impl ApiServer {
     /// API server `id` of the scenario, with an empty cache.
-    pub fn new(id: ServerId, config: recon_scenario::ApiServer, max_object_bytes: u64, rng: Rng) -> ApiServer {
+    pub fn new(
+        id: ServerId,
+        config: recon_scenario::ApiServer,
+        kinds: Kinds,
+        max_object_bytes: u64,
+        rng: Rng,
+    ) -> ApiServer {
         ApiServer {
             id,
             config,
             max_object_bytes,
+            kinds,
             cache: WatchCache::default(),
             watchers: BTreeMap::new(),
             waits: BTreeMap::new(),
@@ -185,6 +196,15 @@ impl ApiServer {
         forbidden: Option<Status>,
     ) {
         let text = request.to_string();
+        let kind = match &request {
+            Request::List(r) => Some(&r.selection.kind),
+            Request::Watch(r) => Some(&r.selection.kind),
+            Request::Get(r) => Some(&r.key.kind),
+            Request::Write(_) => None, // admission answers for writes
+        };
+        if let Some(kind) = kind.filter(|k| !k.is_empty() && self.kinds.get(k).is_none()) {
+            return self.fail(engine, client, not_served(kind), &text, 0);
+        }
         let cache_enabled = self.config.watch_cache.enabled;
         let consistent = self.config.consistent_reads_from_cache;
         let (target, plan) = match request {
@@ -505,7 +525,7 @@ impl ApiServer {
         back: u64,
     ) -> Option<Committed> {
         let (verb, key) = action.write_target().expect("only writes reach the store");
-        let result = admit(&mut engine.store, &mut self.rng, engine.now, action);
+        let result = admit(&mut engine.store, &mut self.rng, &self.kinds, engine.now, action);
         match result {
             Ok(Admitted::Unchanged(object)) => {
                 let lane = client_component(&client).map_or(engine.lanes.script, |c| engine.lanes.component(c));

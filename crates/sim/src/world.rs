@@ -64,6 +64,7 @@ impl Sim {
             }
         }
         let seed = scenario.seed;
+        let kinds = scenario.kinds();
         let mut trace = Trace { scenario: scenario.name.clone(), seed, lanes: Vec::new(), entries: Vec::new() };
         let lanes = Lanes::write(scenario, &mut trace);
         let mut sim = Sim {
@@ -77,6 +78,7 @@ impl Sim {
                     ApiServer::new(
                         ServerId(i),
                         cfg.clone(),
+                        kinds.clone(),
                         scenario.limits.max_object_bytes,
                         Rng::derive(seed, &cfg.name),
                     )
@@ -118,11 +120,12 @@ impl Sim {
     /// Writes Node objects and the scenario's objects at revision 1.., then
     /// gives every API server a cache that starts in sync.
     fn bootstrap(&mut self) -> Result<(), SimError> {
+        let kinds = self.scenario.kinds();
         let mut objects: Vec<Object> = self.scenario.nodes.iter().map(node_object).collect();
         objects.extend(self.scenario.objects.iter().cloned());
         for (i, object) in objects.into_iter().enumerate() {
             let key = object.key();
-            let object = crate::admission::prepare_create(object, &mut self.bootstrap_rng);
+            let object = crate::admission::prepare_create(object, &mut self.bootstrap_rng, &kinds);
             let event = self.engine.store.create(object, 0).map_err(|e| SimError::Bootstrap {
                 object: key.to_string(),
                 reason: e.to_string(),

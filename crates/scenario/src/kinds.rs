@@ -1,0 +1,203 @@
+//! The kinds a scenario's API serves: the built-in ones, and the custom
+//! resources its CustomResourceDefinitions declare.
+//!
+//! A kind is served like any other once it is known: namespaced or
+//! cluster-scoped, with or without a status subresource. An object of a
+//! kind nobody declared is a scenario error, as a real API server answers
+//! 404 for a resource it does not serve.
+
+use std::collections::BTreeMap;
+
+use recon_abi::Object;
+use serde_json::Value;
+
+/// One kind the API serves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kind {
+    /// `Pod`, `Widget`.
+    pub kind: String,
+    /// The API group, empty for the core group.
+    pub group: String,
+    /// Whether its objects live outside namespaces.
+    pub cluster_scoped: bool,
+    /// Whether it has a status subresource: then an update leaves status
+    /// alone, `updateStatus` changes only status, and `generation` counts
+    /// changes to everything but metadata and status.
+    pub status_subresource: bool,
+    /// Whether a scenario declared it (a custom resource).
+    pub custom: bool,
+}
+
+/// The kinds of one scenario, by kind name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kinds {
+    by_name: BTreeMap<String, Kind>,
+}
+
+/// The built-in kinds: (kind, group, cluster-scoped, status subresource).
+const BUILTIN: &[(&str, &str, bool, bool)] = &[
+    ("Pod", "", false, true),
+    ("Node", "", true, true),
+    ("Namespace", "", true, true),
+    ("Service", "", false, true),
+    ("PersistentVolumeClaim", "", false, true),
+    ("PersistentVolume", "", true, true),
+    ("ReplicationController", "", false, true),
+    ("ResourceQuota", "", false, true),
+    ("ConfigMap", "", false, false),
+    ("Secret", "", false, false),
+    ("ServiceAccount", "", false, false),
+    ("Endpoints", "", false, false),
+    ("Event", "", false, false),
+    ("LimitRange", "", false, false),
+    ("Deployment", "apps", false, true),
+    ("ReplicaSet", "apps", false, true),
+    ("StatefulSet", "apps", false, true),
+    ("DaemonSet", "apps", false, true),
+    ("ControllerRevision", "apps", false, false),
+    ("Job", "batch", false, true),
+    ("CronJob", "batch", false, true),
+    ("Lease", "coordination.k8s.io", false, false),
+    ("PodDisruptionBudget", "policy", false, true),
+    ("HorizontalPodAutoscaler", "autoscaling", false, true),
+    ("Ingress", "networking.k8s.io", false, true),
+    ("NetworkPolicy", "networking.k8s.io", false, false),
+    ("EndpointSlice", "discovery.k8s.io", false, false),
+    ("Role", "rbac.authorization.k8s.io", false, false),
+    ("RoleBinding", "rbac.authorization.k8s.io", false, false),
+    ("ClusterRole", "rbac.authorization.k8s.io", true, false),
+    ("ClusterRoleBinding", "rbac.authorization.k8s.io", true, false),
+    ("StorageClass", "storage.k8s.io", true, false),
+    ("PriorityClass", "scheduling.k8s.io", true, false),
+    ("CustomResourceDefinition", "apiextensions.k8s.io", true, true),
+];
+
+/// The kind of a CustomResourceDefinition manifest.
+pub const CRD_KIND: &str = "CustomResourceDefinition";
+
+impl Default for Kinds {
+    fn default() -> Self {
+        Kinds::builtin()
+    }
+}
+
+impl Kinds {
+    /// The built-in kinds only.
+    pub fn builtin() -> Kinds {
+        let by_name = BUILTIN
+            .iter()
+            .map(|&(kind, group, cluster_scoped, status_subresource)| {
+                let k =
+                    Kind { kind: kind.into(), group: group.into(), cluster_scoped, status_subresource, custom: false };
+                (kind.to_owned(), k)
+            })
+            .collect();
+        Kinds { by_name }
+    }
+
+    /// The built-in kinds and the custom resources the CRDs among
+    /// `objects` declare. A CRD that is not valid is left out: see
+    /// [`crd_problems`] for what is wrong with it.
+    pub fn declared_by<'a>(objects: impl IntoIterator<Item = &'a Object>) -> Kinds {
+        let mut kinds = Kinds::builtin();
+        for object in objects {
+            if object.kind == CRD_KIND
+                && crd_problems(object).is_empty()
+                && let Some(kind) = custom_kind(object)
+            {
+                kinds.by_name.entry(kind.kind.clone()).or_insert(kind);
+            }
+        }
+        kinds
+    }
+
+    /// The kind of this name, if the API serves it.
+    pub fn get(&self, kind: &str) -> Option<&Kind> {
+        self.by_name.get(kind)
+    }
+
+    /// Whether objects of `kind` live outside namespaces (an unknown kind is namespaced).
+    pub fn is_cluster_scoped(&self, kind: &str) -> bool {
+        self.get(kind).is_some_and(|k| k.cluster_scoped)
+    }
+
+    /// Whether `kind` has a status subresource.
+    pub fn has_status(&self, kind: &str) -> bool {
+        self.get(kind).is_some_and(|k| k.status_subresource)
+    }
+
+    /// The custom kinds, by name.
+    pub fn custom(&self) -> impl Iterator<Item = &Kind> {
+        self.by_name.values().filter(|k| k.custom)
+    }
+}
+
+/// What a valid CRD declares.
+fn custom_kind(crd: &Object) -> Option<Kind> {
+    let spec = &crd.spec;
+    let storage = spec["versions"].as_array()?.iter().find(|v| v["storage"] == Value::Bool(true))?;
+    Some(Kind {
+        kind: spec["names"]["kind"].as_str()?.to_owned(),
+        group: spec["group"].as_str()?.to_owned(),
+        cluster_scoped: spec["scope"] == "Cluster",
+        status_subresource: storage["subresources"].get("status").is_some(),
+        custom: true,
+    })
+}
+
+/// What is wrong with a CustomResourceDefinition manifest, as (path under
+/// the object, message) pairs; empty when it is valid. Follows the
+/// apiextensions.k8s.io/v1 validation: a group, names with a kind and a
+/// plural, a scope of `Namespaced` or `Cluster`, at least one version and
+/// exactly one storage version, and the name `<plural>.<group>`.
+pub fn crd_problems(crd: &Object) -> Vec<(String, String)> {
+    let mut problems = Vec::new();
+    let mut problem = |path: &str, message: String| problems.push((path.to_owned(), message));
+    if crd.api_version != "apiextensions.k8s.io/v1" {
+        problem(
+            "apiVersion",
+            format!("a CustomResourceDefinition is apiextensions.k8s.io/v1, not {:?}", crd.api_version),
+        );
+    }
+    let spec = &crd.spec;
+    let group = spec["group"].as_str().unwrap_or_default();
+    if group.is_empty() {
+        problem("spec.group", "spec.group is required (e.g. example.com)".into());
+    }
+    let kind = spec["names"]["kind"].as_str().unwrap_or_default();
+    if kind.is_empty() {
+        problem("spec.names", "spec.names.kind is required".into());
+    } else if BUILTIN.iter().any(|(builtin, ..)| *builtin == kind) {
+        problem("spec.names.kind", format!("{kind} is a built-in kind"));
+    }
+    let plural = spec["names"]["plural"].as_str().unwrap_or_default();
+    if plural.is_empty() {
+        problem("spec.names", "spec.names.plural is required".into());
+    }
+    match spec["scope"].as_str() {
+        Some("Namespaced" | "Cluster") => {}
+        Some(other) => problem("spec.scope", format!("spec.scope must be Namespaced or Cluster, not {other:?}")),
+        None => problem("spec", "spec.scope is required (Namespaced or Cluster)".into()),
+    }
+    match spec["versions"].as_array() {
+        Some(versions) if !versions.is_empty() => {
+            let storage = versions.iter().filter(|v| v["storage"] == Value::Bool(true)).count();
+            if storage != 1 {
+                problem("spec.versions", format!("exactly one version must be the storage version, found {storage}"));
+            }
+            for (i, v) in versions.iter().enumerate() {
+                if v["name"].as_str().is_none_or(str::is_empty) {
+                    problem(&format!("spec.versions[{i}]"), "each version needs a name (e.g. v1)".into());
+                }
+            }
+        }
+        _ => problem("spec", "spec.versions must list at least one version".into()),
+    }
+    if !group.is_empty() && !plural.is_empty() && crd.metadata.name != format!("{plural}.{group}") {
+        problem(
+            "metadata.name",
+            format!("a CustomResourceDefinition must be named {plural}.{group}, not {:?}", crd.metadata.name),
+        );
+    }
+    problems
+}
