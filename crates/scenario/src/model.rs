@@ -521,12 +521,22 @@ pub enum Check {
     /// default (a run may simply end too early); scenarios about
     /// convergence turn it on.
     Convergence,
+    /// Liveness: every object marked for deletion is gone by the end of
+    /// the run, once its grace period is over — a finalizer that nobody
+    /// removes holds it forever. Off by default, like convergence.
+    StuckDeleting,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 5] =
-        [Check::PodIdentity, Check::StatefulSetOrdinals, Check::TimeTravel, Check::ReplicaCount, Check::Convergence];
+    pub const ALL: [Check; 6] = [
+        Check::PodIdentity,
+        Check::StatefulSetOrdinals,
+        Check::TimeTravel,
+        Check::ReplicaCount,
+        Check::Convergence,
+        Check::StuckDeleting,
+    ];
 
     /// The checks a scenario runs when it does not say: every safety check.
     pub const DEFAULT: [Check; 4] =
@@ -535,7 +545,7 @@ impl Check {
     /// Whether this is a liveness check ("never converged"), judged at the
     /// end of the run, rather than a safety check judged as the run goes.
     pub fn is_liveness(self) -> bool {
-        self == Check::Convergence
+        matches!(self, Check::Convergence | Check::StuckDeleting)
     }
 }
 
@@ -547,6 +557,7 @@ impl fmt::Display for Check {
             Check::TimeTravel => "time travel",
             Check::ReplicaCount => "replica count",
             Check::Convergence => "convergence",
+            Check::StuckDeleting => "stuck deleting",
         })
     }
 }

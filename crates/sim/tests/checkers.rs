@@ -497,6 +497,34 @@ fn convergence_fires_for_a_replica_set_nobody_runs_and_not_for_an_empty_one() {
     assert_eq!(replica_history(0, 0, None, Check::Convergence), Vec::<String>::new());
 }
 
+/// A ConfigMap deleted by kubectl at 1s: with `finalizers` it is only
+/// marked, and nobody removes them. Returns the stuck-deleting findings.
+fn deletion_history(finalizers: &str, duration: &str) -> Vec<String> {
+    let yaml = format!(
+        "name: deleting\nduration: {duration}\napiServers: [ {{ name: a }} ]\nobjects:\n\
+         \x20 - {{ apiVersion: v1, kind: ConfigMap, metadata: {{ name: held, finalizers: [{finalizers}] }} }}\n\
+         script:\n  - {{ at: 1s, delete: {{ kind: ConfigMap, name: held }} }}\n\
+         checks: {{ enabled: [ stuckDeleting ] }}\n"
+    );
+    let scenario = recon_scenario::parse("deleting.yaml", &yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    let mut sim = Sim::new(&scenario, Box::new(|_| None)).unwrap();
+    sim.run();
+    let trace = sim.into_trace();
+    trace.violations().filter(|(_, c, _)| *c == Check::StuckDeleting).map(|(_, _, m)| m.to_string()).collect()
+}
+
+#[test]
+fn stuck_deleting_fires_for_a_finalizer_nobody_removes_and_not_without_one() {
+    let stuck = deletion_history("example.com/cleanup", "5s");
+    assert_eq!(stuck.len(), 1, "{stuck:#?}");
+    assert!(
+        stuck[0].starts_with("stuck deleting: ConfigMap default/held was marked for deletion at t=1.00"),
+        "{stuck:#?}"
+    );
+    assert!(stuck[0].ends_with("its finalizers were never removed: example.com/cleanup"), "{stuck:#?}");
+    assert_eq!(deletion_history("", "5s"), Vec::<String>::new(), "without a finalizer it is simply deleted");
+}
+
 /// Every check this file covers fires in one of its histories; a check
 /// added without a history that makes it fire fails here.
 #[test]
@@ -512,6 +540,7 @@ fn every_check_has_a_hand_built_history_that_makes_it_fire() {
             Check::TimeTravel => time_travel_history("any", "").len(),
             Check::ReplicaCount => replica_history(1, 2, None, check).len(),
             Check::Convergence => replica_history(1, 0, None, check).len(),
+            Check::StuckDeleting => deletion_history("example.com/cleanup", "5s").len(),
             #[allow(unreachable_patterns, reason = "checks added later must get a history here")]
             _ => panic!("no hand-built history makes the {check} check fire: add one to this file"),
         };

@@ -87,8 +87,9 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
                 steps.push(step(write));
             }
         }
-        Check::Convergence => {
-            // causes: [the last write to what the set asks for]
+        Check::Convergence | Check::StuckDeleting => {
+            // causes: [the last write to what the set asks for], or [the
+            // write that marked the object for deletion]
             steps.extend(v.causes.iter().filter_map(|id| trace.get(*id)).map(step));
         }
         Check::TimeTravel => {

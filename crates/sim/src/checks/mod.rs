@@ -12,6 +12,7 @@ mod convergence;
 mod ordinals;
 mod pod_identity;
 mod replica_count;
+mod stuck_deleting;
 mod time_travel;
 
 use recon_abi::{Object, PodRef};
@@ -116,9 +117,14 @@ impl Checks {
     /// the scenario's, so that findings on one event come out the same.
     pub fn new(enabled: &[Check]) -> Checks {
         let mut observers: Vec<Box<dyn Observer>> = Vec::new();
-        for check in
-            [Check::TimeTravel, Check::PodIdentity, Check::StatefulSetOrdinals, Check::ReplicaCount, Check::Convergence]
-        {
+        for check in [
+            Check::TimeTravel,
+            Check::PodIdentity,
+            Check::StatefulSetOrdinals,
+            Check::ReplicaCount,
+            Check::Convergence,
+            Check::StuckDeleting,
+        ] {
             if !enabled.contains(&check) {
                 continue;
             }
@@ -128,6 +134,7 @@ impl Checks {
                 Check::StatefulSetOrdinals => Box::new(ordinals::StatefulSetOrdinals::default()),
                 Check::ReplicaCount => Box::new(replica_count::ReplicaCount::default()),
                 Check::Convergence => Box::new(convergence::Convergence),
+                Check::StuckDeleting => Box::new(stuck_deleting::StuckDeleting),
             });
         }
         Checks { observers }
