@@ -248,8 +248,12 @@ impl ApiServer {
         };
         let store_read =
             |at, after_key, min_revision| StoreOpKind::Read { target: target.clone(), at, after_key, min_revision };
+        // A watch-list (KEP-3157) is always served from the cache once it has
+        // caught up with etcd's current revision; a list only when
+        // consistent reads from the cache (KEP-2340) are on.
+        let from_fresh_cache = cache_enabled && (consistent || matches!(target, ReadTarget::Watch { .. }));
         match plan {
-            ReadPlan::MostRecent if cache_enabled && consistent => self.send_to_store(
+            ReadPlan::MostRecent if from_fresh_cache => self.send_to_store(
                 engine,
                 client,
                 StoreOpKind::CurrentRevision { target: target.clone() },

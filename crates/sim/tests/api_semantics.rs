@@ -288,6 +288,29 @@ fn a_healed_partition_lets_the_cache_catch_up() {
     assert_eq!(served(&after[0]).1, 3);
 }
 
+// KEP-3157 (watch-list): with resourceVersion unset and
+// sendInitialEvents=true, the API server first learns etcd's current
+// revision and streams the initial state from its watch cache once the
+// cache has reached it — whether or not plain lists are served from the
+// cache (KEP-2340's consistentReadsFromCache is off here).
+#[test]
+fn a_watch_list_waits_for_the_cache_even_without_consistent_reads_from_cache() {
+    let mut sim = cluster("    watchCache: { lag: 400ms }");
+    sim.run_until(320);
+    let watch_list =
+        Request::Watch(WatchRequest { selection: pods(), resource_version: None, send_initial_events: true });
+    let id = sim.request("apiserver-2", watch_list).unwrap();
+    sim.run_until(600);
+    assert!(sim.responses(id).is_empty(), "waiting for the cache, not reading etcd");
+    sim.run_until(1_000);
+    match &sim.responses(id)[0] {
+        Reply::WatchOpened { initial: Some(served), bookmark: true, .. } => {
+            assert_eq!((served.from, served.revision, served.objects.len()), (ServedFrom::Cache, 3, 3));
+        }
+        other => panic!("expected the watch to open with its initial state, got {other:?}"),
+    }
+}
+
 #[test]
 fn watch_cache_lag_delays_watch_events() {
     let mut sim = cluster("    watchCache: { lag: 250ms }");
