@@ -5,12 +5,15 @@
 //!
 //! - **Reconcile one key** ([`reconcile`]): implement [`Reconciler`] (one
 //!   function from a key to writes and a [`Requeue`]) and wrap it in a
-//!   [`Runtime`], which is the [`recon_abi::Controller`]. Start here;
-//!   [`typed`] has Pod, ReplicaSet, Deployment and friends as structs.
+//!   [`Runtime`], which is the [`recon_abi::Controller`] and the one input
+//!   pump: every list, watch event, write result, timer and container
+//!   report becomes dirty keys. Start here; every built-in controller does
+//!   this (the kubelet too: its one key is its node); [`typed`] has Pod,
+//!   ReplicaSet, Deployment and friends as structs.
 //! - **Handle whole inputs**: implement [`recon_abi::Controller`] yourself
 //!   around a [`Cache`]: feed it every list and watch event with
 //!   [`Cache::apply`]; it answers with the [`Change`]s (including deletions)
-//!   to map to the keys to reconcile. The built-in controllers do this.
+//!   to map to the keys to reconcile.
 //!
 //! Either way, [`export_controller!`] turns the crate into a Wasm plugin
 //! ([`guest`] is the ABI glue behind it). Around the loop:

@@ -24,27 +24,37 @@
 //! let controller = Runtime::new(Noop);
 //! ```
 //!
-//! What [`Runtime`] does on every call, in this order:
+//! [`Runtime`] is the one input pump of a controller: every kind of input
+//! becomes dirty keys, through one hook of the [`Reconciler`] each, and only
+//! [`Reconciler::reconcile`] acts. On every call, in this order:
 //!
-//! 1. Feeds list results and watch events to its [`Cache`], settles the
-//!    [`InFlight`] entry of every changed object, and asks
-//!    [`Reconciler::keys_for`] which keys each change makes dirty (by
-//!    default: a primary object itself, and the primary owner of any other).
-//! 2. Matches write results to the writes the [`Context`] sent, and makes
-//!    the key that sent each one dirty; a transient failure also schedules a
-//!    retry of that key after [`crate::RETRY_AFTER_MS`].
-//! 3. Makes the keys of due requeue timers dirty.
-//! 4. Once every watch has had its first list (client-go's
-//!    `WaitForCacheSync`), reconciles each dirty key once, in key order, and
-//!    schedules the requeues they ask for (deduplicated by [`Timers`]).
+//! 1. List results and watch events go to its [`Cache`]; the [`InFlight`]
+//!    entry of every changed object is settled, and [`Reconciler::keys_for`]
+//!    says which keys each change makes dirty (by default: a primary object
+//!    itself, and the primary owner of any other).
+//! 2. Write results are matched to the writes the [`Context`] sent, and the
+//!    key that sent each one is made dirty; a transient failure also
+//!    schedules a retry of that key after [`crate::RETRY_AFTER_MS`]. Then
+//!    [`Reconciler::keys_for_result`] sees every result, for the writes the
+//!    reconciler tracks itself (by default: none).
+//! 3. Due timers make dirty the keys [`Reconciler::keys_for_timer`] names
+//!    (by default: the key a requeue carries).
+//! 4. Steps 1 to 3 happen event by event, in the order the host delivered
+//!    them. Then, if the input reports the node's containers (a node
+//!    agent), [`Reconciler::keys_for_containers`] says which keys that
+//!    snapshot makes dirty (by default: none).
+//! 5. Once every watch has had its first list (client-go's
+//!    `WaitForCacheSync`), each dirty key is reconciled once, in key order,
+//!    and the requeues they ask for are scheduled (deduplicated by
+//!    [`Timers`]).
 //!
-//! Steps 1 to 3 happen event by event, in the order the host delivered
-//! them, so the actions a call returns are a function of its input.
+//! So the actions a call returns are a function of its input.
 
 use std::collections::BTreeSet;
 
 use recon_abi::{
-    Action, ComponentConfig, Container, Controller, Input, InputEvent, Manifest, Object, ObjectKey, Output, Verb,
+    Action, ActionResult, ComponentConfig, Container, Controller, Input, InputEvent, Manifest, Object, ObjectKey,
+    Output,
 };
 
 use crate::cache::{Cache, Change};
@@ -66,7 +76,10 @@ pub enum Requeue {
 /// A controller written as one function of one key.
 ///
 /// Implement this and run it with [`Runtime`]; the runtime is the
-/// [`Controller`] the host sees.
+/// [`Controller`] the host sees. Only `init` and `reconcile` are required;
+/// the `keys_for*` hooks map each kind of input to the keys it makes dirty,
+/// and are also where a reconciler keeps state derived from its inputs (an
+/// [`crate::Index`], expectations) up to date.
 pub trait Reconciler {
     /// Called on every fresh instance: reset any state kept across calls and
     /// return the manifest. Watch 0 is the *primary* kind, the one whose keys
@@ -78,6 +91,35 @@ pub trait Reconciler {
     /// to keep an [`crate::Index`] up to date or to map changes otherwise.
     fn keys_for(&mut self, change: &Change, cache: &Cache) -> Vec<ObjectKey> {
         primary_keys(change, cache)
+    }
+
+    /// The keys a write result makes dirty, besides the key that sent the
+    /// write through the [`Context`] (which the runtime wakes itself). Called
+    /// for every result, after the runtime has matched it to its own
+    /// tracking; override it for writes the reconciler tracks itself, such
+    /// as creates by `generateName`, which have no name to match on. The
+    /// default is none.
+    fn keys_for_result(&mut self, result: &ActionResult, cache: &Cache, now_ms: u64) -> Vec<ObjectKey> {
+        let _ = (result, cache, now_ms);
+        Vec::new()
+    }
+
+    /// The keys a timer makes dirty when it fires. The default is the key a
+    /// requeue carries ([`parse_timer_key`]), nothing for any other timer;
+    /// override it for timers set with [`Context::set_timer`] that stand for
+    /// a group of keys.
+    fn keys_for_timer(&mut self, timer: &str) -> Vec<ObjectKey> {
+        parse_timer_key(timer).into_iter().collect()
+    }
+
+    /// The keys a node agent's containers make dirty. The host reports the
+    /// containers running on the node with every call, as a snapshot rather
+    /// than as changes, so the keys returned here are reconciled on every
+    /// call (once synced): that is how a node agent compares what runs with
+    /// what should, even when its cache did not change. The default is none.
+    fn keys_for_containers(&mut self, containers: &[Container], cache: &Cache) -> Vec<ObjectKey> {
+        let _ = (containers, cache);
+        Vec::new()
     }
 
     /// Brings the world one step closer to what `key` asks for, by sending
@@ -109,6 +151,7 @@ pub struct Context<'a> {
     cache: &'a Cache,
     containers: Option<&'a [Container]>,
     in_flight: &'a mut InFlight,
+    timers: &'a mut Timers,
     actions: &'a mut Vec<Action>,
 }
 
@@ -152,59 +195,67 @@ impl<'a> Context<'a> {
     /// whether it was sent. A create by `generateName` has no key to track
     /// and is always sent.
     pub fn create(&mut self, object: Object) -> bool {
-        self.write(Verb::Create, object, |object| Action::Create { object })
+        self.send(Action::Create { object })
     }
 
     /// Replaces the metadata and spec of `object` (compare-and-swap on its
     /// `resourceVersion` if set), unless a write to its key is in flight;
     /// returns whether it was sent.
     pub fn update(&mut self, object: Object) -> bool {
-        self.write(Verb::Update, object, |object| Action::Update { object })
+        self.send(Action::Update { object })
     }
 
     /// Replaces the status of `object` (compare-and-swap on its
     /// `resourceVersion` if set), unless a write to its key is in flight;
     /// returns whether it was sent.
     pub fn update_status(&mut self, object: Object) -> bool {
-        self.write(Verb::UpdateStatus, object, |object| Action::UpdateStatus { object })
+        self.send(Action::UpdateStatus { object })
     }
 
     /// Deletes this incarnation of `object` (uid precondition) with the
     /// kind's default grace period, unless a write to its key is in flight;
     /// returns whether it was sent.
     pub fn delete(&mut self, object: &Object) -> bool {
-        let key = object.key();
-        if self.is_pending(&key) {
-            return false;
-        }
-        self.in_flight.record(Verb::Delete, key.clone(), self.cache.find(&key), self.key.clone());
-        self.actions.push(Action::Delete {
-            key,
+        self.send(Action::Delete {
+            key: object.key(),
             uid: Some(object.metadata.uid.clone()).filter(|uid| !uid.is_empty()),
             resource_version: None,
             grace_period_seconds: None,
-        });
-        true
+        })
     }
 
-    /// Sends any action as is, untracked (containers, custom deletes).
-    pub fn push(&mut self, action: Action) {
-        self.actions.push(action);
-    }
-
-    fn write(&mut self, verb: Verb, object: Object, action: fn(Object) -> Action) -> bool {
-        let key = object.key();
-        if key.name.is_empty() {
-            self.actions.push(action(object));
+    /// Sends a write with whatever options it carries (a delete with a grace
+    /// period, say), tracked like the ones above: not sent while a write to
+    /// its key is in flight, and remembered until it settles; returns
+    /// whether it was sent. A write without a name to track (a create by
+    /// `generateName`) and any action that is not a write are sent as is.
+    pub fn send(&mut self, action: Action) -> bool {
+        let Some((verb, key)) = action.write_target().filter(|(_, key)| !key.name.is_empty()) else {
+            self.actions.push(action);
             return true;
-        }
+        };
         if self.is_pending(&key) {
             return false;
         }
         let basis = self.cache.find(&key);
         self.in_flight.record(verb, key, basis, self.key.clone());
-        self.actions.push(action(object));
+        self.actions.push(action);
         true
+    }
+
+    /// Sends any action as is, untracked (containers, writes the reconciler
+    /// tracks itself).
+    pub fn push(&mut self, action: Action) {
+        self.actions.push(action);
+    }
+
+    /// Asks for a timer called `name` in `after_ms`, unless one with that
+    /// name is already due by then (see [`Timers::schedule`]). When it fires,
+    /// [`Reconciler::keys_for_timer`] says which keys it makes dirty: a
+    /// timer of one's own for a group of keys (a requeue of the key being
+    /// reconciled is [`Requeue::AfterMs`]).
+    pub fn set_timer(&mut self, name: &str, after_ms: u64) {
+        self.actions.extend(self.timers.schedule(name, self.now_ms, after_ms));
     }
 }
 
@@ -247,6 +298,32 @@ impl<R: Reconciler> Runtime<R> {
     pub fn dirty(&self) -> impl Iterator<Item = &ObjectKey> {
         self.dirty.iter()
     }
+
+    /// Steps 1 to 3 of the module documentation for one input event.
+    fn apply_event(&mut self, event: &InputEvent, now: u64, actions: &mut Vec<Action>) {
+        match event {
+            InputEvent::Result(result) => {
+                let current = self.cache.find(&result.key);
+                if let Some(answer) = self.in_flight.on_result(result, current, now) {
+                    if let Some(after) = answer.retry_after_ms {
+                        actions.extend(self.timers.schedule(timer_key(&answer.wake), now, after));
+                    }
+                    self.dirty.insert(answer.wake);
+                }
+                self.dirty.extend(self.reconciler.keys_for_result(result, &self.cache, now));
+            }
+            InputEvent::Timer { key } => {
+                self.timers.fired(key);
+                self.dirty.extend(self.reconciler.keys_for_timer(key));
+            }
+            InputEvent::Listed { .. } | InputEvent::Watch { .. } => {
+                for change in self.cache.apply(event) {
+                    self.in_flight.settle(&change.key, self.cache.get(change.watch, &change.key), now);
+                    self.dirty.extend(self.reconciler.keys_for(&change, &self.cache));
+                }
+            }
+        }
+    }
 }
 
 impl<R: Reconciler> Controller for Runtime<R> {
@@ -263,26 +340,10 @@ impl<R: Reconciler> Controller for Runtime<R> {
         let now = input.time_ms;
         let mut actions = Vec::new();
         for event in &input.events {
-            match event {
-                InputEvent::Result(result) => {
-                    let current = self.cache.find(&result.key);
-                    let Some(answer) = self.in_flight.on_result(result, current, now) else { continue };
-                    if let Some(after) = answer.retry_after_ms {
-                        actions.extend(self.timers.schedule(timer_key(&answer.wake), now, after));
-                    }
-                    self.dirty.insert(answer.wake);
-                }
-                InputEvent::Timer { key } => {
-                    self.timers.fired(key);
-                    self.dirty.extend(parse_timer_key(key));
-                }
-                InputEvent::Listed { .. } | InputEvent::Watch { .. } => {
-                    for change in self.cache.apply(event) {
-                        self.in_flight.settle(&change.key, self.cache.get(change.watch, &change.key), now);
-                        self.dirty.extend(self.reconciler.keys_for(&change, &self.cache));
-                    }
-                }
-            }
+            self.apply_event(event, now, &mut actions);
+        }
+        if let Some(containers) = &input.containers {
+            self.dirty.extend(self.reconciler.keys_for_containers(containers, &self.cache));
         }
         if self.cache.all_synced() {
             for key in std::mem::take(&mut self.dirty) {
@@ -292,6 +353,7 @@ impl<R: Reconciler> Controller for Runtime<R> {
                     cache: &self.cache,
                     containers: input.containers.as_deref(),
                     in_flight: &mut self.in_flight,
+                    timers: &mut self.timers,
                     actions: &mut actions,
                 };
                 if let Requeue::AfterMs(after) = self.reconciler.reconcile(&key, &mut ctx) {
@@ -306,8 +368,10 @@ impl<R: Reconciler> Controller for Runtime<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{ObjectExt, added, failed, input, listed, modified, object, pod, succeeded, timer};
-    use recon_abi::{ABI_VERSION, StatusReason, WatchSpec};
+    use crate::testing::{
+        ObjectExt, added, failed, input, listed, modified, node_input, object, pod, succeeded, timer,
+    };
+    use recon_abi::{ABI_VERSION, StatusReason, Verb, WatchSpec};
     use serde_json::json;
 
     /// Writes `status.seen = spec.want` for every ConfigMap-like "Thing",
@@ -435,5 +499,137 @@ mod tests {
         // The write of the previous instance is forgotten: the same view writes again.
         let out = runtime.handle(&input(5, vec![listed(0, "2", vec![a.clone()]), listed(1, "2", vec![])]));
         assert_eq!(out.actions, vec![status_write(&a, 1)]);
+    }
+
+    /// Exercises the hooks besides `keys_for`, driven by each Thing's spec:
+    /// `createPod` creates a pod by `generateName`, `groupMs` sets the
+    /// timer "group", `deleteGrace` deletes the Thing with that grace
+    /// period through [`Context::send`]. Results of creates wake the key
+    /// "created", the timer "group" every Thing, containers the key "node".
+    #[derive(Default)]
+    struct Hooks {
+        reconciled: Vec<String>,
+        results: Vec<Verb>,
+    }
+
+    impl Reconciler for Hooks {
+        fn init(&mut self, _config: &ComponentConfig) -> Manifest {
+            *self = Hooks::default();
+            let watches = vec![WatchSpec { kind: "Thing".into(), ..WatchSpec::default() }];
+            Manifest { name: "hooks".into(), abi_version: ABI_VERSION, watches, ..Manifest::default() }
+        }
+
+        fn keys_for_result(&mut self, result: &ActionResult, _cache: &Cache, _now_ms: u64) -> Vec<ObjectKey> {
+            self.results.push(result.verb);
+            match result.verb {
+                Verb::Create => vec![ObjectKey::new("Thing", "default", "created")],
+                _ => Vec::new(),
+            }
+        }
+
+        fn keys_for_timer(&mut self, timer: &str) -> Vec<ObjectKey> {
+            match timer {
+                "group" => ["a", "b"].map(|name| ObjectKey::new("Thing", "default", name)).into(),
+                _ => parse_timer_key(timer).into_iter().collect(),
+            }
+        }
+
+        fn keys_for_containers(&mut self, _containers: &[Container], _cache: &Cache) -> Vec<ObjectKey> {
+            vec![ObjectKey::new("Thing", "default", "node")]
+        }
+
+        fn reconcile(&mut self, key: &ObjectKey, ctx: &mut Context<'_>) -> Requeue {
+            self.reconciled.push(key.name.clone());
+            let Some(thing) = ctx.get(key) else { return Requeue::AwaitChange };
+            if thing.spec.get("createPod").is_some() {
+                let mut pod = object("Pod", "default", "");
+                pod.metadata.generate_name = "p-".into();
+                ctx.create(pod);
+            }
+            if let Some(ms) = thing.spec.get("groupMs").and_then(serde_json::Value::as_u64) {
+                ctx.set_timer("group", ms);
+            }
+            if let Some(grace) = thing.spec.get("deleteGrace").and_then(serde_json::Value::as_i64) {
+                ctx.send(delete_with_grace(thing, grace));
+            }
+            Requeue::AwaitChange
+        }
+    }
+
+    fn hooks() -> Runtime<Hooks> {
+        let mut runtime = Runtime::new(Hooks::default());
+        runtime.init(&ComponentConfig::default());
+        runtime
+    }
+
+    fn delete_with_grace(thing: &Object, grace: i64) -> Action {
+        Action::Delete {
+            key: thing.key(),
+            uid: Some(thing.metadata.uid.clone()),
+            resource_version: None,
+            grace_period_seconds: Some(grace),
+        }
+    }
+
+    #[test]
+    fn a_result_the_runtime_cannot_match_reaches_keys_for_result_which_wakes_its_keys() {
+        let mut runtime = hooks();
+        let a = thing("a", 1, "2").with_spec(json!({"createPod": true}));
+        let out = runtime.handle(&input(0, vec![listed(0, "2", vec![a])]));
+        assert_eq!(out.actions.len(), 1, "a create by generateName is sent untracked: {:?}", out.actions);
+
+        // No name to match on: the runtime sets no retry, the hook decides.
+        let result = failed(Verb::Create, &ObjectKey::new("Pod", "default", ""), StatusReason::ServiceUnavailable);
+        let out = runtime.handle(&input(1, vec![InputEvent::Result(result)]));
+        assert_eq!(out.actions, vec![]);
+        assert_eq!(runtime.reconciler().results, vec![Verb::Create]);
+        assert_eq!(runtime.reconciler().reconciled, vec!["a", "created"]);
+    }
+
+    #[test]
+    fn a_named_timer_is_set_once_and_wakes_the_keys_keys_for_timer_maps_it_to() {
+        let mut runtime = hooks();
+        let group = |name| thing(name, 1, "2").with_spec(json!({"groupMs": 100}));
+        let out = runtime.handle(&input(0, vec![listed(0, "2", vec![group("a"), group("b"), thing("c", 1, "2")])]));
+        assert_eq!(out.actions, vec![Action::RequeueAfter { key: "group".into(), after_ms: 100 }]);
+
+        // A timer whose name is neither a key nor mapped wakes nothing.
+        assert_eq!(runtime.handle(&input(50, vec![timer("other")])).actions, vec![]);
+        let out = runtime.handle(&input(100, vec![timer("group")]));
+        assert_eq!(out.actions, vec![Action::RequeueAfter { key: "group".into(), after_ms: 100 }]);
+        assert_eq!(runtime.reconciler().reconciled, vec!["a", "b", "c", "a", "b"]);
+    }
+
+    #[test]
+    fn a_node_agents_containers_make_its_keys_dirty_on_every_call_once_synced() {
+        let mut runtime = hooks();
+        assert_eq!(runtime.handle(&node_input(0, vec![], vec![])).actions, vec![]);
+        assert!(runtime.reconciler().reconciled.is_empty(), "nothing before the first list");
+
+        runtime.handle(&node_input(1, vec![listed(0, "2", vec![])], vec![]));
+        // No event at all, and still reconciled: the snapshot is the input.
+        runtime.handle(&node_input(2, vec![], vec![]));
+        assert_eq!(runtime.reconciler().reconciled, vec!["node", "node"]);
+
+        // An input without containers (not a node agent's) makes nothing dirty.
+        runtime.handle(&input(3, vec![]));
+        assert_eq!(runtime.reconciler().reconciled, vec!["node", "node"]);
+    }
+
+    #[test]
+    fn send_tracks_a_write_with_its_options_like_the_other_writes() {
+        let mut runtime = hooks();
+        let a = thing("a", 1, "2").with_spec(json!({"deleteGrace": 0}));
+        let out = runtime.handle(&input(0, vec![listed(0, "2", vec![a.clone()])]));
+        assert_eq!(out.actions, vec![delete_with_grace(&a, 0)]);
+
+        // Woken again from the same view while the delete is in flight: not sent twice.
+        assert_eq!(runtime.handle(&input(1, vec![timer("Thing/default/a")])).actions, vec![]);
+        // A transient failure is retried by the runtime, with the same options.
+        let result = failed(Verb::Delete, &a.key(), StatusReason::ServiceUnavailable);
+        let out = runtime.handle(&input(2, vec![InputEvent::Result(result)]));
+        assert_eq!(out.actions, vec![Action::RequeueAfter { key: "Thing/default/a".into(), after_ms: 1_000 }]);
+        let out = runtime.handle(&input(1_002, vec![timer("Thing/default/a")]));
+        assert_eq!(out.actions, vec![delete_with_grace(&a, 0)]);
     }
 }

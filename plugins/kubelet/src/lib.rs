@@ -22,6 +22,14 @@
 //! on how the host lists for this component (its `listMode`), not on this
 //! code.
 //!
+//! It is written as a [`Reconciler`] ([`NodeSync`]) run by the SDK's
+//! [`Runtime`], which keeps the informer cache, waits for the first list,
+//! tracks the status writes and deletes in flight and retries them after
+//! transient failures. Its one key is its node: every pod change and every
+//! call's report of the containers (a snapshot, not a change) make it
+//! dirty, so the whole node is compared on every call, as the real
+//! kubelet's periodic housekeeping does.
+//!
 //! Differences from the real kubelet: no images, probes, restarts with
 //! back-off, resource accounting or admission; a pod is one container that
 //! starts at once and is ready as soon as it starts; stopping is immediate,
@@ -33,28 +41,24 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use recon_abi::{
-    ABI_VERSION, Action, ComponentConfig, Container, Controller, Input, InputEvent, ListMode, Manifest, Object,
-    ObjectKey, Output, Verb, WatchSpec, WritePermission, format_timestamp,
+    ABI_VERSION, Action, ComponentConfig, Container, Controller, Input, ListMode, Manifest, Object, ObjectKey, Output,
+    Verb, WatchSpec, WritePermission, format_timestamp,
 };
 use recon_sdk::meta::json_object_mut;
 use recon_sdk::pod::{self, pod_ref};
+use recon_sdk::reconcile::{Context, Reconciler, Requeue, Runtime};
 use recon_sdk::status::set_condition;
-use recon_sdk::{Cache, InFlight, Timers};
+use recon_sdk::{Cache, Change};
 use serde_json::json;
 
 /// The watch index of the node's pods in the manifest.
 const PODS: usize = 0;
 
-/// The timer key used to come back after a failed write.
-const RETRY_TIMER: &str = "retry";
-
-/// The kubelet of one node (see the crate documentation).
+/// The kubelet of one node (see the crate documentation): [`NodeSync`] in
+/// the SDK's [`Runtime`].
 #[derive(Clone, Debug, Default)]
 pub struct Kubelet {
-    node: Option<String>,
-    cache: Cache,
-    in_flight: InFlight,
-    timers: Timers,
+    runtime: Runtime<NodeSync>,
 }
 
 impl Kubelet {
@@ -66,7 +70,37 @@ impl Kubelet {
 
 impl Controller for Kubelet {
     fn init(&mut self, config: &ComponentConfig) -> Manifest {
-        *self = Kubelet { node: config.node.clone(), ..Kubelet::default() };
+        self.runtime.init(config)
+    }
+
+    fn handle(&mut self, input: &Input) -> Output {
+        self.runtime.handle(input)
+    }
+}
+
+/// The kubelet's reconciler: its one key is its node (a `Node` key it never
+/// reads, only reconciles), and a reconcile compares the whole node's pods
+/// with its containers.
+#[derive(Clone, Debug, Default)]
+pub struct NodeSync {
+    node: Option<String>,
+}
+
+impl NodeSync {
+    /// The key this kubelet reconciles: its node. None without a node.
+    fn node_key(&self) -> Vec<ObjectKey> {
+        self.node.iter().map(|node| ObjectKey::new("Node", "", node)).collect()
+    }
+
+    /// Whether this incarnation of a pod should have a running container here.
+    fn wants(&self, pod: &Object) -> bool {
+        pod::is_active(pod) && pod::node_name(pod) == self.node.as_deref()
+    }
+}
+
+impl Reconciler for NodeSync {
+    fn init(&mut self, config: &ComponentConfig) -> Manifest {
+        *self = NodeSync { node: config.node.clone() };
         // Without a node there is nothing this agent may run: watch nothing
         // rather than every pod in the cluster.
         let watches: Vec<WatchSpec> = self
@@ -78,7 +112,6 @@ impl Controller for Kubelet {
                 ..WatchSpec::default()
             })
             .collect();
-        self.cache = Cache::new(&watches);
         Manifest {
             name: "kubelet".into(),
             abi_version: ABI_VERSION,
@@ -89,45 +122,22 @@ impl Controller for Kubelet {
         }
     }
 
-    fn handle(&mut self, input: &Input) -> Output {
-        let now = input.time_ms;
-        let mut actions = Vec::new();
-        for event in &input.events {
-            match event {
-                InputEvent::Result(result) => {
-                    let current = self.cache.get(PODS, &result.key);
-                    let answer = self.in_flight.on_result(result, current, now);
-                    if let Some(after) = answer.and_then(|a| a.retry_after_ms) {
-                        actions.extend(self.timers.schedule(RETRY_TIMER, now, after));
-                    }
-                }
-                InputEvent::Timer { key } => self.timers.fired(key),
-                InputEvent::Listed { .. } | InputEvent::Watch { .. } => {
-                    for change in self.cache.apply(event) {
-                        self.in_flight.settle(&change.key, self.cache.get(PODS, &change.key), now);
-                    }
-                }
-            }
-        }
-        if self.node.is_some() && self.cache.is_synced(PODS) {
-            // A node holds at most its pod capacity, and the runtime reports
-            // every container on every call anyway, so the kubelet compares
-            // the whole node each time (as its periodic housekeeping does).
-            self.sync(now, input.containers.as_deref().unwrap_or(&[]), &mut actions);
-        }
-        Output { actions }
-    }
-}
-
-impl Kubelet {
-    /// Whether this incarnation of a pod should have a running container here.
-    fn wants(&self, pod: &Object) -> bool {
-        pod::is_active(pod) && pod::node_name(pod) == self.node.as_deref()
+    fn keys_for(&mut self, _change: &Change, _cache: &Cache) -> Vec<ObjectKey> {
+        self.node_key()
     }
 
-    fn sync(&mut self, now: u64, containers: &[Container], actions: &mut Vec<Action>) {
+    /// A node holds at most its pod capacity, and the runtime reports every
+    /// container on every call anyway, so the kubelet compares the whole
+    /// node each time (as its periodic housekeeping does).
+    fn keys_for_containers(&mut self, _containers: &[Container], _cache: &Cache) -> Vec<ObjectKey> {
+        self.node_key()
+    }
+
+    fn reconcile(&mut self, _node: &ObjectKey, ctx: &mut Context<'_>) -> Requeue {
+        let now = ctx.now_ms();
+        let cache = ctx.cache();
         let mut running: BTreeMap<&str, &Container> = BTreeMap::new();
-        for container in containers {
+        for container in ctx.containers().unwrap_or(&[]) {
             running.insert(container.pod.uid.as_str(), container);
         }
 
@@ -136,29 +146,28 @@ impl Kubelet {
         let mut stopped: BTreeSet<&str> = BTreeSet::new();
         for (&uid, container) in &running {
             let key = ObjectKey::new("Pod", &container.pod.namespace, &container.pod.name);
-            let wanted = self.cache.get(PODS, &key).is_some_and(|p| p.metadata.uid == uid && self.wants(p));
+            let wanted = cache.get(PODS, &key).is_some_and(|p| p.metadata.uid == uid && self.wants(p));
             if !wanted {
-                actions.push(Action::StopContainer { pod: container.pod.clone() });
+                ctx.push(Action::StopContainer { pod: container.pod.clone() });
                 stopped.insert(uid);
             }
         }
 
-        for pod in self.cache.list(PODS) {
+        for pod in cache.list(PODS) {
             if pod::node_name(pod) != self.node.as_deref() {
                 continue;
             }
-            let key = pod.key();
             let uid = pod.metadata.uid.as_str();
             let runs = running.contains_key(uid) && !stopped.contains(uid);
             if pod.is_terminating() {
-                if !runs && !self.in_flight.blocks(&key, Some(pod), now) {
-                    actions.push(Action::Delete {
-                        key: key.clone(),
+                if !runs {
+                    // Sent unless the last delete is still in flight.
+                    ctx.send(Action::Delete {
+                        key: pod.key(),
                         uid: Some(uid.to_string()),
                         resource_version: None,
                         grace_period_seconds: Some(0),
                     });
-                    self.in_flight.record(Verb::Delete, key.clone(), Some(pod), key);
                 }
                 continue;
             }
@@ -166,13 +175,13 @@ impl Kubelet {
                 continue;
             }
             if !runs {
-                actions.push(Action::StartContainer { pod: pod_ref(pod) });
+                ctx.push(Action::StartContainer { pod: pod_ref(pod) });
             }
-            if !pod::is_running_and_ready(pod) && !self.in_flight.blocks(&key, Some(pod), now) {
-                actions.push(Action::UpdateStatus { object: running_status(pod, now) });
-                self.in_flight.record(Verb::UpdateStatus, key.clone(), Some(pod), key);
+            if !pod::is_running_and_ready(pod) {
+                ctx.update_status(running_status(pod, now));
             }
         }
+        Requeue::AwaitChange
     }
 }
 

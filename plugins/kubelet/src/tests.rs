@@ -158,9 +158,11 @@ fn kubelet_retries_a_failed_delete_after_a_delay_but_not_before() {
 
     let answer = InputEvent::Result(failed(Verb::Delete, &dying.key(), StatusReason::ServiceUnavailable));
     let out = kubelet.handle(&node_input(10, vec![answer], vec![]));
-    assert_eq!(out.actions, vec![Action::RequeueAfter { key: "retry".into(), after_ms: recon_sdk::RETRY_AFTER_MS }]);
+    // The runtime's retry: a requeue of the kubelet's one key, its node.
+    let retry = "Node//node-1";
+    assert_eq!(out.actions, vec![Action::RequeueAfter { key: retry.into(), after_ms: recon_sdk::RETRY_AFTER_MS }]);
     assert_eq!(kubelet.handle(&node_input(500, vec![], vec![])).actions, vec![]);
-    let out = kubelet.handle(&node_input(1_010, vec![timer("retry")], vec![]));
+    let out = kubelet.handle(&node_input(1_010, vec![timer(retry)], vec![]));
     assert_eq!(out.actions, vec![final_delete(&dying)]);
 }
 

@@ -27,6 +27,11 @@
 //! The status (`replicas`, `readyReplicas`, `observedGeneration`) is written
 //! with `UpdateStatus` only when it changed.
 //!
+//! It is written as a [`Reconciler`] ([`ReplicaSets`], one set per call)
+//! run by the SDK's [`Runtime`], which keeps the informer cache, waits for
+//! the first lists, tracks the status writes and schedules the timers the
+//! reconciles ask for; the pod writes are tracked by the expectations.
+//!
 //! Differences from the real controller: pods are found by ownership only
 //! (no label-selector matching, no adoption or release of orphans); no
 //! `minReadySeconds`, `availableReplicas` or conditions; the results of
@@ -37,11 +42,12 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use recon_abi::{
-    ABI_VERSION, Action, ActionResult, ComponentConfig, Controller, Input, InputEvent, ListMode, Manifest, Object,
-    ObjectKey, ObjectMeta, Outcome, Output, StatusReason, Verb, WatchSpec, WritePermission,
+    ABI_VERSION, Action, ActionResult, ComponentConfig, Controller, Input, ListMode, Manifest, Object, ObjectKey,
+    ObjectMeta, Outcome, Output, StatusReason, Verb, WatchSpec, WritePermission,
 };
 use recon_sdk::meta::{self, controller_uid, json_object_mut, owner_reference};
-use recon_sdk::{Cache, Change, InFlight, Index, RETRY_AFTER_MS, Timers, parse_timer_key, pod, timer_key};
+use recon_sdk::reconcile::{Context, Reconciler, Requeue, Runtime};
+use recon_sdk::{Cache, Change, Index, RETRY_AFTER_MS, pod};
 use serde_json::{Value, json};
 
 /// The watch index of ReplicaSets in the manifest.
@@ -84,38 +90,11 @@ struct PendingCreate {
     set_uid: String,
 }
 
-/// The ReplicaSet controller (see the crate documentation).
-#[derive(Clone, Debug)]
+/// The ReplicaSet controller (see the crate documentation): [`ReplicaSets`]
+/// in the SDK's [`Runtime`].
+#[derive(Clone, Debug, Default)]
 pub struct ReplicaSetController {
-    cache: Cache,
-    /// Pods by the uid of their controlling owner.
-    owned: Index,
-    /// Sets to reconcile once the cache is synced.
-    dirty: BTreeSet<ObjectKey>,
-    expectations: BTreeMap<ObjectKey, Expectations>,
-    creates: VecDeque<PendingCreate>,
-    /// Status writes in flight, by set.
-    in_flight: InFlight,
-    timers: Timers,
-    expectations_timeout_ms: u64,
-    /// Break ties among equally ranked victims by uid instead of name.
-    tie_break_by_uid: bool,
-}
-
-impl Default for ReplicaSetController {
-    fn default() -> Self {
-        ReplicaSetController {
-            cache: Cache::default(),
-            owned: Index::new(|p| controller_uid(p).map(str::to_string)),
-            dirty: BTreeSet::new(),
-            expectations: BTreeMap::new(),
-            creates: VecDeque::new(),
-            in_flight: InFlight::new(),
-            timers: Timers::new(),
-            expectations_timeout_ms: DEFAULT_EXPECTATIONS_TIMEOUT_MS,
-            tie_break_by_uid: false,
-        }
-    }
+    runtime: Runtime<ReplicaSets>,
 }
 
 impl ReplicaSetController {
@@ -127,26 +106,55 @@ impl ReplicaSetController {
 
 impl Controller for ReplicaSetController {
     fn init(&mut self, config: &ComponentConfig) -> Manifest {
-        let watches = vec![
-            WatchSpec { kind: "ReplicaSet".into(), ..WatchSpec::default() },
-            WatchSpec { kind: "Pod".into(), ..WatchSpec::default() },
-        ];
+        self.runtime.init(config)
+    }
+
+    fn handle(&mut self, input: &Input) -> Output {
+        self.runtime.handle(input)
+    }
+}
+
+/// The ReplicaSet reconciler: one set per call of [`Reconciler::reconcile`],
+/// with the pods it owns and its expectations.
+#[derive(Clone, Debug)]
+pub struct ReplicaSets {
+    /// Pods by the uid of their controlling owner.
+    owned: Index,
+    expectations: BTreeMap<ObjectKey, Expectations>,
+    creates: VecDeque<PendingCreate>,
+    expectations_timeout_ms: u64,
+    /// Break ties among equally ranked victims by uid instead of name.
+    tie_break_by_uid: bool,
+}
+
+impl Default for ReplicaSets {
+    fn default() -> Self {
+        ReplicaSets {
+            owned: Index::new(|p| controller_uid(p).map(str::to_string)),
+            expectations: BTreeMap::new(),
+            creates: VecDeque::new(),
+            expectations_timeout_ms: DEFAULT_EXPECTATIONS_TIMEOUT_MS,
+            tie_break_by_uid: false,
+        }
+    }
+}
+
+impl Reconciler for ReplicaSets {
+    fn init(&mut self, config: &ComponentConfig) -> Manifest {
         let expectations_timeout_ms = config
             .params
             .get("expectationsTimeoutMs")
             .and_then(Value::as_u64)
             .unwrap_or(DEFAULT_EXPECTATIONS_TIMEOUT_MS);
         let tie_break_by_uid = config.params.get("scaleDownTieBreak").and_then(Value::as_str) == Some("uid");
-        *self = ReplicaSetController {
-            cache: Cache::new(&watches),
-            expectations_timeout_ms,
-            tie_break_by_uid,
-            ..ReplicaSetController::default()
-        };
+        *self = ReplicaSets { expectations_timeout_ms, tie_break_by_uid, ..ReplicaSets::default() };
         Manifest {
             name: "replicaset".into(),
             abi_version: ABI_VERSION,
-            watches,
+            watches: vec![
+                WatchSpec { kind: "ReplicaSet".into(), ..WatchSpec::default() },
+                WatchSpec { kind: "Pod".into(), ..WatchSpec::default() },
+            ],
             writes: vec![
                 WritePermission { kind: "Pod".into(), verbs: vec![Verb::Create, Verb::Delete] },
                 WritePermission { kind: "ReplicaSet".into(), verbs: vec![Verb::UpdateStatus] },
@@ -156,49 +164,18 @@ impl Controller for ReplicaSetController {
         }
     }
 
-    fn handle(&mut self, input: &Input) -> Output {
-        let now = input.time_ms;
-        let mut actions = Vec::new();
-        for event in &input.events {
-            match event {
-                InputEvent::Result(result) => self.on_result(result, now, &mut actions),
-                InputEvent::Timer { key } => {
-                    self.timers.fired(key);
-                    self.dirty.extend(parse_timer_key(key));
-                }
-                InputEvent::Listed { .. } | InputEvent::Watch { .. } => {
-                    for change in self.cache.apply(event) {
-                        self.observe(change, now);
-                    }
-                }
-            }
-        }
-        // Like WaitForCacheSync: before the pods are listed every set would
-        // look empty and be filled again.
-        if self.cache.all_synced() {
-            for key in std::mem::take(&mut self.dirty) {
-                self.reconcile(&key, now, &mut actions);
-            }
-        }
-        Output { actions }
-    }
-}
-
-impl ReplicaSetController {
-    /// Maps a change to the sets that must be reconciled, and lowers the
-    /// expectations it fulfils.
-    fn observe(&mut self, change: Change, now: u64) {
-        let current = self.cache.get(change.watch, &change.key);
+    /// A set's own changes make it dirty; a pod's make its owners (before
+    /// and after) dirty, and lower the expectations the pod fulfils.
+    fn keys_for(&mut self, change: &Change, cache: &Cache) -> Vec<ObjectKey> {
         if change.watch == SETS {
-            self.in_flight.settle(&change.key, current, now);
-            self.dirty.insert(change.key);
-            return;
+            return vec![change.key.clone()];
         }
+        let current = cache.get(change.watch, &change.key);
         self.owned.update(&change.key, current);
         let owners = change.old.iter().chain(current).filter_map(meta::controller_key);
         let owners: BTreeSet<ObjectKey> = owners.filter(|k| k.kind == "ReplicaSet").collect();
-        for set in owners {
-            if let Some(expected) = self.expectations.get_mut(&set) {
+        for set in &owners {
+            if let Some(expected) = self.expectations.get_mut(set) {
                 let appeared =
                     change.old.is_none() && current.is_some_and(|p| controller_uid(p) == Some(&expected.uid));
                 if appeared {
@@ -209,11 +186,15 @@ impl ReplicaSetController {
                     expected.deletes.remove(&change.key);
                 }
             }
-            self.dirty.insert(set);
         }
+        owners.into_iter().collect()
     }
 
-    fn on_result(&mut self, result: &ActionResult, now: u64, actions: &mut Vec<Action>) {
+    /// Pod creates and deletes are matched to the expectations of the set
+    /// that sent them (the runtime tracks the status writes); a failed one
+    /// lowers them, and a transient failure holds the set back for
+    /// [`RETRY_AFTER_MS`].
+    fn keys_for_result(&mut self, result: &ActionResult, _cache: &Cache, now: u64) -> Vec<ObjectKey> {
         let failed = match &result.outcome {
             Outcome::Ok(_) => None,
             Outcome::Err(status) => Some(status.reason),
@@ -222,30 +203,23 @@ impl ReplicaSetController {
             !matches!(reason, StatusReason::Conflict | StatusReason::NotFound | StatusReason::AlreadyExists)
         });
         let set = match (result.verb, &result.outcome) {
-            (Verb::UpdateStatus, _) => {
-                let current = self.cache.get(SETS, &result.key);
-                let Some(answer) = self.in_flight.on_result(result, current, now) else { return };
-                if let Some(after) = answer.retry_after_ms {
-                    actions.extend(self.timers.schedule(timer_key(&answer.wake), now, after));
-                }
-                self.dirty.insert(answer.wake);
-                return;
-            }
             (Verb::Create, Outcome::Ok(Some(pod))) => {
                 // Matched by owner; the expectation stays until the pod is seen.
                 let uid = controller_uid(pod).unwrap_or_default();
                 if let Some(at) = self.creates.iter().position(|c| c.set_uid == uid) {
                     self.creates.remove(at);
                 }
-                return;
+                return Vec::new();
             }
             (Verb::Create, _) => {
                 // No name to match on: the oldest create in that namespace.
                 let namespace = result.key.namespace.as_str();
-                let Some(at) = self.creates.iter().position(|c| c.set.namespace == namespace) else { return };
-                let Some(create) = self.creates.remove(at) else { return };
+                let Some(at) = self.creates.iter().position(|c| c.set.namespace == namespace) else {
+                    return Vec::new();
+                };
+                let Some(create) = self.creates.remove(at) else { return Vec::new() };
                 let Some(expected) = self.expectations.get_mut(&create.set).filter(|e| e.uid == create.set_uid) else {
-                    return;
+                    return Vec::new();
                 };
                 expected.adds -= 1;
                 create.set
@@ -254,34 +228,36 @@ impl ReplicaSetController {
                 let Some(set) =
                     self.expectations.iter().find(|(_, e)| e.deletes.contains_key(&result.key)).map(|(k, _)| k.clone())
                 else {
-                    return;
+                    return Vec::new();
                 };
                 if failed.is_none() {
                     // Fulfilled when the pod is seen terminating or gone.
-                    return;
+                    return Vec::new();
                 }
                 if let Some(expected) = self.expectations.get_mut(&set) {
                     expected.deletes.remove(&result.key);
                 }
                 set
             }
-            (Verb::Update, _) => return,
+            // Status writes are the runtime's to track.
+            (Verb::UpdateStatus | Verb::Update, _) => return Vec::new(),
         };
         if transient && let Some(expected) = self.expectations.get_mut(&set) {
+            // The reconcile this wakes sees the back-off and sets the timer.
             expected.not_before_ms = now + RETRY_AFTER_MS;
-            actions.extend(self.timers.schedule(timer_key(&set), now, RETRY_AFTER_MS));
         }
-        self.dirty.insert(set);
+        vec![set]
     }
 
-    fn reconcile(&mut self, key: &ObjectKey, now: u64, actions: &mut Vec<Action>) {
-        let Some(set) = self.cache.get(SETS, key) else {
+    fn reconcile(&mut self, key: &ObjectKey, ctx: &mut Context<'_>) -> Requeue {
+        let now = ctx.now_ms();
+        let Some(set) = ctx.cache().get(SETS, key) else {
             self.expectations.remove(key);
-            return;
+            return Requeue::AwaitChange;
         };
         if set.is_terminating() {
             // Deleting a set's pods is the garbage collector's job.
-            return;
+            return Requeue::AwaitChange;
         }
         if self.expectations.get(key).is_some_and(|e| e.uid != set.metadata.uid) {
             self.expectations.remove(key);
@@ -289,12 +265,13 @@ impl ReplicaSetController {
         let active: Vec<&Object> = self
             .owned
             .keys(&set.metadata.uid)
-            .filter_map(|k| self.cache.get(PODS, k))
+            .filter_map(|k| ctx.cache().get(PODS, k))
             .filter(|p| pod::is_active(p))
             .collect();
         let want = meta::replicas(set) as usize;
         let fulfilled = self.expectations.get(key).is_none_or(|e| e.fulfilled(now));
 
+        let mut requeue = Requeue::AwaitChange;
         if fulfilled && active.len() != want {
             let mut expected = Expectations {
                 uid: set.metadata.uid.clone(),
@@ -306,14 +283,17 @@ impl ReplicaSetController {
             if active.len() < want {
                 let count = (want - active.len()).min(BURST);
                 for _ in 0..count {
-                    actions.push(Action::Create { object: new_pod(set) });
+                    // Tracked by the expectations: a create by
+                    // `generateName` has no key for the runtime to track.
+                    ctx.push(Action::Create { object: new_pod(set) });
                     self.creates.push_back(PendingCreate { set: key.clone(), set_uid: set.metadata.uid.clone() });
                 }
                 expected.adds = count as i64;
             } else {
                 let order = deletion_order(active.clone(), self.tie_break_by_uid);
                 for pod in order.into_iter().take((active.len() - want).min(BURST)) {
-                    actions.push(Action::Delete {
+                    // Tracked by the expectations, per set rather than per pod.
+                    ctx.push(Action::Delete {
                         key: pod.key(),
                         uid: Some(pod.metadata.uid.clone()),
                         resource_version: None,
@@ -323,7 +303,7 @@ impl ReplicaSetController {
                 }
             }
             // Come back when they expire, in case what they wait for never shows.
-            actions.extend(self.timers.schedule(timer_key(key), now, self.expectations_timeout_ms));
+            requeue = Requeue::AfterMs(self.expectations_timeout_ms);
             self.expectations.insert(key.clone(), expected);
         } else if fulfilled {
             self.expectations.remove(key);
@@ -331,7 +311,7 @@ impl ReplicaSetController {
             // Make sure a timer wakes the set when it may act again, whatever
             // earlier timers were for.
             let wake = if now < expected.not_before_ms { expected.not_before_ms } else { expected.expires_ms };
-            actions.extend(self.timers.schedule(timer_key(key), now, wake.saturating_sub(now)));
+            requeue = Requeue::AfterMs(wake.saturating_sub(now));
         }
 
         let ready = active.iter().filter(|p| pod::is_ready(p)).count();
@@ -340,12 +320,12 @@ impl ReplicaSetController {
         fields.insert("replicas".into(), json!(active.len()));
         fields.insert("readyReplicas".into(), json!(ready));
         fields.insert("observedGeneration".into(), json!(set.metadata.generation));
-        if status != set.status && !self.in_flight.blocks(key, Some(set), now) {
+        if status != set.status {
             let mut object = set.clone();
             object.status = status;
-            actions.push(Action::UpdateStatus { object });
-            self.in_flight.record(Verb::UpdateStatus, key.clone(), Some(set), key.clone());
+            ctx.update_status(object);
         }
+        requeue
     }
 }
 

@@ -99,8 +99,9 @@ fn replicaset_creates_missing_pods_from_its_template_with_generate_name() {
         vec![
             Action::Create { object: expected_pod.clone() },
             Action::Create { object: expected_pod },
-            Action::RequeueAfter { key: "ReplicaSet/default/web".into(), after_ms: DEFAULT_EXPECTATIONS_TIMEOUT_MS },
             Action::UpdateStatus { object: status },
+            // The requeue the reconcile asks for, to come back when the expectations expire.
+            Action::RequeueAfter { key: "ReplicaSet/default/web".into(), after_ms: DEFAULT_EXPECTATIONS_TIMEOUT_MS },
         ]
     );
 }

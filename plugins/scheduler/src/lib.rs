@@ -16,6 +16,12 @@
 //! stay Pending and are retried every second, and at once when a node changes
 //! or a bound pod goes away.
 //!
+//! It is written as a [`Reconciler`] ([`PodBinder`], one pod per call) run
+//! by the SDK's [`Runtime`], which keeps the informer cache, waits for the
+//! first lists, tracks the bindings in flight and retries them after
+//! transient failures. Pods that fit nowhere share one timer
+//! (`unschedulable`), which wakes them all.
+//!
 //! Differences from kube-scheduler: pod count is the only resource (no CPU,
 //! memory, affinity, taints, topology spread or preemption); binding is a
 //! compare-and-swap `Update` of the pod instead of a `pods/binding`
@@ -24,61 +30,73 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use recon_abi::{
-    ABI_VERSION, Action, ComponentConfig, Controller, Input, InputEvent, ListMode, Manifest, Object, ObjectKey,
-    Outcome, Output, Verb, WatchSpec, WritePermission,
+    ABI_VERSION, ActionResult, ComponentConfig, Controller, Input, ListMode, Manifest, Object, ObjectKey, Outcome,
+    Output, Verb, WatchSpec, WritePermission,
 };
 use recon_sdk::meta::{int_field, json_object_mut};
-use recon_sdk::{Cache, Change, InFlight, Index, Timers, parse_timer_key, pod, timer_key};
+use recon_sdk::reconcile::{Context, Reconciler, Requeue, Runtime};
+use recon_sdk::{Cache, Change, Index, parse_timer_key, pod};
 use serde_json::{Value, json};
 
 /// The watch index of all pods in the manifest.
 const PODS: usize = 0;
 /// The watch index of all nodes in the manifest.
 const NODES: usize = 1;
-/// The timer key for retrying pods that fit nowhere.
+/// The timer for retrying pods that fit nowhere.
 const UNSCHEDULABLE_TIMER: &str = "unschedulable";
 /// How often pods that fit nowhere are tried again.
 const UNSCHEDULABLE_RETRY_MS: u64 = 1_000;
 /// Pods per node when a node does not say (the kubelet's default `maxPods`).
 const DEFAULT_POD_CAPACITY: usize = 110;
 
-/// The scheduler (see the crate documentation).
-#[derive(Clone, Debug)]
+/// The scheduler (see the crate documentation): [`PodBinder`] in the SDK's
+/// [`Runtime`].
+#[derive(Clone, Debug, Default)]
 pub struct Scheduler {
-    cache: Cache,
-    /// Pods that occupy a node (bound and not finished), by node name.
-    bound: Index,
-    /// Pods to try on this call.
-    pending: BTreeSet<ObjectKey>,
-    /// Pods that fit nowhere the last time they were tried.
-    unschedulable: BTreeSet<ObjectKey>,
-    /// Pods whose binding is in flight, with the node they were sent to.
-    assumed: BTreeMap<ObjectKey, String>,
-    /// How many assumed pods each node has.
-    assumed_per_node: BTreeMap<String, usize>,
-    in_flight: InFlight,
-    timers: Timers,
-}
-
-impl Default for Scheduler {
-    fn default() -> Self {
-        Scheduler {
-            cache: Cache::default(),
-            bound: Index::new(occupied_node),
-            pending: BTreeSet::new(),
-            unschedulable: BTreeSet::new(),
-            assumed: BTreeMap::new(),
-            assumed_per_node: BTreeMap::new(),
-            in_flight: InFlight::new(),
-            timers: Timers::new(),
-        }
-    }
+    runtime: Runtime<PodBinder>,
 }
 
 impl Scheduler {
     /// A scheduler with an empty cache.
     pub fn new() -> Scheduler {
         Scheduler::default()
+    }
+}
+
+impl Controller for Scheduler {
+    fn init(&mut self, config: &ComponentConfig) -> Manifest {
+        self.runtime.init(config)
+    }
+
+    fn handle(&mut self, input: &Input) -> Output {
+        self.runtime.handle(input)
+    }
+}
+
+/// The scheduler's reconciler: binds one pending pod per call of
+/// [`Reconciler::reconcile`], and keeps what kube-scheduler's cache keeps
+/// beside the informer's: which node each pod occupies, the bindings it
+/// assumes while they are in flight, and the pods that fit nowhere.
+#[derive(Clone, Debug)]
+pub struct PodBinder {
+    /// Pods that occupy a node (bound and not finished), by node name.
+    bound: Index,
+    /// Pods that fit nowhere the last time they were tried.
+    unschedulable: BTreeSet<ObjectKey>,
+    /// Pods whose binding is in flight, with the node they were sent to.
+    assumed: BTreeMap<ObjectKey, String>,
+    /// How many assumed pods each node has.
+    assumed_per_node: BTreeMap<String, usize>,
+}
+
+impl Default for PodBinder {
+    fn default() -> Self {
+        PodBinder {
+            bound: Index::new(occupied_node),
+            unschedulable: BTreeSet::new(),
+            assumed: BTreeMap::new(),
+            assumed_per_node: BTreeMap::new(),
+        }
     }
 }
 
@@ -104,13 +122,13 @@ fn is_cordoned(node: &Object) -> bool {
     node.spec.get("unschedulable").and_then(Value::as_bool).unwrap_or(false)
 }
 
-impl Controller for Scheduler {
+impl Reconciler for PodBinder {
     fn init(&mut self, _config: &ComponentConfig) -> Manifest {
+        *self = PodBinder::default();
         let watches = vec![
             WatchSpec { kind: "Pod".into(), ..WatchSpec::default() },
             WatchSpec { kind: "Node".into(), ..WatchSpec::default() },
         ];
-        *self = Scheduler { cache: Cache::new(&watches), ..Scheduler::default() };
         Manifest {
             name: "scheduler".into(),
             abi_version: ABI_VERSION,
@@ -121,73 +139,70 @@ impl Controller for Scheduler {
         }
     }
 
-    fn handle(&mut self, input: &Input) -> Output {
-        let now = input.time_ms;
-        let mut actions = Vec::new();
-        for event in &input.events {
-            match event {
-                InputEvent::Result(result) => {
-                    let current = self.cache.get(PODS, &result.key);
-                    let Some(answer) = self.in_flight.on_result(result, current, now) else { continue };
-                    if matches!(result.outcome, Outcome::Err(_)) {
-                        self.forget_assumption(&result.key);
-                    }
-                    self.pending.insert(result.key.clone());
-                    if let Some(after) = answer.retry_after_ms {
-                        actions.extend(self.timers.schedule(timer_key(&result.key), now, after));
-                    }
-                }
-                InputEvent::Timer { key } => {
-                    self.timers.fired(key);
-                    if key == UNSCHEDULABLE_TIMER {
-                        self.pending.append(&mut self.unschedulable);
-                    } else if let Some(pod) = parse_timer_key(key) {
-                        self.pending.insert(pod);
-                    }
-                }
-                InputEvent::Listed { .. } | InputEvent::Watch { .. } => {
-                    for change in self.cache.apply(event) {
-                        self.observe(change, now);
-                    }
-                }
-            }
-        }
-        if self.cache.all_synced() && !self.pending.is_empty() {
-            self.schedule(now, &mut actions);
-        }
-        if !self.unschedulable.is_empty() {
-            actions.extend(self.timers.schedule(UNSCHEDULABLE_TIMER, now, UNSCHEDULABLE_RETRY_MS));
-        }
-        Output { actions }
-    }
-}
-
-impl Scheduler {
-    fn observe(&mut self, change: Change, now: u64) {
+    /// A pod that needs scheduling and is not assumed is tried; a node that
+    /// changed, or a pod that stopped occupying a node, makes room for the
+    /// pods that fit nowhere.
+    fn keys_for(&mut self, change: &Change, cache: &Cache) -> Vec<ObjectKey> {
         if change.watch == NODES {
             // A node appeared, changed (uncordoned, grew) or went away: pods
             // that fit nowhere may fit now.
-            self.pending.append(&mut self.unschedulable);
-            return;
+            return std::mem::take(&mut self.unschedulable).into_iter().collect();
         }
-        let key = change.key;
-        let current = self.cache.get(PODS, &key);
-        self.in_flight.settle(&key, current, now);
-        if self.bound.update(&key, current).is_some() {
+        let key = &change.key;
+        let current = cache.get(PODS, key);
+        let mut keys = Vec::new();
+        if self.bound.update(key, current).is_some() {
             // The pod stopped occupying a node: room for one more there.
-            self.pending.append(&mut self.unschedulable);
+            keys.extend(std::mem::take(&mut self.unschedulable));
         }
         // Once the cache shows the pod bound (or gone), the index counts it
         // and the assumption would count it twice.
         if current.is_none_or(|p| !needs_scheduling(p)) {
-            self.forget_assumption(&key);
-            self.pending.remove(&key);
-            self.unschedulable.remove(&key);
-        } else if !self.assumed.contains_key(&key) {
-            self.pending.insert(key);
+            self.forget_assumption(key);
+            self.unschedulable.remove(key);
+        } else if !self.assumed.contains_key(key) {
+            keys.push(key.clone());
         }
+        keys
     }
 
+    /// A failed binding no longer holds its node's slot; the runtime tries
+    /// the pod again (at once once the cache moves after a stale-view
+    /// failure, after a second after a transient one).
+    fn keys_for_result(&mut self, result: &ActionResult, _cache: &Cache, _now_ms: u64) -> Vec<ObjectKey> {
+        if matches!(result.outcome, Outcome::Err(_)) {
+            self.forget_assumption(&result.key);
+        }
+        Vec::new()
+    }
+
+    fn keys_for_timer(&mut self, timer: &str) -> Vec<ObjectKey> {
+        if timer == UNSCHEDULABLE_TIMER {
+            return std::mem::take(&mut self.unschedulable).into_iter().collect();
+        }
+        parse_timer_key(timer).into_iter().collect()
+    }
+
+    fn reconcile(&mut self, key: &ObjectKey, ctx: &mut Context<'_>) -> Requeue {
+        let Some(pod) = ctx.cache().get(PODS, key) else { return Requeue::AwaitChange };
+        // A pod whose write was answered with a stale-view error waits here
+        // until the cache moves; the change brings it back.
+        if !needs_scheduling(pod) || self.assumed.contains_key(key) || ctx.is_pending(key) {
+            return Requeue::AwaitChange;
+        }
+        let Some(node) = self.least_loaded_node(ctx.cache()) else {
+            self.unschedulable.insert(key.clone());
+            ctx.set_timer(UNSCHEDULABLE_TIMER, UNSCHEDULABLE_RETRY_MS);
+            return Requeue::AwaitChange;
+        };
+        ctx.update(binding(pod, &node));
+        *self.assumed_per_node.entry(node.clone()).or_default() += 1;
+        self.assumed.insert(key.clone(), node);
+        Requeue::AwaitChange
+    }
+}
+
+impl PodBinder {
     fn forget_assumption(&mut self, key: &ObjectKey) {
         if let Some(node) = self.assumed.remove(key)
             && let Some(count) = self.assumed_per_node.get_mut(&node)
@@ -199,46 +214,28 @@ impl Scheduler {
         }
     }
 
+    /// Pods on the node: those the cache shows bound and those assumed.
     fn load(&self, node: &str) -> usize {
         self.bound.count(node) + self.assumed_per_node.get(node).copied().unwrap_or(0)
     }
 
-    fn schedule(&mut self, now: u64, actions: &mut Vec<Action>) {
-        // Nodes with room, least loaded first, ties by name.
-        let mut capacities: BTreeMap<String, usize> = BTreeMap::new();
-        let mut room: BTreeSet<(usize, String)> = BTreeSet::new();
-        for node in self.cache.list(NODES) {
+    /// The schedulable node with room and the fewest pods, ties by name.
+    fn least_loaded_node(&self, cache: &Cache) -> Option<String> {
+        let mut best: Option<(usize, &str)> = None;
+        for node in cache.list(NODES) {
             if is_cordoned(node) || node.is_terminating() {
                 continue;
             }
-            let name = node.metadata.name.clone();
-            let (load, cap) = (self.load(&name), capacity(node));
-            if load < cap {
-                room.insert((load, name.clone()));
-            }
-            capacities.insert(name, cap);
-        }
-
-        for key in std::mem::take(&mut self.pending) {
-            let Some(pod) = self.cache.get(PODS, &key) else { continue };
-            // A pod whose write was answered with a stale-view error waits
-            // here until the cache moves; the change brings it back.
-            if !needs_scheduling(pod) || self.assumed.contains_key(&key) || self.in_flight.blocks(&key, Some(pod), now)
-            {
+            let name = node.metadata.name.as_str();
+            let load = self.load(name);
+            // Only a less loaded node wins (ties go to the first name), and
+            // that is cheaper to ask than the node's capacity.
+            if best.is_some_and(|(least, _)| load >= least) || load >= capacity(node) {
                 continue;
             }
-            let Some((load, node)) = room.pop_first() else {
-                self.unschedulable.insert(key);
-                continue;
-            };
-            actions.push(Action::Update { object: binding(pod, &node) });
-            self.in_flight.record(Verb::Update, key.clone(), Some(pod), key.clone());
-            *self.assumed_per_node.entry(node.clone()).or_default() += 1;
-            self.assumed.insert(key, node.clone());
-            if capacities.get(&node).is_some_and(|&cap| load + 1 < cap) {
-                room.insert((load + 1, node));
-            }
+            best = Some((load, name));
         }
+        best.map(|(_, name)| name.to_string())
     }
 }
 
