@@ -36,6 +36,13 @@ const SHOWN_LISTED: usize = 10;
 /// when this request arrived" for requests that overlap a little.
 const KNOWN_KEPT: usize = 32;
 
+/// Why a node agent shown a gone pod is taken to have acted on it.
+const NODE_AGENT_ACTS: &str = "Acted on: a kubelet runs the pods its list shows on its node; container starts are not audited, and no write about the pod followed in these logs.";
+
+/// The same, when a write about the pod followed.
+const NODE_AGENT_ACTED: &str =
+    "Acted on: a kubelet runs the pods its list shows on its node; its write about the pod, above, shows it did.";
+
 /// How often [`analyze`] reports progress, in events.
 pub const PROGRESS_EVERY: u64 = 100_000;
 
@@ -585,13 +592,16 @@ impl Analysis {
                 acted_on: Vec::new(),
                 acted_on_more: 0,
                 acted: true,
-                acted_because: Some(
-                    "Acted on: a node agent runs what its list shows on its node (container starts are not audited; a later write about the pod, if any, is listed above)."
-                        .to_string(),
-                ),
+                acted_because: Some(NODE_AGENT_ACTS.to_string()),
                 caught_up: None,
             },
-            OpenView { finding: 0, needed: self.cluster_before(r.received), server: r.source, resource: pods, pods: Some(pods_followed) },
+            OpenView {
+                finding: 0,
+                needed: self.cluster_before(r.received),
+                server: r.source,
+                resource: pods,
+                pods: Some(pods_followed),
+            },
         );
     }
 
@@ -910,6 +920,9 @@ impl Analysis {
                 f.acted_on_more += 1;
             }
             f.acted = true;
+            if f.kind == FindingKind::NodeAgentShownGonePod {
+                f.acted_because = Some(NODE_AGENT_ACTED.to_string());
+            }
         }
     }
 
