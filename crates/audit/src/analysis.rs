@@ -191,6 +191,9 @@ impl Analysis {
         self.last = Some(self.last.map_or(r.at, |l| l.max(r.at)));
         let e = &r.event;
         let Ok(uri) = RequestUri::parse(&e.request_uri) else { return };
+        if Resource::new(&uri.group, &uri.resource).has_own_revisions() {
+            return self.cannot(Unjudged::SeparateRevisions, r);
+        }
         match e.stage() {
             Some(Stage::ResponseComplete) => {}
             Some(Stage::ResponseStarted) => {
@@ -1098,6 +1101,9 @@ impl Analysis {
                 }
                 Unjudged::DeleteCollections => {
                     "which objects a deletecollection removed, and at which revisions, is not in its event"
+                }
+                Unjudged::SeparateRevisions => {
+                    "Events are commonly stored in an etcd of their own, whose revisions are another sequence; they are left out"
                 }
             }
         };

@@ -54,6 +54,13 @@ impl Resource {
             ("coordination.k8s.io", "leases") | ("", "events") | ("events.k8s.io", "events")
         )
     }
+
+    /// Resources commonly kept in an etcd of their own (Events, through the
+    /// API server's `--etcd-servers-overrides`): their resourceVersions
+    /// count in another sequence, so they are left out of the history.
+    pub fn has_own_revisions(&self) -> bool {
+        matches!((self.group.as_str(), self.resource.as_str()), ("", "events") | ("events.k8s.io", "events"))
+    }
 }
 
 impl fmt::Display for Resource {

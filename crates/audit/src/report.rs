@@ -154,6 +154,8 @@ pub enum Unjudged {
     UnknownStages,
     /// `deletecollection`: which objects it removed is not in the response at most levels.
     DeleteCollections,
+    /// Requests about Events, whose revisions may come from another etcd.
+    SeparateRevisions,
 }
 
 /// What could not be judged for one reason, how often, and one example.
@@ -340,6 +342,7 @@ fn noun(reason: Unjudged) -> &'static str {
         Unjudged::Panics => "panic(s)",
         Unjudged::UnknownStages => "event(s) of an unknown stage",
         Unjudged::DeleteCollections => "deletecollection request(s)",
+        Unjudged::SeparateRevisions => "request(s) about Events",
     }
 }
 

@@ -246,3 +246,42 @@ fn named_servers_keep_their_names_in_the_findings() {
     assert_eq!(f.location.server, "kube-apiserver-2");
     assert!(f.headline.contains("from kube-apiserver-2"), "{}", f.headline);
 }
+
+/// One minimal `RequestResponse` event line.
+fn line(verb: &str, uri: &str, at: &str, response: &str) -> String {
+    format!(
+        r#"{{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"RequestResponse","auditID":"{at}","stage":"ResponseComplete","requestURI":"{uri}","verb":"{verb}","user":{{"username":"system:serviceaccount:kube-system:job-controller"}},"userAgent":"kube-controller-manager","responseStatus":{{"code":200}},"responseObject":{response},"stageTimestamp":"2024-05-01T12:00:{at}Z"}}"#
+    )
+}
+
+#[test]
+fn events_count_their_own_revisions_and_are_left_out_of_the_history() {
+    let log = [
+        line(
+            "create",
+            "/api/v1/namespaces/default/pods",
+            "01.000000",
+            r#"{"kind":"Pod","metadata":{"name":"a","namespace":"default","uid":"u1","resourceVersion":"1002"}}"#,
+        ),
+        // An Event from an etcd of its own: revision 900000 of another sequence.
+        line(
+            "create",
+            "/api/v1/namespaces/default/events",
+            "02.000000",
+            r#"{"kind":"Event","metadata":{"name":"a.1","namespace":"default","uid":"e1","resourceVersion":"900000"}}"#,
+        ),
+        line(
+            "list",
+            "/api/v1/namespaces/default/pods?resourceVersion=0",
+            "03.000000",
+            r#"{"kind":"PodList","metadata":{"resourceVersion":"1003"},"items":[]}"#,
+        ),
+    ]
+    .join("\n");
+    let path = scratch("events.jsonl");
+    std::fs::write(&path, log).unwrap();
+    let report = audit(&[LogFile::named_by_stem(path)]);
+    assert!(report.findings.is_empty(), "{}", report.text());
+    assert_eq!(count(&report, Unjudged::SeparateRevisions), 1);
+    assert_eq!(report.revisions, Some((1002, 1002)));
+}
