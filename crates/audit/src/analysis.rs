@@ -149,7 +149,8 @@ pub struct Analysis {
     first: Option<Micros>,
     last: Option<Micros>,
     clients: Vec<ClientState>,
-    by_name: BTreeMap<(String, String), usize>,
+    /// Clients by user name, then user agent.
+    by_name: BTreeMap<String, BTreeMap<String, usize>>,
     history: History,
     writes: u64,
     /// The highest revision in the logs, each time it grew.
@@ -258,15 +259,10 @@ impl Analysis {
         if mode.may_be_stale() && e.verb == "list" {
             self.caught_up_by_cache(r, &resource, served);
         }
-        self.close_views_of(
-            c,
-            &resource,
-            served,
-            r,
-            &format!("its {} was answered at revision {served}", read_words(e, uri)),
-        );
-        let sight = Sight::Read { read: format!("{} from {}", read_words(e, uri), self.server(r)) };
-        self.learn(c, r, served, sight);
+        self.close_views_of(c, &resource, served, r, || {
+            format!("its {} was answered at revision {served}", read_words(e, uri))
+        });
+        self.learn(c, r, served, |a| Sight::Read { read: format!("{} from {}", read_words(e, uri), a.server(r)) });
     }
 
     #[allow(clippy::too_many_arguments)] // one judgement, its facts passed as they are
@@ -691,13 +687,7 @@ impl Analysis {
     /// `revision` that had completed before `before`; and whether the
     /// recent-writes index reached back that far.
     fn missed_writes(&self, resource: &Resource, namespace: &str, revision: u64, before: Micros) -> (u64, bool) {
-        let (writes, complete) = self.history.writes_after(revision, before);
-        let n = writes
-            .filter(|(_, w)| {
-                &w.object.resource == resource && (namespace.is_empty() || w.object.namespace == namespace)
-            })
-            .count() as u64;
-        (n, complete)
+        self.history.writes_after(resource, namespace, revision, before)
     }
 
     // ---- watches ----
@@ -708,10 +698,10 @@ impl Analysis {
         // A watch from revision N means its client had reached N.
         if let Some(n) = uri.query.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok()).filter(|n| *n > 0) {
             let resource = Resource::new(&uri.group, &uri.resource);
-            let why = format!("it watches {resource} from revision {n}, so its view had reached it");
-            self.close_views_of(c, &resource, n, r, &why);
-            let sight = Sight::Named { request: format!("watch {resource} resourceVersion={n}") };
-            self.learn(c, r, n, sight);
+            self.close_views_of(c, &resource, n, r, || {
+                format!("it watches {resource} from revision {n}, so its view had reached it")
+            });
+            self.learn(c, r, n, |_| Sight::Named { request: format!("watch {resource} resourceVersion={n}") });
         }
     }
 
@@ -764,7 +754,7 @@ impl Analysis {
         .find(|v| !v.is_empty())
         .map(str::to_string);
         if let Some(p) = precondition.filter(|p| *p > 0) {
-            self.learn(c, r, p, Sight::Named { request: format!("{words} if at revision {p}") });
+            self.learn(c, r, p, |_| Sight::Named { request: format!("{words} if at revision {p}") });
         }
         if e.verb != "create" {
             self.judge_write_decision(r, c, &id, &words, precondition, uid.as_deref());
@@ -805,7 +795,7 @@ impl Analysis {
         self.writes += 1;
         let at = At { source: r.source, line: r.line, time: r.at };
         self.history.record(&id, Version { revision, uid: object_uid, change, by: c, server: r.source, at });
-        self.learn(c, r, revision, Sight::Wrote { write: format!("{words} via {}", self.server(r)) });
+        self.learn(c, r, revision, |a| Sight::Wrote { write: format!("{words} via {}", a.server(r)) });
     }
 
     /// A write decided on a version its object no longer had: its
@@ -896,13 +886,9 @@ impl Analysis {
             return;
         }
         if let Some(p) = precondition {
-            self.close_views_of(
-                c,
-                resource,
-                p,
-                r,
-                &format!("it wrote {id} naming revision {p}, so its view had reached it"),
-            );
+            self.close_views_of(c, resource, p, r, || {
+                format!("it wrote {id} naming revision {p}, so its view had reached it")
+            });
         }
         let location = self.location(r);
         let acted = ActedOn { location, write: words.to_string(), code: r.event.code(), revision: committed };
@@ -946,9 +932,19 @@ impl Analysis {
     /// Closes the stale views of client `c` on `resource` that `revision`
     /// catches up: informers are per resource, so only news of the same
     /// resource shows that view has caught up.
-    fn close_views_of(&mut self, c: usize, resource: &Resource, revision: u64, r: &Record, why: &str) {
+    fn close_views_of(
+        &mut self,
+        c: usize,
+        resource: &Resource,
+        revision: u64,
+        r: &Record,
+        why: impl FnOnce() -> String,
+    ) {
+        if !self.clients[c].open.iter().any(|v| &v.resource == resource && v.needed <= revision) {
+            return;
+        }
         let here = self.location(r);
-        let step = Step { time: time::format_short(r.at), text: why.to_string(), location: Some(here.clone()) };
+        let step = Step { time: time::format_short(r.at), text: why(), location: Some(here.clone()) };
         let findings = &mut self.findings;
         self.clients[c].open.retain(|v| {
             let opened_here =
@@ -964,6 +960,10 @@ impl Analysis {
     /// Closes every stale view served by this server's cache of this
     /// resource that `revision` catches up.
     fn caught_up_by_cache(&mut self, r: &Record, resource: &Resource, revision: u64) {
+        let caught = |v: &OpenView| v.server == r.source && &v.resource == resource && v.needed <= revision;
+        if !self.clients.iter().any(|c| c.open.iter().any(caught)) {
+            return;
+        }
         let why = format!(
             "{} answered a list of {resource} from its cache at revision {revision}: its cache, which the stale view's watch reads from, had caught up",
             self.server(r)
@@ -987,22 +987,28 @@ impl Analysis {
     // ---- bookkeeping ----
 
     fn client(&mut self, e: &Event) -> usize {
-        let key = (e.user.username.clone(), e.user_agent.clone());
-        if let Some(&c) = self.by_name.get(&key) {
+        if let Some(&c) =
+            self.by_name.get(e.user.username.as_str()).and_then(|agents| agents.get(e.user_agent.as_str()))
+        {
             return c;
         }
         let c = self.clients.len();
         self.clients.push(ClientState {
-            client: Client { username: key.0.clone(), user_agent: key.1.clone() },
+            client: Client { username: e.user.username.clone(), user_agent: e.user_agent.clone() },
             ..ClientState::default()
         });
-        self.by_name.insert(key, c);
+        self.by_name.entry(e.user.username.clone()).or_default().insert(e.user_agent.clone(), c);
         c
     }
 
-    fn learn(&mut self, c: usize, r: &Record, revision: u64, sight: Sight) {
-        let at = At { source: r.source, line: r.line, time: r.at };
-        self.clients[c].learn(Known { revision, time: r.at, sight, at, server: r.source });
+    /// Notes that client `c` reached `revision` at this event; `sight`
+    /// says how, and is only worded when the revision is news.
+    fn learn(&mut self, c: usize, r: &Record, revision: u64, sight: impl FnOnce(&Self) -> Sight) {
+        if self.clients[c].knows.back().is_none_or(|last| last.revision < revision) {
+            let at = At { source: r.source, line: r.line, time: r.at };
+            let sight = sight(self);
+            self.clients[c].learn(Known { revision, time: r.at, sight, at, server: r.source });
+        }
         if self.cluster.back().is_none_or(|(_, top)| *top < revision) {
             self.cluster.push_back((r.at, revision));
             if self.cluster.len() > KNOWN_KEPT {
@@ -1017,8 +1023,13 @@ impl Analysis {
     }
 
     fn cannot(&mut self, reason: Unjudged, r: &Record) {
-        let location = self.location(r);
-        self.unjudged.entry(reason).or_insert((0, location)).0 += 1;
+        match self.unjudged.get_mut(&reason) {
+            Some((n, _)) => *n += 1,
+            None => {
+                let location = self.location(r);
+                self.unjudged.insert(reason, (1, location));
+            }
+        }
     }
 
     fn server(&self, r: &Record) -> &str {

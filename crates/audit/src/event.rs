@@ -73,8 +73,10 @@ pub struct Event {
     /// When the request reached this stage.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stage_timestamp: String,
-    /// Annotations set by the serving chain (e.g. [`TRUNCATED_ANNOTATION`]).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// The audit's own annotations (`audit.k8s.io/…`, e.g.
+    /// [`TRUNCATED_ANNOTATION`]); those of other components (authorization,
+    /// admission) are not kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", deserialize_with = "audit_annotations")]
     pub annotations: BTreeMap<String, String>,
 }
 
@@ -98,6 +100,31 @@ impl Event {
     pub fn truncated(&self) -> bool {
         self.annotations.get(TRUNCATED_ANNOTATION).is_some_and(|v| v == "true")
     }
+}
+
+/// Reads an annotations map, keeping only the audit's own keys.
+fn audit_annotations<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = BTreeMap<String, String>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a map of strings")
+        }
+
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut kept = BTreeMap::new();
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if key.starts_with("audit.k8s.io/") {
+                    kept.insert(key.into_owned(), map.next_value()?);
+                } else {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+            Ok(kept)
+        }
+    }
+    d.deserialize_map(Visitor)
 }
 
 /// The stages of request handling at which an event is written (the
@@ -180,8 +207,10 @@ pub struct UserInfo {
     /// The user name, e.g. `system:node:node-1` for a kubelet.
     #[serde(default)]
     pub username: String,
-    /// The groups the user belongs to.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// The groups the user belongs to: written, not read (nothing in the
+    /// analysis depends on them, and skipping them saves an allocation per
+    /// group per event).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", skip_deserializing)]
     pub groups: Vec<String>,
 }
 
@@ -357,6 +386,12 @@ mod tests {
         assert_eq!(e.object_ref.as_ref().map(|o| o.resource_version.as_str()), Some("8"));
         assert_eq!(e.code(), Some(200));
         assert!(!e.truncated());
+        assert!(e.annotations.is_empty(), "only the audit's own annotations are kept");
+        assert!(e.user.groups.is_empty(), "groups are written, not read");
+        let truncated: Event =
+            serde_json::from_str(r#"{"kind":"Event","annotations":{"audit.k8s.io/truncated":"true","x":"y"}}"#)
+                .unwrap();
+        assert!(truncated.truncated());
         let meta = e.response_object.and_then(|o| o.metadata).expect("response metadata");
         assert_eq!(meta.resource_version, "9");
     }

@@ -15,8 +15,9 @@
 //! object ([`VERSIONS_KEPT`]), and the most recent [`RECENT_WRITES`] writes
 //! in revision order for "what did a read miss".
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::Serialize;
 
@@ -28,6 +29,11 @@ pub const VERSIONS_KEPT: usize = 8;
 
 /// Recent writes kept in revision order, to count what a stale read missed.
 pub const RECENT_WRITES: usize = 1 << 16;
+
+/// Deleted objects whose history is kept (to tell a stale read that it
+/// showed them alive); older ones are forgotten, so that a log of months
+/// of churn does not grow the history without end.
+pub const DELETED_KEPT: usize = 1 << 16;
 
 /// A resource: its API group (empty for the core group) and its plural name.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -174,20 +180,45 @@ impl ObjectHistory {
     }
 }
 
-/// A write in the recent-writes index.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A write in the recent-writes index: its resource and namespace (as
+/// indexes into the history's tables) and when its response was complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteMark {
-    /// Its object.
-    pub object: ObjectId,
+    resource: u32,
+    namespace: u32,
     /// When its response was complete.
     pub time: Micros,
+}
+
+/// FNV-1a for the object index: fixed, so nothing depends on a random
+/// seed (the index is only looked up, never iterated).
+#[derive(Default)]
+pub struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
 }
 
 /// Every object's history, and the recent writes by revision.
 #[derive(Default)]
 pub struct History {
-    objects: BTreeMap<ObjectId, ObjectHistory>,
+    objects: HashMap<ObjectId, ObjectHistory, BuildHasherDefault<Fnv>>,
+    /// Deleted objects, oldest first, to forget past [`DELETED_KEPT`].
+    deleted: VecDeque<ObjectId>,
     recent: BTreeMap<u64, WriteMark>,
+    /// Resources and namespaces by index, for the recent-writes index.
+    resources: BTreeMap<Resource, u32>,
+    namespaces: BTreeMap<String, u32>,
     /// Revisions of writes with a response revision, by resource.
     pub writes_by_resource: BTreeMap<Resource, u64>,
     /// The lowest and highest revision written.
@@ -199,6 +230,7 @@ impl History {
     pub fn record(&mut self, object: &ObjectId, v: Version) {
         let revision = v.revision;
         let time = v.at.time;
+        let deleted = v.change == Change::Deleted;
         *self.writes_by_resource.entry(object.resource.clone()).or_default() += 1;
         self.revisions = Some(match self.revisions {
             None => (revision, revision),
@@ -212,9 +244,27 @@ impl History {
                 self.objects.insert(object.clone(), h);
             }
         }
-        self.recent.insert(revision, WriteMark { object: object.clone(), time });
+        let resource = intern(&mut self.resources, &object.resource);
+        let namespace = match self.namespaces.get(object.namespace.as_str()) {
+            Some(&n) => n,
+            None => {
+                let n = self.namespaces.len() as u32;
+                self.namespaces.insert(object.namespace.clone(), n);
+                n
+            }
+        };
+        self.recent.insert(revision, WriteMark { resource, namespace, time });
         if self.recent.len() > RECENT_WRITES {
             self.recent.pop_first();
+        }
+        if deleted {
+            self.deleted.push_back(object.clone());
+            if self.deleted.len() > DELETED_KEPT
+                && let Some(old) = self.deleted.pop_front()
+                && self.objects.get(&old).and_then(ObjectHistory::latest).is_some_and(|v| v.change == Change::Deleted)
+            {
+                self.objects.remove(&old);
+            }
         }
     }
 
@@ -233,18 +283,39 @@ impl History {
         self.writes_by_resource.contains_key(resource)
     }
 
-    /// The recent writes after `revision` committed before `time`, in
-    /// revision order, and whether the index still reached back that far.
-    pub fn writes_after(&self, revision: u64, time: Micros) -> (impl Iterator<Item = (u64, &WriteMark)>, bool) {
+    /// How many recent writes to `resource` (in `namespace`, unless it is
+    /// empty) after `revision` had completed before `time`, and whether
+    /// the recent-writes index still reached back that far.
+    pub fn writes_after(&self, resource: &Resource, namespace: &str, revision: u64, time: Micros) -> (u64, bool) {
         let complete = self.recent.first_key_value().is_none_or(|(first, _)| *first <= revision + 1)
             || self.revisions.is_some_and(|(lo, _)| lo > revision);
-        let iter = self.recent.range(revision + 1..).filter(move |(_, w)| w.time < time).map(|(r, w)| (*r, w));
-        (iter, complete)
+        let Some(&resource) = self.resources.get(resource) else { return (0, complete) };
+        let namespace = if namespace.is_empty() { None } else { Some(self.namespaces.get(namespace).copied()) };
+        let n = self
+            .recent
+            .range(revision + 1..)
+            .filter(|(_, w)| {
+                w.time < time && w.resource == resource && namespace.is_none_or(|ns| ns == Some(w.namespace))
+            })
+            .count();
+        (n as u64, complete)
     }
 
     /// The first write after `revision`: when the state at `revision` stopped being current.
     pub fn first_after(&self, revision: u64) -> Option<(u64, &WriteMark)> {
         self.recent.range(revision + 1..).next().map(|(r, w)| (*r, w))
+    }
+}
+
+/// The index of a resource in a table, adding it if new.
+fn intern(table: &mut BTreeMap<Resource, u32>, resource: &Resource) -> u32 {
+    match table.get(resource) {
+        Some(&i) => i,
+        None => {
+            let i = table.len() as u32;
+            table.insert(resource.clone(), i);
+            i
+        }
     }
 }
 
@@ -282,15 +353,34 @@ mod tests {
     }
 
     #[test]
+    fn long_deleted_objects_are_forgotten_so_churn_does_not_grow_the_history() {
+        let mut history = History::default();
+        let pod = |i: usize| ObjectId {
+            resource: Resource::new("", "pods"),
+            namespace: "default".into(),
+            name: format!("p{i}"),
+        };
+        for i in 0..=DELETED_KEPT {
+            let r = 2 * i as u64;
+            history.record(&pod(i), v(r + 1, r as Micros, "a", Change::Created));
+            history.record(&pod(i), v(r + 2, r as Micros + 1, "a", Change::Deleted));
+        }
+        assert!(history.object(&pod(0)).is_none(), "the oldest deletion is forgotten");
+        assert!(history.object(&pod(1)).is_some());
+        assert_eq!(history.objects(), DELETED_KEPT);
+    }
+
+    #[test]
     fn recent_writes_say_what_a_read_at_a_revision_missed() {
         let mut history = History::default();
         let pod = ObjectId { resource: Resource::new("", "pods"), namespace: "default".into(), name: "web-0".into() };
         history.record(&pod, v(5, 10, "a", Change::Created));
         history.record(&pod, v(7, 20, "a", Change::Updated));
         history.record(&pod, v(9, 40, "a", Change::Updated));
-        let (missed, complete) = history.writes_after(5, 30);
-        assert_eq!(missed.map(|(r, _)| r).collect::<Vec<_>>(), [7]);
-        assert!(complete);
+        let pods = Resource::new("", "pods");
+        assert_eq!(history.writes_after(&pods, "default", 5, 30), (1, true));
+        assert_eq!(history.writes_after(&pods, "", 5, 41), (2, true));
+        assert_eq!(history.writes_after(&pods, "kube-system", 5, 41), (0, true));
         assert_eq!(history.first_after(5).map(|(r, _)| r), Some(7));
         assert!(history.audits(&Resource::new("", "pods")) && !history.audits(&Resource::new("apps", "replicasets")));
     }

@@ -199,8 +199,9 @@ impl Problems {
     }
 }
 
-/// An event waiting in a file's reorder window, ordered by time then line.
-struct Pending(Record);
+/// An event waiting in a file's reorder window, ordered by time then line
+/// (boxed: the heap moves it around, and an event is large).
+struct Pending(Box<Record>);
 
 impl Pending {
     fn key(&self) -> (Micros, u64) {
@@ -299,14 +300,14 @@ impl FileReader {
                         });
                         continue;
                     }
-                    self.window.push(Reverse(Pending(record)));
+                    self.window.push(Reverse(Pending(Box::new(record))));
                 }
                 None => break,
             }
         }
         let Reverse(Pending(record)) = self.window.pop()?;
         self.released = Some((record.at, record.line));
-        Some(record)
+        Some(*record)
     }
 
     /// Reads lines until one holds an event, reporting the others.
