@@ -287,13 +287,13 @@ impl History {
     /// empty) after `revision` had completed before `time`, and whether
     /// the recent-writes index still reached back that far.
     pub fn writes_after(&self, resource: &Resource, namespace: &str, revision: u64, time: Micros) -> (u64, bool) {
-        let complete = self.recent.first_key_value().is_none_or(|(first, _)| *first <= revision + 1)
+        let complete = self.recent.first_key_value().is_none_or(|(first, _)| *first <= revision.saturating_add(1))
             || self.revisions.is_some_and(|(lo, _)| lo > revision);
         let Some(&resource) = self.resources.get(resource) else { return (0, complete) };
         let namespace = if namespace.is_empty() { None } else { Some(self.namespaces.get(namespace).copied()) };
         let n = self
             .recent
-            .range(revision + 1..)
+            .range(revision.saturating_add(1)..)
             .filter(|(_, w)| {
                 w.time < time && w.resource == resource && namespace.is_none_or(|ns| ns == Some(w.namespace))
             })
@@ -303,7 +303,7 @@ impl History {
 
     /// The first write after `revision`: when the state at `revision` stopped being current.
     pub fn first_after(&self, revision: u64) -> Option<(u64, &WriteMark)> {
-        self.recent.range(revision + 1..).next().map(|(r, w)| (*r, w))
+        self.recent.range(revision.saturating_add(1)..).next().map(|(r, w)| (*r, w))
     }
 }
 
