@@ -8,6 +8,10 @@
 //! a restart is the same client, and what it had written or observed
 //! before its restart still counts (its memory is gone; what it did on it
 //! is not), as the simulator's time-travel check counts it.
+//!
+//! Memory grows with the cluster, not with the logs: per client a few
+//! revisions and its open stale views, per object a few versions (see
+//! [`crate::history`]), and the findings themselves.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -86,8 +90,8 @@ struct Known {
     revision: u64,
     time: Micros,
     sight: Sight,
+    /// Where the event is (its file gives the API server).
     at: At,
-    server: usize,
 }
 
 /// A finding whose client may still act on what it read.
@@ -283,8 +287,12 @@ impl Analysis {
         });
         // A read that must be the most recent state, answered below a write
         // that had completed before it arrived: a consistency failure.
-        let (missed, complete) = self.missed_writes(resource, &uri.namespace, served, r.received);
-        let quorum_behind = mode.must_be_current() && missed > 0;
+        let (missed, complete) = self.history.writes_after(resource, &uri.namespace, None, served, r.received);
+        // A read that had to be the most recent state is only held to the
+        // writes its own API server logged before it: the same clock, so
+        // "before" is certain (another server's clock may be skewed).
+        let quorum_behind = mode.must_be_current()
+            && self.history.writes_after(resource, &uri.namespace, Some(r.source), served, r.received).0 > 0;
         let items = e.response_object.as_ref().and_then(|o| o.items.as_deref()).unwrap_or(&[]);
         let shown = self.shown_out_of_date(resource, &uri.namespace, items, r);
         if behind_client.is_none() && !quorum_behind {
@@ -683,13 +691,6 @@ impl Analysis {
         steps
     }
 
-    /// Audited writes to a resource (in a namespace, if given) after
-    /// `revision` that had completed before `before`; and whether the
-    /// recent-writes index reached back that far.
-    fn missed_writes(&self, resource: &Resource, namespace: &str, revision: u64, before: Micros) -> (u64, bool) {
-        self.history.writes_after(resource, namespace, revision, before)
-    }
-
     // ---- watches ----
 
     fn watch(&mut self, r: &Record, uri: &RequestUri) {
@@ -1007,7 +1008,7 @@ impl Analysis {
         if self.clients[c].knows.back().is_none_or(|last| last.revision < revision) {
             let at = At { source: r.source, line: r.line, time: r.at };
             let sight = sight(self);
-            self.clients[c].learn(Known { revision, time: r.at, sight, at, server: r.source });
+            self.clients[c].learn(Known { revision, time: r.at, sight, at });
         }
         if self.cluster.back().is_none_or(|(_, top)| *top < revision) {
             self.cluster.push_back((r.at, revision));
@@ -1065,7 +1066,6 @@ impl Analysis {
                 format!("{} sends {request}: it has seen revision {}", client.username, k.revision)
             }
         };
-        let _ = k.server;
         Step { time: time::format_short(k.time), text, location: Some(self.at_location(k.at)) }
     }
 

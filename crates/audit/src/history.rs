@@ -186,6 +186,8 @@ impl ObjectHistory {
 pub struct WriteMark {
     resource: u32,
     namespace: u32,
+    /// The API server that logged it (index into the inputs' servers).
+    pub server: usize,
     /// When its response was complete.
     pub time: Micros,
 }
@@ -231,6 +233,7 @@ impl History {
         let revision = v.revision;
         let time = v.at.time;
         let deleted = v.change == Change::Deleted;
+        let v_server = v.server;
         *self.writes_by_resource.entry(object.resource.clone()).or_default() += 1;
         self.revisions = Some(match self.revisions {
             None => (revision, revision),
@@ -253,7 +256,7 @@ impl History {
                 n
             }
         };
-        self.recent.insert(revision, WriteMark { resource, namespace, time });
+        self.recent.insert(revision, WriteMark { resource, namespace, server: v_server, time });
         if self.recent.len() > RECENT_WRITES {
             self.recent.pop_first();
         }
@@ -284,9 +287,17 @@ impl History {
     }
 
     /// How many recent writes to `resource` (in `namespace`, unless it is
-    /// empty) after `revision` had completed before `time`, and whether
-    /// the recent-writes index still reached back that far.
-    pub fn writes_after(&self, resource: &Resource, namespace: &str, revision: u64, time: Micros) -> (u64, bool) {
+    /// empty; logged by `server`, if given) after `revision` had completed
+    /// before `time`, and whether the recent-writes index still reached
+    /// back that far.
+    pub fn writes_after(
+        &self,
+        resource: &Resource,
+        namespace: &str,
+        server: Option<usize>,
+        revision: u64,
+        time: Micros,
+    ) -> (u64, bool) {
         let complete = self.recent.first_key_value().is_none_or(|(first, _)| *first <= revision.saturating_add(1))
             || self.revisions.is_some_and(|(lo, _)| lo > revision);
         let Some(&resource) = self.resources.get(resource) else { return (0, complete) };
@@ -295,7 +306,10 @@ impl History {
             .recent
             .range(revision.saturating_add(1)..)
             .filter(|(_, w)| {
-                w.time < time && w.resource == resource && namespace.is_none_or(|ns| ns == Some(w.namespace))
+                w.time < time
+                    && w.resource == resource
+                    && namespace.is_none_or(|ns| ns == Some(w.namespace))
+                    && server.is_none_or(|s| s == w.server)
             })
             .count();
         (n as u64, complete)
@@ -378,9 +392,10 @@ mod tests {
         history.record(&pod, v(7, 20, "a", Change::Updated));
         history.record(&pod, v(9, 40, "a", Change::Updated));
         let pods = Resource::new("", "pods");
-        assert_eq!(history.writes_after(&pods, "default", 5, 30), (1, true));
-        assert_eq!(history.writes_after(&pods, "", 5, 41), (2, true));
-        assert_eq!(history.writes_after(&pods, "kube-system", 5, 41), (0, true));
+        assert_eq!(history.writes_after(&pods, "default", None, 5, 30), (1, true));
+        assert_eq!(history.writes_after(&pods, "", None, 5, 41), (2, true));
+        assert_eq!(history.writes_after(&pods, "kube-system", None, 5, 41), (0, true));
+        assert_eq!(history.writes_after(&pods, "", Some(1), 5, 41), (0, true), "logged by another server");
         assert_eq!(history.first_after(5).map(|(r, _)| r), Some(7));
         assert!(history.audits(&Resource::new("", "pods")) && !history.audits(&Resource::new("apps", "replicasets")));
     }
