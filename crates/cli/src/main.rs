@@ -4,6 +4,7 @@
 //! built-in controllers, prints what happened and why, and exits with 1 if
 //! a safety property broke, 0 if none did, 2 if the input was bad.
 //! `recon explore` searches for a fault schedule that breaks one.
+//! `recon audit` checks a real cluster's audit logs for stale reads.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,6 +22,7 @@ macro_rules! say {
     ($($arg:tt)*) => { $crate::stdout::line(format_args!($($arg)*)) };
 }
 
+mod audit;
 mod explore;
 mod plugins;
 mod report;
@@ -60,6 +62,10 @@ enum Command {
         /// `COMPONENT=FILE.wasm` (repeatable).
         #[arg(long = "plugin", value_name = "COMPONENT=FILE")]
         plugins: Vec<String>,
+        /// Also write the run as audit logs in DIR, one `<api-server>.jsonl`
+        /// per API server, as a real cluster's would be (`recon audit` reads them).
+        #[arg(long, value_name = "DIR")]
+        audit_log: Option<PathBuf>,
     },
     /// Validate a Wasm plugin and print its manifest, or say precisely why it is rejected.
     ///
@@ -112,13 +118,34 @@ enum Command {
     },
     /// List the built-in controllers a scenario can name.
     Controllers,
+    /// Check a cluster's audit logs for stale reads, and what acted on them.
+    ///
+    /// Reads audit.k8s.io/v1 logs (JSON lines, plain or gzip), one file
+    /// per API server, named by the file (or `--server NAME=FILE`); a
+    /// directory gives its logs. Exit status: 1 when a stale read was
+    /// acted on, 0 when none was, 2 on bad input (the report still says
+    /// what it found in the rest).
+    Audit {
+        /// Audit log files, or directories of them.
+        files: Vec<PathBuf>,
+        /// A log with its API server's name: `NAME=FILE` (repeatable; one
+        /// name may have several files, e.g. rotated logs).
+        #[arg(long = "server", value_name = "NAME=FILE")]
+        servers: Vec<String>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Print progress on standard error (it is printed anyway when standard error is a terminal).
+        #[arg(long)]
+        progress: bool,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { scenario, seed, trace, timeline, expect, plugins } => {
-            run(&scenario, seed, trace, timeline, expect, &plugins)
+        Command::Run { scenario, seed, trace, timeline, expect, plugins, audit_log } => {
+            run(&scenario, seed, trace, timeline, expect, &plugins, audit_log.as_deref())
         }
         Command::Explore { scenario, plugins, budget, seed, jobs, shard, keep_going, out, differential } => {
             explore::explore(explore::Args {
@@ -134,6 +161,9 @@ fn main() -> ExitCode {
             })
         }
         Command::CheckPlugin { plugin, scenario } => plugins::check(&plugin, scenario.as_deref()),
+        Command::Audit { files, servers, json, progress } => {
+            audit::audit(audit::Args { files, servers, json, progress })
+        }
         Command::Controllers => {
             for b in recon_catalog::BUILTINS {
                 say!("{:<12} {}", b.name, b.description);
@@ -165,6 +195,7 @@ fn run(
     timeline: bool,
     expect: bool,
     plugin_args: &[String],
+    audit_log: Option<&std::path::Path>,
 ) -> ExitCode {
     let file = path.display().to_string();
     let text = match std::fs::read_to_string(path) {
@@ -192,6 +223,12 @@ fn run(
         && let Err(e) = std::fs::write(&out, trace.to_json())
     {
         eprintln!("cannot write the trace to {}: {e}", out.display());
+        return ExitCode::from(2);
+    }
+    if let Some(dir) = audit_log
+        && let Err(e) = audit::write_logs(dir, &trace)
+    {
+        eprintln!("{e}");
         return ExitCode::from(2);
     }
     let outcome = report::print(&scenario, &trace, timeline);

@@ -1,0 +1,186 @@
+//! Every scenario of the library, run in the simulator, written as audit
+//! logs (what `recon run --audit-log` writes) and read back: `recon audit`
+//! must find what the simulator found, from the API servers' side alone.
+//!
+//! The simulator sees everything (caches, watch deliveries, container
+//! starts); the logs see only requests. So the comparison is:
+//! - every time travel the simulator flagged is a stale read here, for the
+//!   same client, from the same API server, at the same revision;
+//! - a violation whose explanation starts from a stale read is a stale
+//!   read acted on here (exit status 1), naming the write the simulator
+//!   blamed when there is one;
+//! - a run without such a violation has nothing acted on here (exit 0).
+
+use std::path::{Path, PathBuf};
+
+use recon_audit::{Finding, FindingKind, LogFile, ReadOptions, Report, analyze, audit_logs};
+use recon_scenario::Check;
+use recon_sim::Sim;
+use recon_trace::{Event, Trace, explain};
+
+fn scenarios_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
+}
+
+fn library() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(scenarios_dir())
+        .expect("scenarios/ exists")
+        .map(|e| e.expect("readable entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .map(|p| p.file_stem().expect("a file name").to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn run(name: &str) -> Trace {
+    let path = scenarios_dir().join(format!("{name}.yaml"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let scenario = recon_scenario::parse(&path.display().to_string(), &text).unwrap_or_else(|e| panic!("{e}"));
+    let mut sim =
+        Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).expect("scenario builds");
+    sim.run();
+    sim.into_trace()
+}
+
+/// A directory of this test process's own.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("recon-audit-library-{}", std::process::id())).join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn write_logs(trace: &Trace, dir: &Path) -> Vec<LogFile> {
+    audit_logs(trace)
+        .expect("the trace's requests are readable")
+        .into_iter()
+        .map(|log| {
+            let path = dir.join(format!("{}.jsonl", log.server));
+            std::fs::write(&path, log.text).unwrap();
+            LogFile { server: log.server, path }
+        })
+        .collect()
+}
+
+fn audit(name: &str) -> (Trace, Report) {
+    let trace = run(name);
+    let files = write_logs(&trace, &scratch(name));
+    let report = analyze(&files, &ReadOptions::default(), |_| {});
+    (trace, report)
+}
+
+fn findings<'r>(report: &'r Report, kind: FindingKind, agent: &str) -> Vec<&'r Finding> {
+    report.findings.iter().filter(|f| f.kind == kind && f.client.user_agent == agent).collect()
+}
+
+/// Whether a violation's causal chain starts from a stale read.
+fn caused_by_stale_read(trace: &Trace) -> bool {
+    explain::explain_all(trace).iter().filter(|x| x.check != Check::TimeTravel).any(|x| {
+        x.steps
+            .iter()
+            .any(|s| trace.get(s.entry).is_some_and(|e| e.event.is_stale_read() && e.event.is_informer_read()))
+    })
+}
+
+#[test]
+fn every_time_travel_the_simulator_flags_is_a_stale_read_in_the_audit_logs() {
+    for name in library() {
+        let (trace, report) = audit(&name);
+        assert!(!report.problems.any(), "{name}: the written logs read cleanly: {:?}", report.problems);
+        for (entry, check, message) in trace.violations() {
+            if check != Check::TimeTravel {
+                continue;
+            }
+            // The time travel's first cause is the stale list.
+            let list = trace.get(entry.causes[0]).expect("the stale list");
+            let Event::ListServed { component, api_server, revision, .. } = &list.event else {
+                panic!("{name}: a time travel caused by {:?}", list.event)
+            };
+            let stale = findings(&report, FindingKind::StaleRead, component);
+            assert!(
+                stale.iter().any(|f| f.served_revision == Some(*revision) && f.location.server == *api_server),
+                "{name}: {message}: no stale read of {component} at revision {revision} from {api_server} in\n{}",
+                report.text()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_violation_that_starts_from_a_stale_read_is_a_stale_read_acted_on_and_no_other_run_has_one() {
+    for name in library() {
+        let (trace, report) = audit(&name);
+        let expected = caused_by_stale_read(&trace);
+        assert_eq!(
+            report.acted_on_stale_read,
+            expected,
+            "{name}: the simulator's violations {:?}, the audit says\n{}",
+            trace.violations().map(|(_, c, _)| c).collect::<Vec<_>>(),
+            report.text()
+        );
+    }
+}
+
+#[test]
+fn the_59848_run_shows_the_kubelet_its_deleted_pod_from_the_partitioned_api_server() {
+    let (trace, report) = audit("pod-safety-59848");
+    // The simulator: kubelet-node-1 starts the old web-0 on node-1.
+    let old_uid = trace
+        .entries
+        .iter()
+        .rev()
+        .find_map(|e| match &e.event {
+            Event::ContainerStarted { node, pod } if node == "node-1" && pod.name == "web-0" => Some(pod.uid.clone()),
+            _ => None,
+        })
+        .expect("the double start");
+    let stale = findings(&report, FindingKind::StaleRead, "kubelet-node-1");
+    assert_eq!(stale.len(), 1, "{}", report.text());
+    assert_eq!((stale[0].served_revision, stale[0].client_revision), (Some(9), Some(14)), "{}", report.text());
+    assert_eq!(stale[0].location.server, "apiserver-2");
+    assert_eq!(stale[0].client.username, "system:node:node-1");
+    let shown = findings(&report, FindingKind::NodeAgentShownGonePod, "kubelet-node-1");
+    assert_eq!(shown.len(), 1, "{}", report.text());
+    assert!(shown[0].acted && shown[0].headline.contains(&old_uid[..8]), "{}", report.text());
+    assert!(shown[0].headline.contains("deleted at revision 14"), "{}", shown[0].headline);
+    assert!(shown[0].headline.contains("recreated as uid"), "{}", shown[0].headline);
+    // No one else read anything stale.
+    assert!(report.findings.iter().all(|f| f.client.user_agent == "kubelet-node-1"), "{}", report.text());
+}
+
+#[test]
+fn the_flapping_replicaset_controller_acts_on_its_stale_lists_with_the_create_the_simulator_blamed() {
+    for (name, controller) in [("replicaset-flapping", "replicaset-controller"), ("leader-failover", "replicaset-b")] {
+        let (trace, report) = audit(name);
+        let (_, _, message) =
+            trace.violations().find(|(_, c, _)| *c == Check::ReplicaCount).expect("a replica-count violation");
+        // "replicaset-controller created pod default/web-dpbvm, but …"
+        let pod = message.split_whitespace().nth(3).expect("the pod the simulator blames").trim_end_matches(',');
+        let stale = findings(&report, FindingKind::StaleRead, controller);
+        let pods_list = stale.iter().find(|f| f.headline.contains("listed pods")).expect("a stale list of pods");
+        assert!(pods_list.acted, "{name}: {}", report.text());
+        assert!(
+            pods_list.acted_on.iter().any(|a| a.write == format!("create pods {pod}") && a.code == Some(201)),
+            "{name}: {pod} not among the writes acted on:\n{}",
+            report.text()
+        );
+    }
+}
+
+#[test]
+fn the_written_logs_are_the_same_bytes_on_every_run() {
+    let a = audit_logs(&run("pod-safety-59848")).unwrap();
+    let b = audit_logs(&run("pod-safety-59848")).unwrap();
+    assert_eq!(a, b);
+    let (_, first) = audit("leader-failover");
+    let (_, second) = audit("leader-failover");
+    assert_eq!(
+        first.to_json().replace(&scratch_prefix(), ""),
+        second.to_json().replace(&scratch_prefix(), ""),
+        "the report of the same logs is the same"
+    );
+}
+
+fn scratch_prefix() -> String {
+    std::env::temp_dir().join(format!("recon-audit-library-{}", std::process::id())).display().to_string()
+}

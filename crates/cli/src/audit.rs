@@ -1,0 +1,122 @@
+//! `recon audit`: a real cluster's audit logs checked for stale reads, and
+//! `recon run --audit-log`: a simulated run written as audit logs. The
+//! work is `recon-audit`'s; this is the command line around it.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use recon_audit::{LogFile, Progress, ReadOptions, Report, analyze};
+use recon_trace::Trace;
+
+/// What `recon audit` was asked.
+pub struct Args {
+    /// Log files, or directories of them, each named by its file.
+    pub files: Vec<PathBuf>,
+    /// `NAME=FILE`: a log with its API server's name.
+    pub servers: Vec<String>,
+    /// Print the report as JSON.
+    pub json: bool,
+    /// Print progress on standard error even when it is not a terminal.
+    pub progress: bool,
+}
+
+/// Runs `recon audit`: exit 1 when a stale read was acted on, 0 when none
+/// was, 2 when some input was bad (the report is printed all the same).
+pub fn audit(args: Args) -> ExitCode {
+    let files = match inputs(&args) {
+        Ok(files) => files,
+        Err(message) => return crate::bad_input(message),
+    };
+    let show_progress = args.progress || std::io::stderr().is_terminal();
+    let on_progress = |p: Progress| {
+        if show_progress {
+            eprint!("\rread {} events, {} MB", p.events, p.bytes >> 20);
+        }
+    };
+    let report = analyze(&files, &ReadOptions::default(), on_progress);
+    if show_progress {
+        eprintln!("\rread {} events from {} log(s)", report.events, files.len());
+    }
+    if args.json {
+        say!("{}", report.to_json());
+    } else {
+        say!("{}", report.text().trim_end());
+    }
+    exit_status(&report)
+}
+
+fn exit_status(report: &Report) -> ExitCode {
+    if report.problems.any() {
+        eprintln!(
+            "bad input: {} line(s) skipped, {} file(s) refused (each named with its line in the report)",
+            report.problems.skipped_lines,
+            report.problems.refused_files.len()
+        );
+        return ExitCode::from(2);
+    }
+    if report.acted_on_stale_read { ExitCode::from(1) } else { ExitCode::SUCCESS }
+}
+
+/// The logs to read: each file named by its stem (a directory gives its
+/// log files, sorted), then each `--server NAME=FILE`. Two logs named
+/// alike by their files is an error (their servers would be mixed up);
+/// `--server` may name several files (rotated logs) for one server.
+fn inputs(args: &Args) -> Result<Vec<LogFile>, String> {
+    let mut files = Vec::new();
+    for path in &args.files {
+        if path.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(path)
+                .map_err(|e| format!("{}: cannot read the directory: {e}", path.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file() && is_log_name(p))
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                return Err(format!("{}: no audit logs in it (*.jsonl, *.json, *.log, *.gz)", path.display()));
+            }
+            files.extend(found.into_iter().map(LogFile::named_by_stem));
+        } else {
+            files.push(LogFile::named_by_stem(path.clone()));
+        }
+    }
+    for (i, a) in files.iter().enumerate() {
+        if let Some(b) = files[..i].iter().find(|b| b.server == a.server) {
+            return Err(format!(
+                "{} and {} are both named {:?} by their file names; name them with --server NAME=FILE",
+                b.path.display(),
+                a.path.display(),
+                a.server
+            ));
+        }
+    }
+    for s in &args.servers {
+        let (name, path) = s
+            .split_once('=')
+            .filter(|(n, p)| !n.is_empty() && !p.is_empty())
+            .ok_or_else(|| format!("--server {s:?}: expected NAME=FILE"))?;
+        files.push(LogFile { server: name.to_string(), path: PathBuf::from(path) });
+    }
+    if files.is_empty() {
+        return Err("recon audit: no log to read; give FILE... or --server NAME=FILE".to_string());
+    }
+    Ok(files)
+}
+
+fn is_log_name(p: &Path) -> bool {
+    let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    [".jsonl", ".json", ".log", ".gz"].iter().any(|ext| name.ends_with(ext))
+}
+
+/// Writes a run's audit logs into `dir` (created if missing), one
+/// `<api-server>.jsonl` per API server, and says so on standard error.
+pub fn write_logs(dir: &Path, trace: &Trace) -> Result<(), String> {
+    let logs = recon_audit::audit_logs(trace)?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create the directory: {e}", dir.display()))?;
+    for log in logs {
+        let path = dir.join(format!("{}.jsonl", log.server));
+        std::fs::write(&path, &log.text).map_err(|e| format!("{}: cannot write the audit log: {e}", path.display()))?;
+        eprintln!("audit log {} ({} event(s))", path.display(), log.events);
+    }
+    Ok(())
+}
