@@ -267,7 +267,7 @@ async fn search_throughput() {
     for jobs in [1, cores()] {
         let explorer_factory = || -> recon_sim::Instantiate { Box::new(|c| recon_catalog::instantiate(&c.controller)) };
         let explorer = recon_explore::Explorer::new(&fixed, &explorer_factory, false).unwrap();
-        let plans = recon_explore::shard(explorer.plans(), 0, 1);
+        let plans = recon_explore::shard(explorer.plans(), usize::MAX, 0, 1);
         let options = recon_explore::SearchOptions { jobs, stop_at_first: true };
         let times: Vec<f64> = (0..3)
             .map(|_| {

@@ -12,8 +12,6 @@ use std::time::{Duration, Instant};
 
 use fantoccini::elements::Element;
 use fantoccini::{Client, ClientBuilder, Locator};
-use recon_host::{Engine, Limits, Module};
-use recon_sim::Sim;
 
 /// How long a page may take to show what a test waits for. Generous: a
 /// test fails on a wrong result, not on a slow machine.
@@ -183,21 +181,20 @@ pub fn native_run(scenario: &str, plugins: &[Swap<'_>]) -> recon_trace::Trace {
     run_scenario(&scenario, plugins)
 }
 
-/// Runs a scenario natively, with the given components as Wasm plugins.
+/// Runs a scenario natively, with the given components as Wasm plugins,
+/// prepared as `recon run` and the playground's worker prepare it.
 pub fn run_scenario(scenario: &recon_scenario::Scenario, plugins: &[Swap<'_>]) -> recon_trace::Trace {
-    let engine = Engine::new().expect("wasmtime starts");
-    let compiled: Vec<(String, recon_host::CompiledPlugin)> = plugins
+    let swaps: Vec<recon_prepare::Swap> = plugins
         .iter()
-        .map(|(component, file_name, bytes)| {
-            let module = Module::load(file_name, bytes, &Limits::from(&scenario.limits.plugins)).expect("valid plugin");
-            (component.to_string(), engine.compile(&module).expect("compiles"))
+        .map(|(component, file_name, bytes)| recon_prepare::Swap {
+            component: component.to_string(),
+            file_name: file_name.to_string(),
+            plugin: recon_prepare::PluginBytes::new(bytes.to_vec()),
         })
         .collect();
-    let instantiate: recon_sim::Instantiate = Box::new(move |c| match compiled.iter().find(|(n, _)| *n == c.name) {
-        Some((_, plugin)) => Some(plugin.start()),
-        None => recon_catalog::instantiate(&c.controller),
-    });
-    let mut sim = Sim::new(scenario, instantiate).expect("the scenario builds");
+    let file = recon_prepare::ScenarioFile::new("scenario.yaml", scenario.clone());
+    let prepared = recon_prepare::Preparer::new().expect("wasmtime starts").prepare(file, &swaps);
+    let mut sim = prepared.unwrap_or_else(|e| panic!("{e}")).sim().expect("the scenario builds");
     sim.run();
     sim.into_trace()
 }
@@ -218,7 +215,7 @@ pub fn explore_natively(scenario: &recon_scenario::Scenario, jobs: usize) -> Exp
     use recon_explore::{DEFAULT_BUDGET, Explorer, SearchOptions, search, shard};
     let factory = || -> recon_sim::Instantiate { Box::new(|c| recon_catalog::instantiate(&c.controller)) };
     let explorer = Explorer::new(scenario, &factory, false).expect("the scenario builds");
-    let plans: Vec<_> = shard(explorer.plans(), 0, 1).into_iter().take(DEFAULT_BUDGET).collect();
+    let plans = shard(explorer.plans(), DEFAULT_BUDGET, 0, 1);
     let options = SearchOptions { jobs, stop_at_first: true };
     let result = search(&explorer, &plans, &factory, options, &|_| {});
     let found = result.failures.first().map(|first| {

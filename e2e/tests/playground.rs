@@ -50,6 +50,83 @@ async fn uploading_the_fixed_kubelet_makes_the_violation_disappear() {
     page.close().await;
 }
 
+/// Wraps `Worker.prototype.postMessage` so that the page's messages to its
+/// workers are recorded in `window.reconPosts`: `{text}` for a string,
+/// `{bytes}` (the length) for binary data, and whether it was handed over.
+const RECORD_POSTS: &str = r#"
+    window.reconPosts = [];
+    const post = Worker.prototype.postMessage;
+    Worker.prototype.postMessage = function (message, transfer) {
+        window.reconPosts.push(typeof message === 'string'
+            ? { text: message }
+            : { bytes: message.byteLength, transferred: Array.isArray(transfer) && transfer.includes(message) });
+        return post.call(this, message, transfer);
+    };
+    return true;
+"#;
+
+/// What the page has posted to its workers since [`RECORD_POSTS`].
+async fn posts(page: &Browser) -> Vec<serde_json::Value> {
+    script(page, "return window.reconPosts").await.as_array().cloned().unwrap_or_default()
+}
+
+/// The sizes of the binary messages among `posts`.
+fn binary_sizes(posts: &[serde_json::Value]) -> Vec<u64> {
+    posts.iter().filter_map(|p| p["bytes"].as_u64()).collect()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_uploaded_plugin_crosses_to_the_worker_once_as_bytes_and_again_to_a_replaced_worker() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    script(&page, RECORD_POSTS).await;
+    let path = plugin_path("recon_plugin_kubelet_fixed");
+    let bytes = std::fs::read(&path).unwrap();
+    let name = "recon_plugin_kubelet_fixed.wasm";
+    let key = recon_prepare::PluginKey::of(&bytes).to_string();
+
+    // Checked, then run: the bytes cross once, handed over; the requests name their key.
+    page.find("#upload-kubelet-node-1").await.send_keys(&path.display().to_string()).await.unwrap();
+    let one = page.hash_after(Some(&before)).await;
+    assert_eq!(one, native_hash(DEFAULT, &[("kubelet-node-1", name, &bytes)]));
+    let sent = posts(&page).await;
+    assert_eq!(binary_sizes(&sent), [bytes.len() as u64], "{sent:?}");
+    assert_eq!(sent[0]["transferred"], true, "the buffer is handed over, not copied");
+    let texts: Vec<&str> = sent.iter().filter_map(|p| p["text"].as_str()).collect();
+    assert!(texts.iter().all(|t| t.len() < 20_000), "no bytes in a request: {texts:?}");
+    let naming: Vec<&&str> =
+        texts.iter().filter(|t| t.contains(r#""type":"check""#) || t.contains(r#""type":"run""#)).collect();
+    assert!(naming.len() == 2 && naming.iter().all(|t| t.contains(&key)), "{texts:?}");
+
+    // The same file on the other kubelet: this worker has it, nothing crosses again.
+    page.find("#upload-kubelet-node-2").await.send_keys(&path.display().to_string()).await.unwrap();
+    let both = [("kubelet-node-1", name, &bytes[..]), ("kubelet-node-2", name, &bytes[..])];
+    let two = page.hash_after(Some(&one)).await;
+    assert_eq!(two, native_hash(DEFAULT, &both));
+    assert_eq!(binary_sizes(&posts(&page).await).len(), 1);
+
+    // A plugin that loops, stopped: the worker is replaced, and the next run
+    // sends the new worker the plugins it names again (the fixed kubelet once).
+    let looper = looping_plugin();
+    let file = std::env::temp_dir().join(format!("recon-e2e-{}-looper-resend.wasm", std::process::id()));
+    std::fs::write(&file, &looper).unwrap();
+    page.find("#upload-scheduler").await.send_keys(&file.display().to_string()).await.unwrap();
+    page.find("#progress").await;
+    page.find("#stop").await.click().await.unwrap();
+    page.wait_text("#notice", |t| t.contains("Stopped")).await;
+    page.find("#list-mode-kubelet-node-2").await.select_by_value("quorum").await.unwrap();
+    let three = page.hash_after(Some(&two)).await;
+    let library = recon_catalog::scenario(DEFAULT).unwrap();
+    let mut scenario = recon_scenario::parse(DEFAULT, library.yaml).unwrap();
+    let kubelet = scenario.components.iter_mut().find(|c| c.name == "kubelet-node-2").unwrap();
+    kubelet.list_mode = Some(recon_abi::ListMode::Quorum);
+    assert_eq!(three, recon_e2e::run_scenario(&scenario, &both).hash());
+    let sizes = binary_sizes(&posts(&page).await);
+    assert_eq!(sizes, [bytes.len() as u64, looper.len() as u64, bytes.len() as u64]);
+    let _ = std::fs::remove_file(file);
+    page.close().await;
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_consistent_list_makes_the_violation_disappear() {
     let page = Browser::open("").await;
@@ -285,11 +362,46 @@ async fn a_share_link_replays_the_run_in_a_fresh_browser() {
     page.close().await;
 
     let fragment = &url[url.find('#').expect("the run is in the fragment")..];
+    // The plugin travels as bytes: the link is about 4/3 of the deflated
+    // file (205 KB for the fixed kubelet; as JSON numbers it was 252 KB).
+    let bytes = std::fs::read(&path).unwrap();
+    let deflated = deflate(&bytes).len();
+    assert!(fragment.len() < deflated * 4 / 3 + 8_000, "{} characters, {deflated} bytes deflated", fragment.len());
     let fresh = Browser::open(fragment).await;
     assert_eq!(fresh.hash_after(None).await, uploaded);
     let controller = fresh.find("#controller-kubelet-node-1").await.text().await.unwrap();
     assert!(controller.contains("recon_plugin_kubelet_fixed.wasm"), "{controller}");
     fresh.close().await;
+}
+
+/// Raw deflate at the level share links use.
+fn deflate(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_link_made_before_plugins_travelled_as_bytes_still_replays_its_run() {
+    use base64::Engine as _;
+    // Format 1: the run as JSON, the plugin an array of numbers.
+    let path = plugin_path("recon_plugin_kubelet_fixed");
+    let bytes = std::fs::read(&path).unwrap();
+    let library = recon_catalog::scenario(DEFAULT).unwrap();
+    let json = serde_json::json!({
+        "v": 1,
+        "library": DEFAULT,
+        "scenario": library.yaml,
+        "uploads": [{ "component": "kubelet-node-1", "fileName": "recon_plugin_kubelet_fixed.wasm", "bytes": bytes }],
+    });
+    let packed = deflate(json.to_string().as_bytes());
+    let fragment = format!("#run={}", base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(packed));
+    let page = Browser::open(&fragment).await;
+    let expected = native_hash(DEFAULT, &[("kubelet-node-1", "recon_plugin_kubelet_fixed.wasm", &bytes)]);
+    assert_eq!(page.hash_after(None).await, expected);
+    page.find("#no-violations").await;
+    page.close().await;
 }
 
 #[tokio::test(flavor = "current_thread")]

@@ -9,8 +9,9 @@
 //!   the simulator, with the built-in controllers linked in and uploaded
 //!   plugins in the browser's own WebAssembly through `recon-host`.
 //!
-//! They talk in the JSON messages of [`protocol`]. Data flows one way:
-//! settings → scenario text → worker → trace → timeline.
+//! They talk in the messages of [`protocol`]: JSON requests and answers, and
+//! each uploaded plugin's bytes sent once per worker as binary. Data flows
+//! one way: settings → scenario text → worker → trace → timeline.
 
 pub mod app;
 #[cfg(target_arch = "wasm32")]

@@ -1,23 +1,75 @@
-//! The messages between the page and the simulation worker, as JSON strings.
+//! The messages between the page and the simulation worker.
 //!
-//! The page sends [`ToWorker`], the worker answers with [`FromWorker`]. Every
-//! request carries an id the answers repeat, so the page can ignore answers
-//! to a request it has since replaced.
+//! The page sends [`ToWorker`] requests as JSON strings, and before them,
+//! once per worker, the bytes of every plugin a request names, each as
+//! its own binary message (an `ArrayBuffer` handed over, not copied): the
+//! worker keeps them by content ([`PluginKey`]) and requests name them by
+//! key ([`UploadRef`]), so a plugin crosses once however many runs use it.
+//! [`Delivery`] remembers what one worker has been sent; a worker that is
+//! replaced (Stop, a crash, the watchdog) starts with none, so it is sent
+//! them all again before its first request. Messages to one worker
+//! arrive in the order they were posted, so the bytes are there before
+//! the request that names them.
+//!
+//! The worker answers with [`FromWorker`] as JSON strings. Every request
+//! carries an id the answers repeat, so the page can ignore answers to a
+//! request it has since replaced.
+
+use std::collections::BTreeSet;
 
 use recon_abi::Manifest;
+use recon_prepare::{PluginBytes, PluginKey};
 use recon_trace::Trace;
 use serde::{Deserialize, Serialize};
 
-/// A `.wasm` file the user gave for one component.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// A `.wasm` file the user gave for one component, on the page.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Upload {
     /// The component whose controller it replaces.
     pub component: String,
     /// The file's name, which starts every message about it.
     pub file_name: String,
     /// The file's bytes, as uploaded (the worker validates and instruments them).
-    pub bytes: Vec<u8>,
+    pub plugin: PluginBytes,
+}
+
+impl Upload {
+    /// The upload as requests name it.
+    pub fn to_ref(&self) -> UploadRef {
+        UploadRef {
+            component: self.component.clone(),
+            file_name: self.file_name.clone(),
+            key: self.plugin.key().clone(),
+        }
+    }
+}
+
+/// An upload as a request names it: its bytes went to the worker before,
+/// in a binary message of their own.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UploadRef {
+    /// The component whose controller it replaces.
+    pub component: String,
+    /// The file's name, which starts every message about it.
+    pub file_name: String,
+    /// The content key of the bytes.
+    pub key: PluginKey,
+}
+
+/// The plugins one worker has been sent, so that each crosses once.
+#[derive(Debug, Default)]
+pub struct Delivery {
+    sent: BTreeSet<PluginKey>,
+}
+
+impl Delivery {
+    /// Which of `plugins` (those a request is about to name) to send first,
+    /// each once: the ones this worker has not been sent yet. They count as
+    /// sent from now on.
+    pub fn unsent<'a>(&mut self, plugins: &'a [PluginBytes]) -> Vec<&'a PluginBytes> {
+        plugins.iter().filter(|plugin| self.sent.insert(plugin.key().clone())).collect()
+    }
 }
 
 /// A request from the page.
@@ -34,7 +86,7 @@ pub enum ToWorker {
         /// The seed.
         seed: u64,
         /// Components whose controller is an uploaded plugin.
-        uploads: Vec<Upload>,
+        uploads: Vec<UploadRef>,
     },
     /// Run a scenario up to a moment and answer with every component's view
     /// against the store then (the inspector).
@@ -47,7 +99,7 @@ pub enum ToWorker {
         /// The seed.
         seed: u64,
         /// Components whose controller is an uploaded plugin.
-        uploads: Vec<Upload>,
+        uploads: Vec<UploadRef>,
         /// The moment, in virtual milliseconds.
         at_ms: u64,
     },
@@ -57,7 +109,7 @@ pub enum ToWorker {
         /// Request id.
         id: u64,
         /// The plugin.
-        upload: Upload,
+        upload: UploadRef,
         /// The limits it is checked under: the scenario's `limits.plugins`.
         #[serde(default)]
         limits: recon_scenario::PluginLimits,
@@ -169,14 +221,35 @@ mod tests {
         assert_eq!(trace.hash(), hash, "the decoded trace encodes to the same bytes");
     }
 
+    fn upload() -> Upload {
+        let plugin = PluginBytes::new(vec![0, 97, 115, 109, 1, 0, 0, 0]);
+        Upload { component: "kubelet-node-1".into(), file_name: "k.wasm".into(), plugin }
+    }
+
     #[test]
-    fn requests_round_trip_with_their_uploads() {
-        let upload =
-            Upload { component: "kubelet-node-1".into(), file_name: "k.wasm".into(), bytes: vec![0, 97, 115, 109] };
-        let request = ToWorker::Run { id: 3, scenario: "name: x".into(), seed: 9, uploads: vec![upload.clone()] };
+    fn requests_name_their_plugins_by_key_without_carrying_the_bytes() {
+        let upload = upload();
+        let request = ToWorker::Run { id: 3, scenario: "name: x".into(), seed: 9, uploads: vec![upload.to_ref()] };
         let text = serde_json::to_string(&request).unwrap();
+        assert!(text.contains(&format!(r#""key":"{}""#, upload.plugin.key())), "{text}");
+        assert!(!text.contains("[0,97"), "no bytes in the request: {text}");
         let ToWorker::Run { id, seed, uploads, .. } = serde_json::from_str(&text).unwrap() else { panic!("a Run") };
-        assert_eq!((id, seed, uploads), (3, 9, vec![upload]));
+        assert_eq!((id, seed, uploads), (3, 9, vec![upload.to_ref()]));
         assert_eq!(request.id(), 3);
+    }
+
+    #[test]
+    fn each_plugin_crosses_once_per_worker_and_again_to_a_replaced_worker() {
+        let (a, b) = (upload().plugin, PluginBytes::new(b"\0asm other".to_vec()));
+        let mut worker = Delivery::default();
+        assert_eq!(worker.unsent(std::slice::from_ref(&a)), vec![&a]);
+        // The next run names both: only the new one crosses.
+        assert_eq!(worker.unsent(&[a.clone(), b.clone()]), vec![&b]);
+        assert!(worker.unsent(&[a.clone(), b.clone()]).is_empty());
+        // The same bytes twice (the fixed kubelet on both kubelets) cross once.
+        assert_eq!(Delivery::default().unsent(&[a.clone(), a.clone()]), vec![&a]);
+        // A replaced worker has been sent nothing.
+        let mut replacement = Delivery::default();
+        assert_eq!(replacement.unsent(&[a.clone(), b.clone()]), vec![&a, &b]);
     }
 }

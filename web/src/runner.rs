@@ -1,61 +1,34 @@
 //! What the worker does with a request, independent of the browser: the
 //! same code runs natively in tests (plugins under wasmtime) and in the
 //! worker (plugins in the page's WebAssembly), since `recon-host` offers the
-//! same engine API on both.
+//! same engine API on both. A run is prepared by `recon_prepare`, as
+//! `recon run` prepares it: the same validation, the same messages.
 
 use std::collections::BTreeMap;
 
-use recon_abi::ComponentConfig;
-use recon_host::{CompiledPlugin, Engine, Limits, Module};
-use recon_sim::{Sim, SimError};
+use recon_prepare::{PluginBytes, PluginKey, PrepareError, Prepared, Preparer, ScenarioFile, Swap};
+use recon_sim::Sim;
 
-use crate::protocol::{FromWorker, ToWorker, Upload};
+use crate::protocol::{FromWorker, ToWorker, UploadRef};
 
 /// How often (in simulator steps) the run checks whether to report progress.
 const STEPS_PER_PROGRESS_CHECK: u64 = 256;
 
-/// Runs requests, keeping compiled plugins between runs: changing a control
+/// The name a scenario from the page goes by in messages.
+const SCENARIO_FILE: &str = "scenario.yaml";
+
+/// Runs requests, keeping the plugins the page sent and, through its
+/// [`Preparer`], their compiled modules between runs: changing a control
 /// re-runs with the same uploads, and compiling is the slow part.
 pub struct Runner {
-    engine: Engine,
-    /// Compiled uploads by (file name, FNV-1a of the bytes, the limits
-    /// written into them).
-    compiled: BTreeMap<(String, u64, recon_scenario::PluginLimits), CompiledPlugin>,
+    preparer: Preparer,
+    /// The plugins the page sent, by content key.
+    plugins: BTreeMap<PluginKey, PluginBytes>,
 }
 
-/// A parsed scenario and its compiled uploads, ready to simulate.
-pub(crate) struct Prepared {
-    /// The scenario.
-    pub scenario: recon_scenario::Scenario,
-    /// Where its parts are in the text, for errors.
-    source: recon_scenario::SourceMap,
-    /// Compiled uploads by component.
-    swaps: BTreeMap<String, CompiledPlugin>,
-}
-
-impl Prepared {
-    /// The controllers for one simulation: the uploads where given, the
-    /// built-in controllers elsewhere.
-    pub fn instantiate(&self) -> recon_sim::Instantiate {
-        let swaps = self.swaps.clone();
-        Box::new(move |component| match swaps.get(&component.name) {
-            Some(plugin) => Some(plugin.start()),
-            None => recon_catalog::instantiate(&component.controller),
-        })
-    }
-
-    /// A simulation that could not be built, as the `Failed` answer (an
-    /// unknown controller at its line in the scenario).
-    pub fn sim_error(&self, id: u64, error: SimError) -> FromWorker {
-        let error = match error {
-            SimError::UnknownController { path, controller, .. } => {
-                let message = recon_catalog::unknown_controller(&controller);
-                recon_scenario::ScenarioError::at("scenario.yaml", &self.source, &path, message).to_string()
-            }
-            e => e.to_string(),
-        };
-        FromWorker::Failed { id, component: None, error }
-    }
+/// A request that failed, as the `Failed` answer.
+fn failed(id: u64, error: PrepareError) -> FromWorker {
+    FromWorker::Failed { id, component: error.component().map(str::to_owned), error: error.to_string() }
 }
 
 /// Where a run reports progress; `now_ms` is a wall clock (the worker's
@@ -71,9 +44,18 @@ pub trait Progress {
 const PROGRESS_EVERY_MS: f64 = 100.0;
 
 impl Runner {
-    /// A runner with a fresh engine.
+    /// A runner with a fresh engine and no plugins.
     pub fn new() -> Result<Runner, String> {
-        Ok(Runner { engine: Engine::new().map_err(|e| e.to_string())?, compiled: BTreeMap::new() })
+        Ok(Runner { preparer: Preparer::new().map_err(|e| e.to_string())?, plugins: BTreeMap::new() })
+    }
+
+    /// Keeps the bytes of a plugin the page sent, under their content key
+    /// (which it returns), for the requests that name it.
+    pub fn receive_plugin(&mut self, bytes: Vec<u8>) -> PluginKey {
+        let plugin = PluginBytes::new(bytes);
+        let key = plugin.key().clone();
+        self.plugins.insert(key.clone(), plugin);
+        key
     }
 
     /// Handles one request; every answer goes through `progress.report`.
@@ -96,51 +78,57 @@ impl Runner {
         progress.report(answer);
     }
 
-    fn check(&mut self, id: u64, upload: &Upload, limits: &recon_scenario::PluginLimits) -> FromWorker {
-        let failed = |error: String| FromWorker::Failed { id, component: Some(upload.component.clone()), error };
-        let plugin = match self.compile(upload, limits) {
-            Ok(plugin) => plugin,
-            Err(error) => return failed(error),
-        };
-        let config = ComponentConfig { name: upload.component.clone(), ..Default::default() };
-        match plugin.start().init(&config) {
+    fn check(&mut self, id: u64, upload: &UploadRef, limits: &recon_scenario::PluginLimits) -> FromWorker {
+        let manifest = self.swap(upload).and_then(|swap| self.preparer.check(&swap, limits));
+        match manifest {
             Ok(manifest) => FromWorker::Checked { id, component: upload.component.clone(), manifest },
-            Err(crash) => failed(crash.to_string()),
+            Err(error) => failed(id, error),
         }
+    }
+
+    /// The upload with the bytes the page sent for it.
+    fn swap(&self, upload: &UploadRef) -> Result<Swap, PrepareError> {
+        let plugin = self.plugins.get(&upload.key).ok_or_else(|| PrepareError::Rejected {
+            component: upload.component.clone(),
+            reason: format!(
+                "{}: its bytes never reached the simulation worker (a page bug); upload it again",
+                upload.file_name
+            ),
+        })?;
+        Ok(Swap { component: upload.component.clone(), file_name: upload.file_name.clone(), plugin: plugin.clone() })
     }
 
     /// Parses the scenario and builds its simulation, with uploads compiled;
     /// returns it and the scenario's duration, or the `Failed` answer.
-    fn build(&mut self, id: u64, text: &str, seed: u64, uploads: &[Upload]) -> Result<(Sim, u64), FromWorker> {
+    fn build(&mut self, id: u64, text: &str, seed: u64, uploads: &[UploadRef]) -> Result<(Sim, u64), FromWorker> {
         let mut prepared = self.prepare(id, text, uploads)?;
-        prepared.scenario.seed = seed;
-        match Sim::new(&prepared.scenario, prepared.instantiate()) {
-            Ok(sim) => Ok((sim, prepared.scenario.duration.0)),
-            Err(e) => Err(prepared.sim_error(id, e)),
+        prepared.file.scenario.seed = seed;
+        match prepared.sim() {
+            Ok(sim) => Ok((sim, prepared.scenario().duration.0)),
+            Err(error) => Err(FromWorker::Failed { id, component: None, error }),
         }
     }
 
     /// Parses the scenario and compiles its uploads, or says why not as
     /// the `Failed` answer.
-    pub(crate) fn prepare(&mut self, id: u64, text: &str, uploads: &[Upload]) -> Result<Prepared, FromWorker> {
-        let failed = |component: Option<String>, error: String| FromWorker::Failed { id, component, error };
-        let (scenario, source) =
-            recon_scenario::parse_with_source("scenario.yaml", text).map_err(|e| failed(None, e.to_string()))?;
-        let mut swaps = BTreeMap::new();
-        for upload in uploads {
-            if !scenario.components.iter().any(|c| c.name == upload.component) {
-                let error = format!("{}: the scenario has no component {:?}", upload.file_name, upload.component);
-                return Err(failed(Some(upload.component.clone()), error));
-            }
-            let plugin = self
-                .compile(upload, &scenario.limits.plugins)
-                .map_err(|error| failed(Some(upload.component.clone()), error))?;
-            swaps.insert(upload.component.clone(), plugin);
-        }
-        Ok(Prepared { scenario, source, swaps })
+    pub(crate) fn prepare(&mut self, id: u64, text: &str, uploads: &[UploadRef]) -> Result<Prepared, FromWorker> {
+        let file = ScenarioFile::parse(SCENARIO_FILE, text).map_err(|e| FromWorker::Failed {
+            id,
+            component: None,
+            error: e.to_string(),
+        })?;
+        let swaps = uploads.iter().map(|upload| self.swap(upload)).collect::<Result<Vec<_>, _>>();
+        swaps.and_then(|swaps| self.preparer.prepare(file, &swaps)).map_err(|e| failed(id, e))
     }
 
-    fn run(&mut self, id: u64, text: &str, seed: u64, uploads: &[Upload], progress: &mut dyn Progress) -> FromWorker {
+    fn run(
+        &mut self,
+        id: u64,
+        text: &str,
+        seed: u64,
+        uploads: &[UploadRef],
+        progress: &mut dyn Progress,
+    ) -> FromWorker {
         let started = progress.now_ms();
         let (mut sim, end_ms) = match self.build(id, text, seed, uploads) {
             Ok(built) => built,
@@ -163,18 +151,91 @@ impl Runner {
         let trace = sim.into_trace();
         FromWorker::Done { id, hash: trace.hash(), wall_ms, trace }
     }
+}
 
-    /// Validates, instruments (under `limits`) and compiles an upload, or
-    /// says why not in one line.
-    fn compile(&mut self, upload: &Upload, limits: &recon_scenario::PluginLimits) -> Result<CompiledPlugin, String> {
-        let key = (upload.file_name.clone(), recon_sim::rng::fnv1a(&upload.bytes), *limits);
-        if let Some(plugin) = self.compiled.get(&key) {
-            return Ok(plugin.clone());
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Collect(Vec<FromWorker>);
+
+    impl Progress for Collect {
+        fn now_ms(&mut self) -> f64 {
+            0.0
         }
-        let module =
-            Module::load(&upload.file_name, &upload.bytes, &Limits::from(limits)).map_err(|e| e.to_string())?;
-        let plugin = self.engine.compile(&module).map_err(|e| e.to_string())?;
-        self.compiled.insert(key, plugin.clone());
-        Ok(plugin)
+        fn report(&mut self, message: FromWorker) {
+            self.0.push(message);
+        }
+    }
+
+    /// A plugin that watches pods and does nothing: a kubelet that never starts a container.
+    fn idle_kubelet() -> Vec<u8> {
+        let manifest = r#"{"name":"idle","abiVersion":1,"nodeAgent":true,"watches":[{"kind":"Pod"}]}"#;
+        let wat = format!(
+            r#"(module
+              (memory (export "memory") 1)
+              (data (i32.const 0x100) "{}")
+              (data (i32.const 0x40) "{{\"actions\":[]}}")
+              (func (export "recon_abi_version") (result i32) i32.const 1)
+              (func (export "recon_alloc") (param i32) (result i32) i32.const 0x1000)
+              (func (export "recon_init") (param i32 i32) (result i64) i64.const {})
+              (func (export "recon_handle") (param i32 i32) (result i64) i64.const 0x400000000e))"#,
+            manifest.replace('"', "\\\""),
+            (0x100i64 << 32) | manifest.len() as i64,
+        );
+        wat::parse_str(&wat).unwrap()
+    }
+
+    fn default_scenario() -> String {
+        recon_catalog::scenario(recon_catalog::DEFAULT_SCENARIO).unwrap().yaml.to_owned()
+    }
+
+    fn run(runner: &mut Runner, uploads: Vec<UploadRef>) -> FromWorker {
+        let mut out = Collect(Vec::new());
+        runner.handle(ToWorker::Run { id: 1, scenario: default_scenario(), seed: 1, uploads }, &mut out);
+        out.0.pop().expect("an answer")
+    }
+
+    fn hash_of(answer: FromWorker) -> String {
+        match answer {
+            FromWorker::Done { hash, .. } => hash,
+            other => panic!("not a finished run: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_run_names_a_plugin_sent_before_it_and_says_clearly_when_one_never_came() {
+        let bytes = idle_kubelet();
+        let key = recon_prepare::PluginKey::of(&bytes);
+        let upload = UploadRef { component: "kubelet-node-1".into(), file_name: "idle.wasm".into(), key };
+        let mut runner = Runner::new().unwrap();
+        let FromWorker::Failed { component, error, .. } = run(&mut runner, vec![upload.clone()]) else {
+            panic!("a run naming a plugin the worker lacks fails")
+        };
+        assert_eq!(component.as_deref(), Some("kubelet-node-1"));
+        assert!(error.starts_with("idle.wasm: its bytes never reached the simulation worker"), "{error}");
+        assert_eq!(runner.receive_plugin(bytes.clone()), upload.key, "the worker keys the bytes as the page does");
+        let hash = hash_of(run(&mut runner, vec![upload.clone()]));
+        assert_ne!(hash, hash_of(run(&mut runner, Vec::new())), "the plugin ran instead of the kubelet");
+        // The same as `recon run` with the same file, prepared natively.
+        let file = ScenarioFile::parse("default.yaml", &default_scenario()).unwrap();
+        let swap = Swap {
+            component: upload.component.clone(),
+            file_name: upload.file_name.clone(),
+            plugin: PluginBytes::new(bytes),
+        };
+        let mut sim = Preparer::new().unwrap().prepare(file, &[swap]).unwrap().sim().unwrap();
+        sim.run();
+        assert_eq!(hash, sim.into_trace().hash());
+    }
+
+    #[test]
+    fn a_plugin_for_a_component_the_scenario_lacks_names_those_it_has() {
+        let mut runner = Runner::new().unwrap();
+        let key = runner.receive_plugin(idle_kubelet());
+        let upload = UploadRef { component: "kubelet-node-9".into(), file_name: "idle.wasm".into(), key };
+        let FromWorker::Failed { component, error, .. } = run(&mut runner, vec![upload]) else { panic!("refused") };
+        assert_eq!(component.as_deref(), Some("kubelet-node-9"));
+        assert!(error.starts_with("idle.wasm: the scenario has no component \"kubelet-node-9\" (it has: "), "{error}");
     }
 }

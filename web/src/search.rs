@@ -2,8 +2,9 @@
 //! `recon explore` ([`recon_explore`]), one shard per Web Worker.
 //!
 //! The page starts several search workers and sends each a
-//! [`SearchRequest`] for shard `i` of `n` (the plans whose index is `i`
-//! modulo `n`, among the first `budget`). A worker runs the fault-free
+//! [`SearchRequest`] for shard `i` of `n` ([`recon_explore::shard`]: the
+//! plans whose index is `i` modulo `n`, among the first `budget` of the
+//! whole list, the budget meaning what `recon explore --budget` means). A worker runs the fault-free
 //! reference run, derives the plans exactly as `recon explore` does, and
 //! runs its shard in index order, reporting after every plan which index
 //! it will run next; it stops at its first failure (the lowest failing
@@ -15,10 +16,10 @@
 //!
 //! Plain Rust: it runs natively in the tests, as [`crate::runner`] does.
 
-use recon_explore::{DEFAULT_BUDGET, Explorer, Plan, shard};
+use recon_explore::{DEFAULT_BUDGET, Explorer, shard};
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::{FromWorker, Upload};
+use crate::protocol::{FromWorker, UploadRef};
 use crate::runner::{Progress, Runner};
 
 /// Search one shard of a scenario's plans.
@@ -31,19 +32,20 @@ pub struct SearchRequest {
     /// faults) is what gets searched.
     pub scenario: String,
     /// Components whose controller is an uploaded plugin.
-    pub uploads: Vec<Upload>,
+    pub uploads: Vec<UploadRef>,
     /// Which shard, from 0.
     pub shard: usize,
     /// How many shards (workers) share the plans.
     pub shards: usize,
-    /// Only the first this many plans of the whole list are searched
-    /// ([`DEFAULT_BUDGET`], as `recon explore`, unless told otherwise).
+    /// Only the first this many plans of the whole list are searched,
+    /// by all shards together ([`shard`]; [`DEFAULT_BUDGET`], as `recon
+    /// explore`, unless told otherwise).
     pub budget: usize,
 }
 
 impl SearchRequest {
     /// Shard `shard` of `shards` of a search with the default budget.
-    pub fn new(id: u64, scenario: String, uploads: Vec<Upload>, shard: usize, shards: usize) -> SearchRequest {
+    pub fn new(id: u64, scenario: String, uploads: Vec<UploadRef>, shard: usize, shards: usize) -> SearchRequest {
         SearchRequest { id, scenario, uploads, shard, shards, budget: DEFAULT_BUDGET }
     }
 }
@@ -57,7 +59,7 @@ pub struct ShrinkRequest {
     /// The scenario searched, as YAML text.
     pub scenario: String,
     /// Components whose controller is an uploaded plugin.
-    pub uploads: Vec<Upload>,
+    pub uploads: Vec<UploadRef>,
     /// The failing plan's index in the whole list.
     pub index: usize,
 }
@@ -154,13 +156,6 @@ impl SearchReport {
     }
 }
 
-/// The plans shard `i` of `n` runs: the first `budget` plans of the whole
-/// list, dealt as [`shard`] deals them. With one shard this is what
-/// `recon explore --budget` runs.
-pub fn plans_of_shard(all: Vec<Plan>, budget: usize, i: usize, n: usize) -> Vec<(usize, Plan)> {
-    shard(all.into_iter().take(budget).collect(), i, n)
-}
-
 /// What a finding broke, in one line.
 fn broken(finding: &recon_explore::Finding) -> String {
     format!("{}: {}", finding.broken, finding.message)
@@ -174,9 +169,9 @@ pub(crate) fn search(runner: &mut Runner, request: &SearchRequest, progress: &mu
         Err(failed) => return failed,
     };
     let factory = || prepared.instantiate();
-    let explorer = match Explorer::new(&prepared.scenario, &factory, false) {
+    let explorer = match Explorer::new(prepared.scenario(), &factory, false) {
         Ok(explorer) => explorer,
-        Err(e) => return prepared.sim_error(id, e),
+        Err(e) => return FromWorker::Failed { id, component: None, error: prepared.file.explain(e) },
     };
     if let Some(finding) = explorer.reference_finding() {
         return FromWorker::Search(SearchReport::Unsearchable { id, broken: broken(&finding) });
@@ -184,7 +179,7 @@ pub(crate) fn search(runner: &mut Runner, request: &SearchRequest, progress: &mu
     let all = explorer.plans();
     let generated = all.len();
     let total = generated.min(request.budget);
-    let plans = plans_of_shard(all, request.budget, request.shard, request.shards);
+    let plans = shard(all, request.budget, request.shard, request.shards);
     let next = |k: usize| plans.get(k).map(|(index, _)| *index);
     progress.report(FromWorker::Search(SearchReport::Plans {
         id,
@@ -213,9 +208,9 @@ pub(crate) fn shrink(runner: &mut Runner, request: &ShrinkRequest) -> FromWorker
         Err(failed) => return failed,
     };
     let factory = || prepared.instantiate();
-    let explorer = match Explorer::new(&prepared.scenario, &factory, false) {
+    let explorer = match Explorer::new(prepared.scenario(), &factory, false) {
         Ok(explorer) => explorer,
-        Err(e) => return prepared.sim_error(id, e),
+        Err(e) => return FromWorker::Failed { id, component: None, error: prepared.file.explain(e) },
     };
     let failed = |error: String| FromWorker::Failed { id, component: None, error };
     let Some(plan) = explorer.plans().into_iter().nth(request.index) else {
@@ -257,18 +252,5 @@ mod tests {
         let text = serde_json::to_string(&request).unwrap();
         let ToWorker::Search(back) = serde_json::from_str(&text).unwrap() else { panic!("{text}") };
         assert_eq!((back.shard, back.shards, back.budget, request.id()), (1, 2, DEFAULT_BUDGET, 5));
-    }
-
-    #[test]
-    fn shards_deal_the_budgeted_prefix_of_the_plan_list() {
-        let plan = |k: usize| Plan {
-            pattern: recon_explore::Pattern::StaleState,
-            component: format!("c{k}"),
-            rationale: String::new(),
-            faults: Vec::new(),
-        };
-        let all: Vec<Plan> = (0..10).map(plan).collect();
-        let indexes = |i| plans_of_shard(all.clone(), 7, i, 3).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
-        assert_eq!((indexes(0), indexes(1), indexes(2)), (vec![0, 3, 6], vec![1, 4], vec![2, 5]));
     }
 }

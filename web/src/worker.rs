@@ -1,5 +1,6 @@
-//! The Web Worker's side: receive [`ToWorker`] requests as JSON strings,
-//! run them with a [`Runner`], post [`FromWorker`] answers back.
+//! The Web Worker's side: receive plugins' bytes as binary messages and
+//! [`ToWorker`] requests as JSON strings ([`crate::protocol`]), run the
+//! requests with a [`Runner`], post [`FromWorker`] answers back.
 //!
 //! A request runs to completion before the next is read; the page stops a
 //! run by terminating the worker and starting a fresh one.
@@ -44,7 +45,13 @@ pub fn start() {
     };
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
         let mut port = Port { scope: js_sys::global().unchecked_into() };
-        let text = event.data().as_string().unwrap_or_default();
+        let data = event.data();
+        // A plugin's bytes: kept for the requests that name them; no answer.
+        if data.is_instance_of::<js_sys::ArrayBuffer>() || data.is_instance_of::<js_sys::Uint8Array>() {
+            runner.borrow_mut().receive_plugin(js_sys::Uint8Array::new(&data).to_vec());
+            return;
+        }
+        let text = data.as_string().unwrap_or_default();
         match serde_json::from_str::<ToWorker>(&text) {
             Ok(request) => runner.borrow_mut().handle(request, &mut port),
             Err(e) => port.report(FromWorker::Failed { id: 0, component: None, error: format!("bad request: {e}") }),

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use recon_explore::{Explorer, Progress, SearchOptions, search, shard};
 use recon_sim::{Instantiate, Sim};
 
-use crate::{bad_input, plugins, report};
+use crate::{bad_input, report};
 
 /// The `recon explore` arguments.
 pub struct Args {
@@ -18,7 +18,7 @@ pub struct Args {
     pub scenario: PathBuf,
     /// `COMPONENT=FILE.wasm` swaps.
     pub plugins: Vec<String>,
-    /// At most this many plans (of this shard).
+    /// At most this many plans of the whole list ([`shard`]).
     pub budget: usize,
     /// Seed override.
     pub seed: Option<u64>,
@@ -42,18 +42,6 @@ fn parse_shard(text: &str) -> Option<(usize, usize)> {
 
 /// Runs `recon explore`.
 pub fn explore(args: Args) -> ExitCode {
-    let file = args.scenario.display().to_string();
-    let text = match std::fs::read_to_string(&args.scenario) {
-        Ok(t) => t,
-        Err(e) => return bad_input(format!("{file}: cannot read the scenario: {e}")),
-    };
-    let (mut scenario, source) = match recon_scenario::parse_with_source(&file, &text) {
-        Ok(parsed) => parsed,
-        Err(e) => return bad_input(e),
-    };
-    if let Some(seed) = args.seed {
-        scenario.seed = seed;
-    }
     let (shard_i, shard_n) = match args.shard.as_deref().map(parse_shard) {
         None => (0, 1),
         Some(Some(s)) => s,
@@ -62,14 +50,15 @@ pub fn explore(args: Args) -> ExitCode {
     if args.jobs == Some(0) {
         return bad_input("--jobs: at least 1");
     }
-    let swaps = match plugins::load_swaps(&scenario, &args.plugins) {
-        Ok(swaps) => swaps,
-        Err(message) => return bad_input(message),
+    let prepared = match crate::prepare(&args.scenario, args.seed, &args.plugins) {
+        Ok(prepared) => prepared,
+        Err(status) => return status,
     };
-    let factory = move || -> Instantiate { plugins::instantiate_with(swaps.clone()) };
-    let explorer = match Explorer::new(&scenario, &factory, args.differential) {
+    let scenario = prepared.scenario();
+    let factory = || -> Instantiate { prepared.instantiate() };
+    let explorer = match Explorer::new(scenario, &factory, args.differential) {
         Ok(e) => e,
-        Err(e) => return crate::sim_error(&file, &source, e),
+        Err(e) => return bad_input(prepared.file.explain(e)),
     };
     if let Some(finding) = explorer.reference_finding() {
         say!("The workload breaks {} without any fault: {}", finding.broken, finding.message);
@@ -78,7 +67,7 @@ pub fn explore(args: Args) -> ExitCode {
     }
     let all = explorer.plans();
     let total_plans = all.len();
-    let plans: Vec<_> = shard(all, shard_i, shard_n).into_iter().take(args.budget).collect();
+    let plans = shard(all, args.budget, shard_i, shard_n);
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     say!("scenario  {} (workload: {} script steps, no faults)", scenario.name, explorer.workload.script.len());
     say!("seed      {}", scenario.seed);
@@ -141,7 +130,7 @@ pub fn explore(args: Args) -> ExitCode {
     say!();
     let mut sim = match Sim::new(&found, factory()) {
         Ok(sim) => sim,
-        Err(e) => return crate::sim_error(&file, &source, e),
+        Err(e) => return bad_input(prepared.file.explain(e)),
     };
     sim.run();
     report::print(&found, &sim.into_trace(), false);

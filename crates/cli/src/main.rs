@@ -6,12 +6,12 @@
 //! `recon explore` searches for a fault schedule that breaks one.
 //! `recon audit` checks a real cluster's audit logs for stale reads.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use recon_scenario::ScenarioError;
-use recon_sim::{Sim, SimError, Trace};
+use recon_prepare::{Prepared, Preparer, ScenarioFile};
+use recon_sim::Trace;
 
 /// Prints a line to standard output, like `println!`, except that a reader
 /// who stops reading (`recon run … | head`) ends the printing quietly
@@ -93,7 +93,8 @@ enum Command {
         /// `COMPONENT=FILE.wasm` (repeatable).
         #[arg(long = "plugin", value_name = "COMPONENT=FILE")]
         plugins: Vec<String>,
-        /// Run at most this many plans.
+        /// Run at most this many plans: the first this many of the whole
+        /// list, of which a shard runs its share.
         #[arg(long, default_value_t = recon_explore::DEFAULT_BUDGET)]
         budget: usize,
         /// Override the scenario's seed.
@@ -178,18 +179,28 @@ fn bad_input(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// A scenario the simulator cannot build: exit 2, pointing at the cause.
-fn sim_error(file: &str, source: &recon_scenario::SourceMap, e: SimError) -> ExitCode {
-    match e {
-        SimError::UnknownController { path, controller, .. } => {
-            bad_input(ScenarioError::at(file, source, &path, recon_catalog::unknown_controller(&controller)))
-        }
-        e => bad_input(format!("{file}: {e}")),
+/// Reads a scenario file, applies a `--seed` and prepares it with the
+/// `--plugin` swaps; on bad input, says why and returns exit status 2.
+/// Warnings about where a plugin stands in go to standard error.
+fn prepare(path: &Path, seed: Option<u64>, plugin_args: &[String]) -> Result<Prepared, ExitCode> {
+    let name = path.display().to_string();
+    let text =
+        std::fs::read_to_string(path).map_err(|e| bad_input(format!("{name}: cannot read the scenario: {e}")))?;
+    let mut file = ScenarioFile::parse(&name, &text).map_err(bad_input)?;
+    if let Some(seed) = seed {
+        file.scenario.seed = seed;
     }
+    let swaps = plugins::load_swaps(&file, plugin_args).map_err(bad_input)?;
+    let mut preparer = Preparer::new().map_err(bad_input)?;
+    let prepared = preparer.prepare(file, &swaps).map_err(bad_input)?;
+    for warning in &prepared.warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(prepared)
 }
 
 fn run(
-    path: &PathBuf,
+    path: &Path,
     seed: Option<u64>,
     trace_out: Option<PathBuf>,
     timeline: bool,
@@ -197,25 +208,13 @@ fn run(
     plugin_args: &[String],
     audit_log: Option<&std::path::Path>,
 ) -> ExitCode {
-    let file = path.display().to_string();
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => return bad_input(format!("{file}: cannot read the scenario: {e}")),
+    let prepared = match prepare(path, seed, plugin_args) {
+        Ok(prepared) => prepared,
+        Err(status) => return status,
     };
-    let (mut scenario, source) = match recon_scenario::parse_with_source(&file, &text) {
-        Ok(parsed) => parsed,
-        Err(e) => return bad_input(e),
-    };
-    if let Some(seed) = seed {
-        scenario.seed = seed;
-    }
-    let swaps = match plugins::load_swaps(&scenario, plugin_args) {
-        Ok(swaps) => swaps,
-        Err(message) => return bad_input(message),
-    };
-    let mut sim = match Sim::new(&scenario, plugins::instantiate_with(swaps)) {
+    let mut sim = match prepared.sim() {
         Ok(sim) => sim,
-        Err(e) => return sim_error(&file, &source, e),
+        Err(message) => return bad_input(message),
     };
     sim.run();
     let trace: Trace = sim.into_trace();
@@ -231,6 +230,6 @@ fn run(
         eprintln!("{e}");
         return ExitCode::from(2);
     }
-    let outcome = report::print(&scenario, &trace, timeline);
+    let outcome = report::print(prepared.scenario(), &trace, timeline);
     if outcome.violated || (expect && !outcome.as_expected) { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }

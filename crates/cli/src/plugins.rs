@@ -1,61 +1,32 @@
 //! Wasm plugins on the command line: `--plugin COMPONENT=FILE` and `check-plugin`.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
 
 use recon_abi::Manifest;
-use recon_host::{CompiledPlugin, Engine, Limits, Module};
-use recon_scenario::Scenario;
-use recon_sim::Instantiate;
+use recon_host::Limits;
+use recon_prepare::{PluginBytes, ScenarioFile, Swap};
 
-/// Loads `COMPONENT=FILE` arguments: each file is validated, instrumented
-/// under the scenario's `limits.plugins` and compiled once. Errors are one line, ready to print.
-pub fn load_swaps(scenario: &Scenario, args: &[String]) -> Result<BTreeMap<String, CompiledPlugin>, String> {
-    let mut swaps = BTreeMap::new();
-    if args.is_empty() {
-        return Ok(swaps);
-    }
-    let engine = Engine::new().map_err(|e| e.to_string())?;
-    let limits = Limits::from(&scenario.limits.plugins);
-    for arg in args {
-        let Some((component, file)) = arg.split_once('=') else {
-            return Err(format!("--plugin {arg:?}: expected COMPONENT=FILE.wasm"));
-        };
-        if !scenario.components.iter().any(|c| c.name == component) {
-            let names: Vec<&str> = scenario.components.iter().map(|c| c.name.as_str()).collect();
-            return Err(format!(
-                "--plugin {arg:?}: the scenario has no component {component:?} (it has: {})",
-                names.join(", ")
-            ));
-        }
-        let compiled = load(&engine, Path::new(file), &limits)?;
-        swaps.insert(component.to_string(), compiled);
-    }
-    Ok(swaps)
+/// Reads `COMPONENT=FILE` arguments into swaps, checking each component
+/// before reading its file; `recon_prepare` validates and compiles them.
+/// Errors are one line, ready to print.
+pub fn load_swaps(file: &ScenarioFile, args: &[String]) -> Result<Vec<Swap>, String> {
+    args.iter()
+        .map(|arg| {
+            let Some((component, path)) = arg.split_once('=') else {
+                return Err(format!("--plugin {arg:?}: expected COMPONENT=FILE.wasm"));
+            };
+            file.component(component).map_err(|why| format!("--plugin {arg:?}: {why}"))?;
+            let path = Path::new(path);
+            let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read the plugin: {e}", path.display()))?;
+            Ok(Swap { component: component.to_owned(), file_name: plugin_name(path), plugin: PluginBytes::new(bytes) })
+        })
+        .collect()
 }
 
 /// The name a plugin goes by in messages: its file name.
 fn plugin_name(path: &Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
-}
-
-fn load(engine: &Engine, path: &Path, limits: &Limits) -> Result<CompiledPlugin, String> {
-    let name = plugin_name(path);
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read the plugin: {e}", path.display()))?;
-    let module = Module::load(&name, &bytes, limits).map_err(|e| e.to_string())?;
-    engine.compile(&module).map_err(|e| e.to_string())
-}
-
-/// Instantiates swapped components from their plugin and the rest from the
-/// built-in catalog by controller name. A plugin that cannot be instantiated
-/// starts as an instance whose every call crashes with the reason, which the
-/// simulator reports and backs off from.
-pub fn instantiate_with(swaps: BTreeMap<String, CompiledPlugin>) -> Instantiate {
-    Box::new(move |component| match swaps.get(&component.name) {
-        Some(plugin) => Some(plugin.start()),
-        None => recon_catalog::instantiate(&component.controller),
-    })
 }
 
 /// `recon check-plugin FILE [--scenario S]`: validate, start, print the

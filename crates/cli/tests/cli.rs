@@ -151,6 +151,30 @@ fn plugin_flag_swaps_in_the_fixed_kubelet_and_the_violation_disappears() {
     assert!(text.contains("No safety property broke.") && text.contains("kubelet-node-1 from t="), "{text}");
 }
 
+#[test]
+fn plugin_flag_refuses_a_node_agent_off_a_node_and_warns_of_a_controller_on_one_as_the_playground_does() {
+    let kubelet = format!("scheduler={}", built_plugin("recon_plugin_kubelet_fixed").display());
+    let out = recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--plugin", &kubelet]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(
+            "recon_plugin_kubelet_fixed.wasm is a node agent (kubelet-fixed), but scheduler runs on no node"
+        ),
+        "{err}"
+    );
+    let scheduler = format!("kubelet-node-2={}", built_plugin("recon_plugin_scheduler").display());
+    let out = recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--plugin", &scheduler]);
+    assert_ne!(out.status.code(), Some(2), "it runs");
+    let err = stderr(&out);
+    assert!(
+        err.starts_with("warning: recon_plugin_scheduler.wasm (scheduler) is not a node agent")
+            && err.contains("nothing starts or stops node-2's containers"),
+        "{err}"
+    );
+}
+
 /// #59848 with `limits.plugins` appended.
 fn with_plugin_limits(name: &str, limits: &str) -> PathBuf {
     let text = std::fs::read_to_string(scenario("pod-safety-59848.yaml")).unwrap();
@@ -245,9 +269,13 @@ fn explore_shards_and_bad_arguments() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--shard"), "{}", stderr(&out));
     assert_eq!(recon(&["explore", "does-not-exist.yaml"]).status.code(), Some(2));
-    // A shard with a budget of one plan runs exactly one plan.
+    // The budget counts plans of the whole list: of the first two, shard
+    // 1/4 runs plan #1 only, and of the first one, nothing.
+    let out = recon(&["explore", workload.to_str().unwrap(), "--shard", "1/4", "--budget", "2"]);
+    assert!(stdout(&out).contains("running 1 (shard 1/4, budget 2)"), "{}", stdout(&out));
     let out = recon(&["explore", workload.to_str().unwrap(), "--shard", "1/4", "--budget", "1"]);
-    assert!(stdout(&out).contains("running 1 (shard 1/4, budget 1)"), "{}", stdout(&out));
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("running 0 (shard 1/4, budget 1)"), "{}", stdout(&out));
 }
 
 #[test]

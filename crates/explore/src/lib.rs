@@ -52,7 +52,7 @@ pub type Factory<'a> = &'a (dyn Fn() -> Instantiate + Sync);
 pub type LocalFactory<'a> = &'a dyn Fn() -> Instantiate;
 
 /// How many plans `recon explore` and the playground's search run at most,
-/// unless told otherwise.
+/// unless told otherwise: the budget of [`shard`].
 pub const DEFAULT_BUDGET: usize = 10_000;
 
 /// The fault-free reference run of a scenario's workload, and everything
@@ -138,10 +138,20 @@ impl Explorer {
     }
 }
 
-/// The plans of shard `i` of `n`: those whose index (in the full list) is
-/// `i` modulo `n`, each with that index. Shards `0..n` partition the list.
-pub fn shard(plans: Vec<Plan>, i: usize, n: usize) -> Vec<(usize, Plan)> {
-    plans.into_iter().enumerate().filter(|(index, _)| n > 0 && index % n == i).collect()
+/// The plans shard `i` of `n` runs within a budget, each with its index in
+/// the full list: of the first `budget` plans of the full list, those whose
+/// index is `i` modulo `n`.
+///
+/// The budget counts the plans of the whole search, not of one shard, so
+/// shards `0..n` with the same budget partition exactly the plans one
+/// unsharded search with that budget runs, and a plan's index is the same
+/// wherever it runs. This is the one meaning of a budget: `recon explore
+/// --budget B --shard I/N` (one machine of N) and the playground's search
+/// (one Web Worker of N) both take their plans from here, and with one
+/// shard (`0`, `1`) it is `recon explore --budget B` on its own. A shard
+/// may get no plan at all (a budget smaller than the number of shards).
+pub fn shard(plans: Vec<Plan>, budget: usize, i: usize, n: usize) -> Vec<(usize, Plan)> {
+    plans.into_iter().take(budget).enumerate().filter(|(index, _)| n > 0 && index % n == i).collect()
 }
 
 /// How a search runs.

@@ -32,7 +32,7 @@ const FACTORY: Factory = &builtins;
 fn explore(scenario: &Scenario, jobs: usize) -> (Explorer, recon_explore::SearchResult) {
     let explorer = Explorer::new(scenario, FACTORY, false).unwrap();
     assert!(explorer.reference_finding().is_none(), "the workload alone breaks nothing");
-    let plans: Vec<_> = shard(explorer.plans(), 0, 1).into_iter().take(BUDGET).collect();
+    let plans = shard(explorer.plans(), BUDGET, 0, 1);
     let options = SearchOptions { jobs, stop_at_first: true };
     let result = search(&explorer, &plans, FACTORY, options, &|_| {});
     (explorer, result)
@@ -103,15 +103,33 @@ fn shards_partition_the_plan_list_exactly() {
     let plans = explorer.plans();
     assert!(plans.len() > 10);
     for n in [1, 2, 3, 7] {
-        let mut all: Vec<_> = (0..n).flat_map(|i| shard(plans.clone(), i, n)).collect();
+        let mut all: Vec<_> = (0..n).flat_map(|i| shard(plans.clone(), usize::MAX, i, n)).collect();
         for i in 0..n {
-            assert!(shard(plans.clone(), i, n).iter().all(|(index, _)| index % n == i));
+            assert!(shard(plans.clone(), usize::MAX, i, n).iter().all(|(index, _)| index % n == i));
         }
         all.sort_by_key(|(index, _)| *index);
         let indices: Vec<usize> = all.iter().map(|(i, _)| *i).collect();
         assert_eq!(indices, (0..plans.len()).collect::<Vec<_>>(), "n = {n}");
         assert!(all.iter().all(|(i, p)| *p == plans[*i]));
     }
+}
+
+#[test]
+fn a_budget_counts_the_plans_of_the_whole_search_whatever_the_shards() {
+    let explorer = Explorer::new(&workload(), FACTORY, false).unwrap();
+    let plans = explorer.plans();
+    let budget = 10;
+    let alone: Vec<usize> = shard(plans.clone(), budget, 0, 1).into_iter().map(|(index, _)| index).collect();
+    assert_eq!(alone, (0..budget).collect::<Vec<_>>(), "one shard runs the first plans of the list");
+    for n in [2, 3, 4, 7] {
+        let mut together: Vec<usize> =
+            (0..n).flat_map(|i| shard(plans.clone(), budget, i, n)).map(|(index, _)| index).collect();
+        together.sort_unstable();
+        assert_eq!(together, alone, "{n} shards together run what one search runs");
+    }
+    // A budget smaller than the number of shards leaves some shards nothing.
+    assert_eq!(shard(plans.clone(), 1, 1, 4), Vec::new());
+    assert_eq!(shard(plans, 2, 1, 4).into_iter().map(|(index, _)| index).collect::<Vec<_>>(), vec![1]);
 }
 
 #[test]

@@ -21,8 +21,10 @@ use std::collections::BTreeMap;
 use recon_scenario::Scenario;
 use recon_trace::{CrashSummary, EntryId, Explanation, Trace, Unavailability, crashes};
 
+use recon_prepare::{Fit, PluginBytes, fit};
+
 use crate::Shared;
-use crate::protocol::{FromWorker, ToWorker, Upload};
+use crate::protocol::{FromWorker, ToWorker, Upload, UploadRef};
 
 /// A finished run, ready to show.
 pub struct RunView {
@@ -103,9 +105,20 @@ impl Setup {
         self.source.clone().unwrap_or_else(|| self.scenario_text())
     }
 
-    /// The uploaded plugins, as the worker and share links carry them.
+    /// The uploaded plugins, as share links carry them.
     pub fn upload_list(&self) -> Vec<Upload> {
         self.uploads.values().map(|u| u.upload.clone()).collect()
+    }
+
+    /// The uploaded plugins, as requests to the worker name them.
+    pub fn upload_refs(&self) -> Vec<UploadRef> {
+        self.uploads.values().map(|u| u.upload.to_ref()).collect()
+    }
+
+    /// The bytes of the uploaded plugins: what the worker must have been
+    /// sent before a request names them.
+    pub fn plugins(&self) -> Vec<PluginBytes> {
+        self.uploads.values().map(|u| u.upload.plugin.clone()).collect()
     }
 
     /// How the scenario relates to the library one it started from, for
@@ -275,7 +288,7 @@ impl State {
             id,
             scenario: setup.scenario_text(),
             seed: setup.scenario.seed,
-            uploads: setup.upload_list(),
+            uploads: setup.upload_refs(),
             at_ms,
         })
     }
@@ -393,37 +406,6 @@ impl State {
     }
 }
 
-/// How well a plugin fits the component it was dropped on.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Fit {
-    /// Nothing to say.
-    Fits,
-    /// It cannot stand in for the component: refused, with the reason.
-    Refused(String),
-    /// It can run there, but the run will not be what one may expect: said.
-    Warning(String),
-}
-
-/// Whether a plugin fits a component, in one line: a node agent (a
-/// kubelet) needs a component on a node, so on any other it is refused; a
-/// controller that is no node agent may stand in for one (a test of what
-/// happens when a node's agent misbehaves), with a warning that the node's
-/// containers will not run meanwhile.
-pub fn fit(scenario: &Scenario, component: &str, file_name: &str, manifest: &recon_abi::Manifest) -> Fit {
-    let Some(spec) = scenario.components.iter().find(|c| c.name == component) else { return Fit::Fits };
-    match (manifest.node_agent, &spec.node) {
-        (true, None) => Fit::Refused(format!(
-            "{file_name} is a node agent ({}), but {component} runs on no node; drop it on a node's agent (a kubelet-… component)",
-            manifest.name
-        )),
-        (false, Some(node)) => Fit::Warning(format!(
-            "{file_name} ({}) is not a node agent: while it stands in for {component}, nothing starts or stops {node}'s containers",
-            manifest.name
-        )),
-        _ => Fit::Fits,
-    }
-}
-
 /// `n` things, in words: "1 object", "3 objects" (never "1 object(s)").
 pub fn count(n: usize, thing: &str) -> String {
     if n == 1 { format!("1 {thing}") } else { format!("{n} {thing}s") }
@@ -437,27 +419,6 @@ pub use page::App;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_plugin_that_does_not_fit_its_component_is_refused_in_one_line() {
-        let state = default_state();
-        let manifest = |controller: &str, component: &str| {
-            let config = recon_abi::ComponentConfig { name: component.into(), ..Default::default() };
-            recon_catalog::instantiate(controller).unwrap().init(&config).unwrap()
-        };
-        let scenario = &state.current.scenario;
-        let Fit::Refused(text) = fit(scenario, "scheduler", "k.wasm", &manifest("kubelet", "scheduler")) else {
-            panic!("a node agent on the scheduler is refused")
-        };
-        assert!(text.contains("k.wasm") && text.contains("node agent") && !text.contains('\n'), "{text}");
-        let Fit::Warning(text) = fit(scenario, "kubelet-node-1", "s.wasm", &manifest("scheduler", "kubelet-node-1"))
-        else {
-            panic!("a controller standing in for a kubelet is warned about")
-        };
-        assert!(text.contains("node-1's containers") && !text.contains('\n'), "{text}");
-        assert_eq!(fit(scenario, "kubelet-node-1", "k.wasm", &manifest("kubelet-fixed", "kubelet-node-1")), Fit::Fits);
-        assert_eq!(fit(scenario, "scheduler", "s.wasm", &manifest("scheduler", "scheduler")), Fit::Fits);
-    }
 
     #[test]
     fn the_picker_tells_an_edited_a_custom_and_a_found_scenario_from_the_library_one() {
@@ -503,7 +464,11 @@ mod tests {
         let setup = state.current.clone();
         let scenario = setup.scenario_text();
         let seed = setup.scenario.seed;
-        let uploads = setup.upload_list();
+        let uploads = setup.upload_refs();
+        // What the worker link does: the bytes first, then the request.
+        for plugin in setup.plugins() {
+            runner.receive_plugin(plugin.bytes().to_vec());
+        }
         state.pending = Some(Pending::Run { id, setup, progress: RunProgress::default() });
         answer(state, runner, ToWorker::Run { id, scenario, seed, uploads })
     }
@@ -552,10 +517,11 @@ mod tests {
         let mut state = default_state();
         let mut runner = Runner::new().unwrap();
         let id = state.next_id();
-        let upload =
-            Upload { component: "kubelet-node-1".into(), file_name: "notes.txt".into(), bytes: b"hello".to_vec() };
+        let plugin = PluginBytes::new(b"hello".to_vec());
+        let upload = Upload { component: "kubelet-node-1".into(), file_name: "notes.txt".into(), plugin };
         state.pending = Some(Pending::Check { id, upload: upload.clone() });
-        answer(&mut state, &mut runner, ToWorker::Check { id, upload, limits: Default::default() });
+        runner.receive_plugin(upload.plugin.bytes().to_vec());
+        answer(&mut state, &mut runner, ToWorker::Check { id, upload: upload.to_ref(), limits: Default::default() });
         let error = state.error.expect("the upload is rejected");
         assert!(error.contains("kubelet-node-1") && error.contains("notes.txt"), "{error}");
         assert!(!error.contains('\n'), "one line: {error}");

@@ -2,6 +2,7 @@
 //! [`State`] changes and worker requests.
 
 use gloo::file::callbacks::FileReader;
+use recon_prepare::PluginBytes;
 use recon_scenario::Scenario;
 use recon_trace::EntryId;
 use yew::prelude::*;
@@ -279,7 +280,7 @@ impl Component for App {
             Msg::FileRead { component, file_name, bytes } => {
                 self.readers.retain(|_| false);
                 match bytes {
-                    Ok(bytes) => self.check(ctx, Upload { component, file_name, bytes }),
+                    Ok(bytes) => self.check(ctx, Upload { component, file_name, plugin: PluginBytes::new(bytes) }),
                     Err(e) => self.state.error = Some(format!("{file_name}: could not be read: {e}")),
                 }
             }
@@ -434,7 +435,7 @@ impl App {
             String::new()
         } else {
             let uploads = good.upload_list();
-            let small = uploads.iter().map(|u| u.bytes.len()).sum::<usize>() <= MAX_ADDRESS_UPLOAD_BYTES;
+            let small = uploads.iter().map(|u| u.plugin.bytes().len()).sum::<usize>() <= MAX_ADDRESS_UPLOAD_BYTES;
             let carried = if small { uploads.as_slice() } else { &[] };
             crate::share::make(&good.library, &good.scenario_text(), carried, None).fragment
         };
@@ -482,14 +483,15 @@ impl App {
     /// shown run ([`State::inspect`] decides whether to ask now).
     fn inspect(&mut self, ctx: &Context<Self>, at_ms: u64) {
         if let Some(request) = self.state.inspect(at_ms) {
-            self.send(ctx, &request);
+            self.send(ctx, &request, &self.state.good.plugins());
         }
     }
 
-    /// Sends a request to the worker, replacing it first if it is busy.
-    fn send(&mut self, ctx: &Context<Self>, request: &ToWorker) {
+    /// Sends a request to the worker, replacing it first if it is busy,
+    /// with the plugins it names (sent once per worker).
+    fn send(&mut self, ctx: &Context<Self>, request: &ToWorker, plugins: &[PluginBytes]) {
         if let Some(worker) = self.idle_worker(ctx) {
-            worker.send(request);
+            worker.send(request, plugins);
         }
     }
 
@@ -501,12 +503,13 @@ impl App {
             id,
             scenario: setup.scenario_text(),
             seed: setup.scenario.seed,
-            uploads: setup.upload_list(),
+            uploads: setup.upload_refs(),
         };
+        let plugins = setup.plugins();
         let end_ms = setup.scenario.duration.0;
         self.state.pending = Some(Pending::Run { id, setup, progress: RunProgress { end_ms, ..Default::default() } });
         if let Some(worker) = self.idle_worker(ctx) {
-            worker.send(&request);
+            worker.send(&request, &plugins);
         }
     }
 
@@ -517,7 +520,7 @@ impl App {
         self.state.notice = Some(format!("Checking {}…", upload.file_name));
         self.state.pending = Some(Pending::Check { id, upload: upload.clone() });
         let limits = self.state.current.scenario.limits.plugins;
-        self.send(ctx, &ToWorker::Check { id, upload, limits });
+        self.send(ctx, &ToWorker::Check { id, upload: upload.to_ref(), limits }, &[upload.plugin]);
     }
 
     fn worker_event(&mut self, ctx: &Context<Self>, event: WorkerEvent) {
@@ -534,12 +537,12 @@ impl App {
                     self.keep_in_address();
                 }
                 if let Some(request) = self.state.next_inspection() {
-                    self.send(ctx, &request);
+                    self.send(ctx, &request, &self.state.good.plugins());
                 }
                 if self.state.run.is_some() && self.state.pending.is_none() {
                     match self.selftest.take().as_deref() {
                         Some("panic-page") => panic!("a panic asked for by ?selftest=panic-page"),
-                        Some("panic-worker") => self.send(ctx, &ToWorker::SelfTestPanic),
+                        Some("panic-worker") => self.send(ctx, &ToWorker::SelfTestPanic, &[]),
                         _ => {}
                     }
                 }

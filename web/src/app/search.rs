@@ -244,10 +244,20 @@ mod view {
         hunt: Option<Hunt>,
         /// The workers of the search in flight, by shard; `None` once stopped.
         workers: Vec<Option<WorkerLink>>,
-        /// What the search was started on: scenario text and uploads.
-        input: Option<(String, Vec<crate::protocol::Upload>)>,
+        /// What the search was started on: scenario text, uploads and their bytes.
+        input: Option<SearchInput>,
         /// When the page last redrew for progress.
         last_redraw: f64,
+    }
+
+    /// What a search was started on.
+    struct SearchInput {
+        /// The scenario, as YAML.
+        scenario: String,
+        /// The uploads, as requests name them.
+        uploads: Vec<crate::protocol::UploadRef>,
+        /// Their bytes, sent to each worker once.
+        plugins: Vec<recon_prepare::PluginBytes>,
     }
 
     /// What the search panel and its workers send the page.
@@ -294,15 +304,17 @@ mod view {
         fn start_search(&mut self, ctx: &Context<App>) -> bool {
             let id = self.state.next_id();
             let setup = &self.state.current;
-            let (scenario, uploads) = (setup.scenario_text(), setup.upload_list());
+            let input =
+                SearchInput { scenario: setup.scenario_text(), uploads: setup.upload_refs(), plugins: setup.plugins() };
             let count = worker_count();
             let mut workers = Vec::with_capacity(count);
             for shard in 0..count {
                 let on_event = ctx.link().callback(move |e| Msg::Search(SearchMsg::Worker(id, shard, e)));
                 match WorkerLink::start(on_event) {
                     Ok(mut link) => {
-                        let request = SearchRequest::new(id, scenario.clone(), uploads.clone(), shard, count);
-                        link.send(&ToWorker::Search(request));
+                        let request =
+                            SearchRequest::new(id, input.scenario.clone(), input.uploads.clone(), shard, count);
+                        link.send(&ToWorker::Search(request), &input.plugins);
                         workers.push(Some(link));
                     }
                     Err(error) => {
@@ -311,12 +323,8 @@ mod view {
                     }
                 }
             }
-            self.search = Search {
-                hunt: Some(Hunt::new(id, count)),
-                workers,
-                input: Some((scenario, uploads)),
-                last_redraw: now_ms(),
-            };
+            self.search =
+                Search { hunt: Some(Hunt::new(id, count)), workers, input: Some(input), last_redraw: now_ms() };
             true
         }
 
@@ -363,10 +371,12 @@ mod view {
                             *link = None;
                         }
                     }
-                    let (scenario, uploads) = search.input.clone().unwrap_or_default();
+                    let Some(input) = &search.input else { return false };
+                    let (scenario, uploads) = (input.scenario.clone(), input.uploads.clone());
                     let request = ShrinkRequest { id: hunt.id, scenario, uploads, index };
                     if let Some(Some(link)) = search.workers.get_mut(worker) {
-                        link.send(&ToWorker::Shrink(request));
+                        // It was sent the plugins with its search.
+                        link.send(&ToWorker::Shrink(request), &input.plugins);
                     }
                     true
                 }
@@ -510,7 +520,7 @@ mod tests {
     fn native(scenario: &Scenario) -> Option<(usize, String)> {
         let factory = || -> recon_sim::Instantiate { Box::new(|c| recon_catalog::instantiate(&c.controller)) };
         let explorer = Explorer::new(scenario, &factory, false).unwrap();
-        let plans = recon_explore::shard(explorer.plans(), 0, 1);
+        let plans = recon_explore::shard(explorer.plans(), recon_explore::DEFAULT_BUDGET, 0, 1);
         let options = SearchOptions { jobs: 1, stop_at_first: true };
         let result = recon_explore::search(&explorer, &plans, &factory, options, &|_| {});
         let first = result.failures.first()?;

@@ -1,6 +1,7 @@
-//! The page's handle on the simulation worker: start it, queue requests
-//! until it is ready, restart it to stop a run, and a watchdog that restarts
-//! it when it stops answering.
+//! The page's handle on the simulation worker: start it, send each plugin
+//! it needs once ([`Delivery`]) and queue requests until it is ready,
+//! restart it to stop a run, and a watchdog that restarts it when it stops
+//! answering.
 
 use gloo::timers::callback::Timeout;
 use wasm_bindgen::JsCast;
@@ -8,7 +9,9 @@ use wasm_bindgen::prelude::Closure;
 use web_sys::{MessageEvent, Worker};
 use yew::Callback;
 
-use crate::protocol::{FromWorker, ToWorker};
+use recon_prepare::PluginBytes;
+
+use crate::protocol::{Delivery, FromWorker, ToWorker};
 
 /// The worker's script, as Trunk emits it next to `index.html`.
 const WORKER_SCRIPT: &str = "./recon-worker_loader.js";
@@ -29,13 +32,23 @@ pub enum Event {
     Stalled,
 }
 
+/// A message on its way to the worker.
+enum Outgoing {
+    /// A plugin's bytes, posted as a binary message.
+    Plugin(PluginBytes),
+    /// A request, as JSON.
+    Request(String),
+}
+
 /// A running worker and what it has not yet been sent.
 pub struct WorkerLink {
     worker: Worker,
     on_event: Callback<Event>,
     ready: bool,
-    /// Requests waiting for the worker to be ready.
-    queue: Vec<String>,
+    /// The plugins this worker has been sent (or will be, from the queue).
+    delivery: Delivery,
+    /// Messages waiting for the worker to be ready, in order.
+    queue: Vec<Outgoing>,
     /// Whether a request is in flight (the watchdog only watches then).
     busy: bool,
     watchdog: Option<Timeout>,
@@ -73,6 +86,7 @@ impl WorkerLink {
             worker,
             on_event,
             ready: false,
+            delivery: Delivery::default(),
             queue: Vec::new(),
             busy: false,
             watchdog: None,
@@ -80,16 +94,35 @@ impl WorkerLink {
         })
     }
 
-    /// Sends a request now, or when the worker is ready.
-    pub fn send(&mut self, request: &ToWorker) {
+    /// Sends a request now, or when the worker is ready, after the bytes
+    /// of each of `plugins` (those the request names) this worker has not
+    /// been sent yet.
+    pub fn send(&mut self, request: &ToWorker, plugins: &[PluginBytes]) {
+        let unsent = self.delivery.unsent(plugins).into_iter().cloned().map(Outgoing::Plugin);
         let text = serde_json::to_string(request).expect("requests are plain data");
+        let messages: Vec<Outgoing> = unsent.chain([Outgoing::Request(text)]).collect();
         if self.ready {
-            let _ = self.worker.post_message(&text.into());
+            messages.into_iter().for_each(|message| self.post(message));
         } else {
-            self.queue.push(text);
+            self.queue.extend(messages);
         }
         self.busy = true;
         self.arm_watchdog();
+    }
+
+    /// Posts one message; a plugin's bytes go as an `ArrayBuffer` handed
+    /// over to the worker (a copy of the page's, moved rather than cloned
+    /// again by the browser).
+    fn post(&self, message: Outgoing) {
+        // Posting fails only if the worker is gone; its error event says so.
+        let _ = match message {
+            Outgoing::Plugin(plugin) => {
+                let bytes = js_sys::Uint8Array::from(plugin.bytes());
+                let buffer = bytes.buffer();
+                self.worker.post_message_with_transfer(&buffer, &js_sys::Array::of1(&buffer))
+            }
+            Outgoing::Request(text) => self.worker.post_message(&text.into()),
+        };
     }
 
     /// Called by the app for every message from this worker.
@@ -97,8 +130,8 @@ impl WorkerLink {
         match message {
             FromWorker::Ready => {
                 self.ready = true;
-                for text in self.queue.drain(..) {
-                    let _ = self.worker.post_message(&text.into());
+                for message in std::mem::take(&mut self.queue) {
+                    self.post(message);
                 }
             }
             FromWorker::Progress { .. } => {}

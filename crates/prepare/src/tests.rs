@@ -1,0 +1,145 @@
+use recon_abi::ComponentConfig;
+
+use super::*;
+
+/// A plugin that declares `manifest` (JSON) and does nothing; its
+/// `recon_init` runs `init` first (`unreachable` makes it crash as it starts).
+fn plugin_with(manifest: &str, init: &str) -> PluginBytes {
+    let wat = format!(
+        r#"(module
+          (memory (export "memory") 1)
+          (data (i32.const 0x100) "{}")
+          (data (i32.const 0x40) "{{\"actions\":[]}}")
+          (func (export "recon_abi_version") (result i32) i32.const 1)
+          (func (export "recon_alloc") (param i32) (result i32) i32.const 0x1000)
+          (func (export "recon_init") (param i32 i32) (result i64) {init} i64.const {})
+          (func (export "recon_handle") (param i32 i32) (result i64) i64.const 0x400000000e))"#,
+        manifest.replace('"', "\\\""),
+        (0x100i64 << 32) | manifest.len() as i64,
+    );
+    PluginBytes::new(wat::parse_str(&wat).expect("the test plugin assembles"))
+}
+
+/// A controller that is no node agent.
+fn controller(name: &str) -> PluginBytes {
+    plugin_with(&format!(r#"{{"name":"{name}","abiVersion":1}}"#), "")
+}
+
+/// A node agent.
+fn node_agent(name: &str) -> PluginBytes {
+    plugin_with(&format!(r#"{{"name":"{name}","abiVersion":1,"nodeAgent":true}}"#), "")
+}
+
+fn swap(component: &str, file_name: &str, plugin: PluginBytes) -> Swap {
+    Swap { component: component.into(), file_name: file_name.into(), plugin }
+}
+
+fn default_file() -> ScenarioFile {
+    let library = recon_catalog::scenario(recon_catalog::DEFAULT_SCENARIO).unwrap();
+    ScenarioFile::parse("pod-safety-59848.yaml", library.yaml).unwrap()
+}
+
+/// The name the controller `instantiate` gives `component` declares.
+fn controller_of(prepared: &Prepared, component: &str) -> String {
+    let spec = prepared.scenario().components.iter().find(|c| c.name == component).unwrap();
+    let mut instance = prepared.instantiate()(spec).expect("every component gets a controller");
+    let config = ComponentConfig { name: spec.name.clone(), node: spec.node.clone(), ..Default::default() };
+    instance.init(&config).unwrap().name
+}
+
+#[test]
+fn a_plugin_stands_in_for_its_component_and_the_built_ins_run_everywhere_else() {
+    let mut preparer = Preparer::new().unwrap();
+    let swaps = [swap("kubelet-node-1", "k.wasm", node_agent("my-kubelet"))];
+    let prepared = preparer.prepare(default_file(), &swaps).unwrap();
+    assert_eq!(controller_of(&prepared, "kubelet-node-1"), "my-kubelet");
+    assert_eq!(controller_of(&prepared, "kubelet-node-2"), "kubelet");
+    assert_eq!(controller_of(&prepared, "scheduler"), "scheduler");
+    assert!(prepared.warnings.is_empty(), "{:?}", prepared.warnings);
+    // And it runs: the simulation builds and goes to its end.
+    let mut sim = prepared.sim().unwrap();
+    sim.run();
+    assert!(sim.trace().entries.len() > 10);
+}
+
+#[test]
+fn a_plugin_for_a_component_the_scenario_lacks_is_refused_naming_those_it_has() {
+    let mut preparer = Preparer::new().unwrap();
+    let swaps = [swap("kubelet-node-9", "k.wasm", node_agent("k"))];
+    let Err(error) = preparer.prepare(default_file(), &swaps) else { panic!("refused") };
+    assert_eq!(error.component(), Some("kubelet-node-9"));
+    assert_eq!(
+        error.to_string(),
+        "k.wasm: the scenario has no component \"kubelet-node-9\" (it has: scheduler, statefulset-controller, \
+         kubelet-node-1, kubelet-node-2)"
+    );
+    assert_eq!(default_file().component("kubelet-node-9").unwrap_err(), error.to_string()["k.wasm: ".len()..]);
+}
+
+#[test]
+fn a_node_agent_off_a_node_is_refused_and_a_controller_on_a_node_runs_with_a_warning() {
+    let mut preparer = Preparer::new().unwrap();
+    let refused = preparer.prepare(default_file(), &[swap("scheduler", "k.wasm", node_agent("k"))]);
+    let Err(error @ PrepareError::DoesNotFit { .. }) = refused else { panic!("a node agent on the scheduler") };
+    assert_eq!(error.component(), Some("scheduler"));
+    assert!(error.to_string().starts_with("k.wasm is a node agent (k), but scheduler runs on no node"), "{error}");
+
+    let swaps = [swap("kubelet-node-2", "s.wasm", controller("sched"))];
+    let prepared = preparer.prepare(default_file(), &swaps).unwrap();
+    assert_eq!(
+        prepared.warnings,
+        ["s.wasm (sched) is not a node agent: while it stands in for kubelet-node-2, nothing starts or stops \
+          node-2's containers"]
+    );
+    // A later plugin for the same component replaces the earlier one, and its warning.
+    let swaps =
+        [swap("kubelet-node-2", "s.wasm", controller("sched")), swap("kubelet-node-2", "k.wasm", node_agent("k"))];
+    let prepared = preparer.prepare(default_file(), &swaps).unwrap();
+    assert!(prepared.warnings.is_empty(), "{:?}", prepared.warnings);
+    assert_eq!(controller_of(&prepared, "kubelet-node-2"), "k");
+}
+
+#[test]
+fn a_file_that_is_not_a_plugin_is_refused_in_one_line_naming_the_file() {
+    let mut preparer = Preparer::new().unwrap();
+    let notes = swap("kubelet-node-1", "notes.wasm", PluginBytes::new(b"these are notes".to_vec()));
+    let Err(error) = preparer.prepare(default_file(), std::slice::from_ref(&notes)) else { panic!("refused") };
+    assert!(matches!(error, PrepareError::Rejected { .. }), "{error:?}");
+    assert_eq!(error.component(), Some("kubelet-node-1"));
+    let text = error.to_string();
+    assert!(text.starts_with("notes.wasm") && !text.contains('\n'), "{text}");
+    assert_eq!(preparer.check(&notes, &Default::default()).unwrap_err().to_string(), text);
+}
+
+#[test]
+fn a_plugin_that_crashes_as_it_starts_fails_its_check_but_runs_and_crashes_in_the_run() {
+    let mut preparer = Preparer::new().unwrap();
+    let crashing = swap("kubelet-node-1", "crash.wasm", plugin_with(r#"{"name":"c","abiVersion":1}"#, "unreachable"));
+    let error = preparer.check(&crashing, &Default::default()).unwrap_err();
+    assert!(error.to_string().starts_with("crash.wasm"), "{error}");
+    // In a run it is the component's crash, which the simulator reports.
+    let prepared = preparer.prepare(default_file(), &[crashing]).unwrap();
+    let mut sim = prepared.sim().unwrap();
+    sim.run();
+    let trace = sim.into_trace();
+    assert!(recon_trace::crashes(&trace).iter().any(|c| c.component == "kubelet-node-1"));
+}
+
+#[test]
+fn a_plugin_passes_its_check_with_what_it_declares() {
+    let mut preparer = Preparer::new().unwrap();
+    let manifest = preparer.check(&swap("scheduler", "s.wasm", controller("sched")), &Default::default()).unwrap();
+    assert_eq!((manifest.name.as_str(), manifest.node_agent), ("sched", false));
+}
+
+#[test]
+fn an_unknown_controller_is_reported_at_its_line_with_the_built_in_ones() {
+    let library = recon_catalog::scenario(recon_catalog::DEFAULT_SCENARIO).unwrap();
+    let text = library.yaml.replacen("controller: scheduler", "controller: schedulr", 1);
+    let line = text.lines().position(|l| l.contains("schedulr")).unwrap() + 1;
+    let file = ScenarioFile::parse("mine.yaml", &text).unwrap();
+    let prepared = Preparer::new().unwrap().prepare(file, &[]).unwrap();
+    let Err(error) = prepared.sim() else { panic!("the simulator refuses it") };
+    assert!(error.starts_with(&format!("mine.yaml:{line}:")), "{error}");
+    assert!(error.contains("unknown controller \"schedulr\"") && error.contains("kubelet-fixed"), "{error}");
+}
