@@ -27,7 +27,7 @@ use crate::protocol::Upload;
 pub const PREFIX: &str = "#run=";
 
 /// The most a link may carry after compression: room for a typical Rust
-/// plugin (a release build of the kubelet is ~450 KB, ~200 KB in a link).
+/// plugin (a release build of the kubelet is ~440 KB, ~195 KB in a link).
 /// Browsers accept URLs of a few megabytes, but links much longer than this
 /// break in chat and mail; a run with larger plugins is shared as its
 /// scenario, with a message.
