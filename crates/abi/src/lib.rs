@@ -23,7 +23,7 @@ pub use controller::{
     Manifest, Outcome, Output, Status, StatusReason, Verb, WatchSpec, WritePermission,
 };
 pub use object::{EventType, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent, is_cluster_scoped};
-pub use time::format_timestamp;
+pub use time::{civil_from_days, format_timestamp};
 
 /// Version of the wire encoding. A host refuses a controller built for another version.
 pub const ABI_VERSION: u32 = 1;
