@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use fantoccini::elements::Element;
@@ -30,7 +31,15 @@ fn env(name: &str) -> String {
 pub struct Browser {
     client: Client,
     profile: PathBuf,
+    // Held while the browser lives: `cargo xtask test` runs the
+    // end-to-end tests in one `cargo test` with every other test (one
+    // build for all), whose test threads would otherwise start several
+    // browsers at once on a small machine.
+    _turn: MutexGuard<'static, ()>,
 }
+
+/// One browser at a time in this process.
+static TURN: Mutex<()> = Mutex::new(());
 
 static PROFILES: AtomicU32 = AtomicU32::new(0);
 
@@ -38,6 +47,9 @@ impl Browser {
     /// A fresh browser (new profile) at the playground's `path`, e.g. `""`
     /// or `"?scenario=pod-safety-59848-quorum"`.
     pub async fn open(path: &str) -> Browser {
+        // A test that panicked with a browser open poisons the lock; the
+        // next test's browser is a fresh one all the same.
+        let turn = TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let profile = std::env::temp_dir().join(format!(
             "recon-e2e-{}-{}",
             std::process::id(),
@@ -70,7 +82,7 @@ impl Browser {
             .await
             .unwrap_or_else(|e| panic!("chromedriver did not start a browser: {e}"));
         client.goto(&format!("{}{path}", env("RECON_E2E_URL"))).await.expect("the playground loads");
-        Browser { client, profile }
+        Browser { client, profile, _turn: turn }
     }
 
     /// The WebDriver client, for anything the helpers do not cover.

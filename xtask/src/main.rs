@@ -116,11 +116,23 @@ fn play(args: &[String]) -> Result<(), String> {
 fn test(args: &[String]) -> Result<(), String> {
     let root = workspace_root();
     let plugins = build_plugins()?;
-    run(cargo()
-        .args(["test", "--workspace", "--all-targets", "--exclude", E2E_PACKAGE])
-        .args(args)
-        .env(PLUGIN_DIR_VAR, &plugins))?;
-    run(cargo().args(["test", "--workspace", "--doc", "--exclude", E2E_PACKAGE]).env(PLUGIN_DIR_VAR, &plugins))?;
+    let chromium = tools::ensure_chromium()?;
+    tools::ensure_wasm_bindgen(&root)?;
+    let dist = build_web()?;
+    // Every native test and the playground's end-to-end tests in one
+    // `cargo test --workspace`: one feature resolution, so every
+    // dependency is built once (a second invocation over a different set
+    // of packages rebuilds wasmtime and the rest with other features, and
+    // doubles the disk a cold run needs). The end-to-end tests take turns
+    // with the browser themselves (`recon_e2e::Browser`).
+    browser::with_playground(&dist, &chromium, |env| {
+        run(cargo()
+            .args(["test", "--workspace", "--all-targets"])
+            .args(args)
+            .envs(env.iter().cloned())
+            .env(PLUGIN_DIR_VAR, &plugins))
+    })?;
+    run(cargo().args(["test", "--workspace", "--doc"]).env(PLUGIN_DIR_VAR, &plugins))?;
     // A short fixed budget per fuzz target (fuzz/README.md).
     fuzz::run_all(&root, fuzz::test_budget()?)?;
     let mut wasm = cargo();
@@ -129,12 +141,8 @@ fn test(args: &[String]) -> Result<(), String> {
         wasm.args(["--package", c]);
     }
     run(&mut wasm)?;
-
-    // In the browser: the plugin engine's own tests, then the playground.
-    let chromium = tools::ensure_chromium()?;
-    tools::ensure_wasm_bindgen(&root)?;
+    // In the browser: the plugin engine's own tests.
     browser::engine_tests(&root, &chromium, &plugins)?;
-    playground_tests(&chromium, &plugins, &[])?;
     eprintln!("xtask: all tests passed, natively and in headless Chromium");
     Ok(())
 }
@@ -162,21 +170,42 @@ fn e2e(args: &[String]) -> Result<(), String> {
 
 /// Builds and serves the playground, starts chromedriver and runs the
 /// end-to-end tests against them, one at a time (each starts a browser).
+/// `--workspace` with the end-to-end test targets named resolves features
+/// as `cargo xtask test` does, so the two share one build.
 fn playground_tests(chromium: &tools::Chromium, plugins: &Path, args: &[String]) -> Result<(), String> {
     let dist = build_web()?;
     let (cargo_args, test_args) = match args.iter().position(|a| a == "--") {
         Some(i) => (&args[..i], &args[i + 1..]),
         None => (args, &[][..]),
     };
+    let mut targets = Vec::new();
+    if !cargo_args.iter().any(|a| a == "--test") {
+        for name in e2e_test_targets()? {
+            targets.extend(["--test".to_owned(), name]);
+        }
+    }
     browser::with_playground(&dist, chromium, |env| {
         run(cargo()
-            .args(["test", "--package", E2E_PACKAGE])
+            .args(["test", "--workspace"])
+            .args(&targets)
             .args(cargo_args)
             .args(["--", "--test-threads=1"])
             .args(test_args)
             .envs(env.iter().cloned())
             .env(PLUGIN_DIR_VAR, plugins))
     })
+}
+
+/// The end-to-end test targets: the files in `e2e/tests/`.
+fn e2e_test_targets() -> Result<Vec<String>, String> {
+    let dir = workspace_root().join("e2e/tests");
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".rs").map(str::to_owned))
+        .collect();
+    names.sort();
+    Ok(names)
 }
 
 fn bench(args: &[String]) -> Result<(), String> {
