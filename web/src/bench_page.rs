@@ -1,18 +1,24 @@
-//! `?bench=timeline&events=N`: a page that times the timeline's drawing on
-//! a synthetic trace of N events and prints the frame times as JSON in
+//! `?bench=timeline&events=N`: a page that has its worker run the
+//! benchmark's scaled scenario (about N events, [`bench_scenario`]), times
+//! the timeline's drawing of that run and prints the frame times as JSON in
 //! `#bench-result` (read by `cargo xtask bench`).
+
+use std::cell::RefCell;
+use std::rc::Rc;
 
 use yew::prelude::*;
 
-use crate::timeline::bench::{pan_benchmark, synthetic_trace};
+use crate::app::worker_link::{Event as WorkerEvent, WorkerLink};
+use crate::protocol::{FromWorker, ToWorker};
+use crate::timeline::bench::{bench_scenario, pan_benchmark};
 
 /// Frames drawn while panning from one end of the run to the other.
 const FRAMES: u32 = 120;
 
-/// Properties: how many events the synthetic trace has.
+/// Properties: about how many events the run has.
 #[derive(Properties, PartialEq)]
 pub struct TimelineBenchProps {
-    /// Trace entries to draw.
+    /// Trace entries to draw, about.
     pub events: usize,
 }
 
@@ -21,14 +27,49 @@ pub struct TimelineBenchProps {
 pub fn timeline_bench(props: &TimelineBenchProps) -> Html {
     let canvas = use_node_ref();
     let result = use_state(String::new);
+    // The worker lives as long as the page.
+    let worker: Rc<RefCell<Option<WorkerLink>>> = use_mut_ref(|| None);
     {
         let (canvas, result, events) = (canvas.clone(), result.clone(), props.events);
         use_effect_with((), move |_| {
-            if let Some(canvas) = canvas.cast::<web_sys::HtmlCanvasElement>() {
-                let trace = synthetic_trace(events);
-                let frames = pan_benchmark(&canvas, &trace, FRAMES);
-                let json = serde_json::json!({ "events": trace.entries.len(), "frames": frames });
-                result.set(json.to_string());
+            let scenario = bench_scenario(events);
+            let (link, shown) = (worker.clone(), result.clone());
+            let on_event = Callback::from(move |event: WorkerEvent| match event {
+                WorkerEvent::Message(message) => {
+                    if let Some(link) = link.borrow_mut().as_mut() {
+                        link.received(&message);
+                    }
+                    match message {
+                        FromWorker::Done { trace, .. } => {
+                            if let Some(canvas) = canvas.cast::<web_sys::HtmlCanvasElement>() {
+                                let frames = pan_benchmark(&canvas, &trace, FRAMES);
+                                let json = serde_json::json!({
+                                    "scenario": trace.scenario,
+                                    "events": trace.entries.len(),
+                                    "frames": frames,
+                                });
+                                shown.set(json.to_string());
+                            }
+                        }
+                        FromWorker::Failed { error, .. } => shown.set(format!("the run failed: {error}")),
+                        _ => {}
+                    }
+                }
+                WorkerEvent::Broken(why) => shown.set(why),
+                WorkerEvent::Stalled => shown.set("the worker stopped answering".into()),
+            });
+            let request = ToWorker::Run {
+                id: 1,
+                scenario: recon_scenario::to_yaml(&scenario),
+                seed: scenario.seed,
+                uploads: Vec::new(),
+            };
+            match WorkerLink::start(on_event) {
+                Ok(mut started) => {
+                    started.send(&request, &[]);
+                    *worker.borrow_mut() = Some(started);
+                }
+                Err(error) => result.set(error),
             }
         });
     }

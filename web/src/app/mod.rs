@@ -14,7 +14,7 @@ pub mod search;
 pub mod settings;
 pub mod tour;
 #[cfg(target_arch = "wasm32")]
-mod worker_link;
+pub(crate) mod worker_link;
 
 use std::collections::BTreeMap;
 

@@ -23,7 +23,7 @@
 //!
 //! In the browser: `draw` paints a frame on the canvas; this file is the Yew
 //! component and its input handling; [`bench`](mod@bench) times frames on a
-//! synthetic 100,000-entry trace (the trace itself is plain Rust).
+//! real run of about 100,000 entries (a library scenario scaled up).
 //!
 //! Keys, with the timeline focused (click it or tab to it): ← → step to the
 //! previous or next entry, + and − zoom, `v` selects the first violation,
@@ -67,7 +67,7 @@ use yew::prelude::*;
 
 use crate::Shared;
 
-pub use bench::{pan_benchmark, synthetic_trace};
+pub use bench::{bench_scenario, pan_benchmark};
 
 use self::draw::{Frame, Scratch, Surface, draw};
 use self::hover::{Tooltip, band_tooltip, entry_tooltip, partition_at, partition_tooltip};
