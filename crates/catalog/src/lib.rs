@@ -7,14 +7,23 @@
 //! ordinary plugin crates written against `recon-sdk`, linked natively here;
 //! the same crates build as Wasm plugins, which must behave identically.
 //!
+//! Without its default `controllers` feature it is only the names and the
+//! library, for a program that shows them but runs nothing.
+//!
 //! It also carries the scenario library ([`SCENARIOS`]), so that the CLI,
 //! the browser app and the tests offer the same scenarios.
 
+#[cfg(feature = "controllers")]
 use recon_abi::Instance;
+#[cfg(feature = "controllers")]
 use recon_plugin_kubelet::Kubelet;
+#[cfg(feature = "controllers")]
 use recon_plugin_kubelet_fixed::KubeletFixed;
+#[cfg(feature = "controllers")]
 use recon_plugin_replicaset::ReplicaSetController;
+#[cfg(feature = "controllers")]
 use recon_plugin_scheduler::Scheduler;
+#[cfg(feature = "controllers")]
 use recon_plugin_statefulset::StatefulSetController;
 
 /// A built-in controller's name, what it does, and where its plugin is.
@@ -109,7 +118,9 @@ pub fn unknown_controller(name: &str) -> String {
 /// A fresh instance of the built-in controller called `name`, or `None` if
 /// there is no such built-in. Call `init` on it before anything else. A
 /// native built-in never fails; it is an [`Instance`] so that it runs through
-/// the same interface as a Wasm plugin.
+/// the same interface as a Wasm plugin. (With the `controllers` feature,
+/// on by default.)
+#[cfg(feature = "controllers")]
 pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
     let instance: Box<dyn Instance> = match name {
         "deployment" => Box::new(recon_plugin_deployment::controller()),

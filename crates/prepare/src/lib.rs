@@ -23,6 +23,10 @@
 //! playground can send a plugin's bytes to its worker once and name it by
 //! key after.
 //!
+//! Without its default `run` feature the crate is only [`PluginKey`],
+//! [`PluginBytes`] and [`fit`]: what the playground's page needs to send
+//! an upload to its worker and to say at once whether it fits.
+//!
 //! Where it sits: above the simulator (`recon-sim`), the built-in
 //! controllers (`recon-catalog`) and the plugin sandbox (`recon-host`),
 //! which know nothing of each other, and below the front ends (`recon-cli`,
@@ -34,11 +38,13 @@
 
 mod fit;
 mod key;
+#[cfg(feature = "run")]
 mod prepare;
 
 pub use fit::{Fit, fit};
 pub use key::{PluginBytes, PluginKey};
+#[cfg(feature = "run")]
 pub use prepare::{PrepareError, Prepared, Preparer, ScenarioFile, Swap};
 
-#[cfg(test)]
+#[cfg(all(test, feature = "run"))]
 mod tests;

@@ -1,4 +1,4 @@
-//! "Find a violation": the search of [`crate::search`] across several Web
+//! "Find a violation": the search of `recon_worker::search` across several Web
 //! Workers, with a progress bar, a cancel button, and the shrunk scenario
 //! opened as the current run.
 //!
@@ -6,7 +6,7 @@
 //! the workers' reports (tested natively); the rest (wasm32 only) starts
 //! the workers, feeds the reducer and draws the panel.
 
-use crate::search::SearchReport;
+use recon_web_protocol::search::SearchReport;
 
 /// What one worker's shard has reported.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -228,8 +228,8 @@ mod view {
     use super::{Hunt, Phase, Step};
     use crate::app::page::{App, Msg};
     use crate::app::worker_link::{Event as WorkerEvent, WorkerLink};
-    use crate::protocol::{FromWorker, ToWorker};
-    use crate::search::{SearchRequest, ShrinkRequest};
+    use recon_web_protocol::search::{SearchRequest, ShrinkRequest};
+    use recon_web_protocol::{FromWorker, ToWorker};
 
     /// At most this many search workers, whatever the machine has.
     const MAX_WORKERS: usize = 4;
@@ -255,7 +255,7 @@ mod view {
         /// The scenario, as YAML.
         scenario: String,
         /// The uploads, as requests name them.
-        uploads: Vec<crate::protocol::UploadRef>,
+        uploads: Vec<recon_web_protocol::UploadRef>,
         /// Their bytes, sent to each worker once.
         plugins: Vec<recon_prepare::PluginBytes>,
     }
@@ -442,9 +442,9 @@ mod tests {
     use recon_scenario::Scenario;
 
     use super::*;
-    use crate::protocol::{FromWorker, ToWorker};
-    use crate::runner::{Progress, Runner};
-    use crate::search::{SearchRequest, ShrinkRequest};
+    use recon_web_protocol::search::{SearchRequest, ShrinkRequest};
+    use recon_web_protocol::{FromWorker, ToWorker};
+    use recon_worker::runner::{Progress, Runner};
 
     const WORKLOAD: &str = "pod-safety-59848-workload";
 

@@ -22,6 +22,8 @@ use recon_prepare::{PluginBytes, PluginKey};
 use recon_trace::Trace;
 use serde::{Deserialize, Serialize};
 
+pub mod search;
+
 /// A `.wasm` file the user gave for one component, on the page.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Upload {
@@ -115,12 +117,12 @@ pub enum ToWorker {
         limits: recon_scenario::PluginLimits,
     },
     /// Search one shard of a scenario's perturbation plans for a violation
-    /// ([`crate::search`]); answered with [`FromWorker::Search`] reports.
-    Search(crate::search::SearchRequest),
+    /// (`recon_worker::search`); answered with [`FromWorker::Search`] reports.
+    Search(search::SearchRequest),
     /// Shrink a failing plan and answer with the scenario that replays it.
-    Shrink(crate::search::ShrinkRequest),
+    Shrink(search::ShrinkRequest),
     /// Panic on purpose, so the browser tests can check that a worker that
-    /// breaks is reported and replaced ([`crate::crash`]; the page sends it
+    /// breaks is reported and replaced ([`describe_panic`]; the page sends it
     /// for `?selftest=panic-worker`; nothing else does).
     SelfTestPanic,
 }
@@ -175,7 +177,7 @@ pub enum FromWorker {
         manifest: Manifest,
     },
     /// How a search or a shrink is going, or what it found.
-    Search(crate::search::SearchReport),
+    Search(search::SearchReport),
     /// A request failed: the scenario is invalid or a plugin was rejected.
     /// The page keeps its previous state.
     #[serde(rename_all = "camelCase")]
@@ -198,6 +200,21 @@ impl ToWorker {
             ToWorker::Shrink(request) => request.id,
             ToWorker::SelfTestPanic => 0,
         }
+    }
+}
+
+/// The text shown for a panic, by the page's hook and the worker's: its
+/// message and where it happened.
+pub fn describe_panic(info: &std::panic::PanicHookInfo<'_>) -> String {
+    let message = info
+        .payload()
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| info.payload().downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "an internal error".to_owned());
+    match info.location() {
+        Some(at) => format!("{message} (at {}:{})", at.file(), at.line()),
+        None => message,
     }
 }
 

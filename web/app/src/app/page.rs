@@ -11,7 +11,7 @@ use super::panels;
 use super::settings::Fault;
 use super::worker_link::{Event as WorkerEvent, WATCHDOG_MS, WorkerLink};
 use super::{Pending, RunProgress, State};
-use crate::protocol::{ToWorker, Upload};
+use recon_web_protocol::{ToWorker, Upload};
 
 /// A change to the scenario made by a control; it may refuse with a reason.
 pub type Edit = Box<dyn FnOnce(&mut Scenario) -> Result<(), String>>;
@@ -529,7 +529,7 @@ impl App {
                 if let Some(worker) = self.worker.as_mut() {
                     worker.received(&message);
                 }
-                let finished = matches!(message, crate::protocol::FromWorker::Done { .. });
+                let finished = matches!(message, recon_web_protocol::FromWorker::Done { .. });
                 if self.state.receive(message) == super::Outcome::RunWithUpload {
                     self.run(ctx);
                 }

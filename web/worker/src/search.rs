@@ -17,144 +17,10 @@
 //! Plain Rust: it runs natively in the tests, as [`crate::runner`] does.
 
 use recon_explore::{DEFAULT_BUDGET, Explorer, shard};
-use serde::{Deserialize, Serialize};
+use recon_web_protocol::FromWorker;
+use recon_web_protocol::search::{SearchReport, SearchRequest, ShrinkRequest};
 
-use crate::protocol::{FromWorker, UploadRef};
 use crate::runner::{Progress, Runner};
-
-/// Search one shard of a scenario's plans.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SearchRequest {
-    /// Request id.
-    pub id: u64,
-    /// The scenario, as YAML text; its workload (the scenario without its
-    /// faults) is what gets searched.
-    pub scenario: String,
-    /// Components whose controller is an uploaded plugin.
-    pub uploads: Vec<UploadRef>,
-    /// Which shard, from 0.
-    pub shard: usize,
-    /// How many shards (workers) share the plans.
-    pub shards: usize,
-    /// Only the first this many plans of the whole list are searched,
-    /// by all shards together ([`shard`]; [`DEFAULT_BUDGET`], as `recon
-    /// explore`, unless told otherwise).
-    pub budget: usize,
-}
-
-impl SearchRequest {
-    /// Shard `shard` of `shards` of a search with the default budget.
-    pub fn new(id: u64, scenario: String, uploads: Vec<UploadRef>, shard: usize, shards: usize) -> SearchRequest {
-        SearchRequest { id, scenario, uploads, shard, shards, budget: DEFAULT_BUDGET }
-    }
-}
-
-/// Shrink the failing plan at `index` into the scenario that replays it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ShrinkRequest {
-    /// Request id.
-    pub id: u64,
-    /// The scenario searched, as YAML text.
-    pub scenario: String,
-    /// Components whose controller is an uploaded plugin.
-    pub uploads: Vec<UploadRef>,
-    /// The failing plan's index in the whole list.
-    pub index: usize,
-}
-
-/// What a search worker tells the page.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "report")]
-pub enum SearchReport {
-    /// The reference run is done and the plans are known.
-    #[serde(rename_all = "camelCase")]
-    Plans {
-        /// Request id.
-        id: u64,
-        /// Plans the whole search runs at most (all shards, within the budget).
-        total: usize,
-        /// Plans derived from the reference run (before the budget).
-        generated: usize,
-        /// Plans in this shard.
-        in_shard: usize,
-        /// The index of this shard's first plan; `None` if it has none.
-        next: Option<usize>,
-    },
-    /// A plan ran and broke nothing.
-    #[serde(rename_all = "camelCase")]
-    Progress {
-        /// Request id.
-        id: u64,
-        /// Plans of this shard run so far.
-        done: usize,
-        /// The index of the next plan this shard runs; `None` when the
-        /// shard is finished (nothing in it broke anything).
-        next: Option<usize>,
-    },
-    /// This shard's first failing plan; the worker stops here.
-    #[serde(rename_all = "camelCase")]
-    Found {
-        /// Request id.
-        id: u64,
-        /// The plan's index in the whole list.
-        index: usize,
-        /// Plans of this shard run, this one included.
-        done: usize,
-        /// The plan in one line.
-        plan: String,
-        /// What it broke, in one line.
-        broken: String,
-    },
-    /// The workload breaks something without any fault: nothing to search.
-    #[serde(rename_all = "camelCase")]
-    Unsearchable {
-        /// Request id.
-        id: u64,
-        /// What it breaks, in one line.
-        broken: String,
-    },
-    /// A failing plan, shrunk.
-    #[serde(rename_all = "camelCase")]
-    Shrunk {
-        /// Request id.
-        id: u64,
-        /// The plan's index in the whole list.
-        index: usize,
-        /// The scenario that replays the shrunk plan, as `recon explore`
-        /// writes it (YAML).
-        scenario: String,
-        /// The shrunk plan's faults, one line each.
-        faults: Vec<String>,
-        /// How many runs shrinking took.
-        runs: usize,
-        /// What it breaks, in one line.
-        broken: String,
-    },
-}
-
-impl SearchReport {
-    /// The request id.
-    pub fn id(&self) -> u64 {
-        match self {
-            SearchReport::Plans { id, .. }
-            | SearchReport::Progress { id, .. }
-            | SearchReport::Found { id, .. }
-            | SearchReport::Unsearchable { id, .. }
-            | SearchReport::Shrunk { id, .. } => *id,
-        }
-    }
-
-    /// Whether the worker is done with the request after this report.
-    pub fn is_final(&self) -> bool {
-        match self {
-            SearchReport::Plans { .. } => false,
-            SearchReport::Progress { next, .. } => next.is_none(),
-            SearchReport::Found { .. } | SearchReport::Unsearchable { .. } | SearchReport::Shrunk { .. } => true,
-        }
-    }
-}
 
 /// What a finding broke, in one line.
 fn broken(finding: &recon_explore::Finding) -> String {
@@ -178,8 +44,9 @@ pub(crate) fn search(runner: &mut Runner, request: &SearchRequest, progress: &mu
     }
     let all = explorer.plans();
     let generated = all.len();
-    let total = generated.min(request.budget);
-    let plans = shard(all, request.budget, request.shard, request.shards);
+    let budget = request.budget.unwrap_or(DEFAULT_BUDGET);
+    let total = generated.min(budget);
+    let plans = shard(all, budget, request.shard, request.shards);
     let next = |k: usize| plans.get(k).map(|(index, _)| *index);
     progress.report(FromWorker::Search(SearchReport::Plans {
         id,
@@ -234,7 +101,7 @@ pub(crate) fn shrink(runner: &mut Runner, request: &ShrinkRequest) -> FromWorker
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::ToWorker;
+    use recon_web_protocol::ToWorker;
 
     #[test]
     fn reports_cross_to_the_page_inside_worker_messages() {
@@ -251,6 +118,6 @@ mod tests {
         let request = ToWorker::Search(SearchRequest::new(5, "name: x".into(), Vec::new(), 1, 2));
         let text = serde_json::to_string(&request).unwrap();
         let ToWorker::Search(back) = serde_json::from_str(&text).unwrap() else { panic!("{text}") };
-        assert_eq!((back.shard, back.shards, back.budget, request.id()), (1, 2, DEFAULT_BUDGET, 5));
+        assert_eq!((back.shard, back.shards, back.budget, request.id()), (1, 2, None, 5));
     }
 }

@@ -18,7 +18,7 @@ use super::model::{MarkKind, TimelineModel};
 use super::staleness::StalenessBand;
 use super::viewport::{Span, Viewport, tick_label, tick_step, ticks, within};
 
-const POD_SAFETY: &str = include_str!("../../../scenarios/pod-safety-59848.yaml");
+const POD_SAFETY: &str = include_str!("../../../../scenarios/pod-safety-59848.yaml");
 
 fn run_pod_safety() -> Trace {
     let scenario = recon_scenario::parse("pod-safety-59848.yaml", POD_SAFETY).expect("the shipped scenario parses");

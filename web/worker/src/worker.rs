@@ -1,5 +1,5 @@
 //! The Web Worker's side: receive plugins' bytes as binary messages and
-//! [`ToWorker`] requests as JSON strings ([`crate::protocol`]), run the
+//! [`ToWorker`] requests as JSON strings ([`recon_web_protocol`]), run the
 //! requests with a [`Runner`], post [`FromWorker`] answers back.
 //!
 //! A request runs to completion before the next is read; the page stops a
@@ -12,8 +12,8 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::Closure;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
-use crate::protocol::{FromWorker, ToWorker};
 use crate::runner::{Progress, Runner};
+use recon_web_protocol::{FromWorker, ToWorker};
 
 /// Posts answers to the page and reads the worker's clock.
 struct Port {

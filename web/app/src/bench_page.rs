@@ -9,8 +9,8 @@ use std::rc::Rc;
 use yew::prelude::*;
 
 use crate::app::worker_link::{Event as WorkerEvent, WorkerLink};
-use crate::protocol::{FromWorker, ToWorker};
 use crate::timeline::bench::{bench_scenario, pan_benchmark};
+use recon_web_protocol::{FromWorker, ToWorker};
 
 /// Frames drawn while panning from one end of the run to the other.
 const FRAMES: u32 = 120;

@@ -24,7 +24,7 @@ use recon_trace::{CrashSummary, EntryId, Explanation, Trace, Unavailability, cra
 use recon_prepare::{Fit, PluginBytes, fit};
 
 use crate::Shared;
-use crate::protocol::{FromWorker, ToWorker, Upload, UploadRef};
+use recon_web_protocol::{FromWorker, ToWorker, Upload, UploadRef};
 
 /// A finished run, ready to show.
 pub struct RunView {
@@ -440,8 +440,8 @@ mod tests {
         assert_eq!(count(0, "object"), "0 objects");
         assert_eq!(count(12, "revision"), "12 revisions");
     }
-    use crate::protocol::ToWorker;
-    use crate::runner::{Progress, Runner};
+    use recon_web_protocol::ToWorker;
+    use recon_worker::runner::{Progress, Runner};
 
     struct Collect(Vec<FromWorker>);
 

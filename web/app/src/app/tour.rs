@@ -608,8 +608,8 @@ impl super::App {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{FromWorker, ToWorker};
-    use crate::runner::{Progress, Runner};
+    use recon_web_protocol::{FromWorker, ToWorker};
+    use recon_worker::runner::{Progress, Runner};
 
     struct Last(Option<FromWorker>);
 

@@ -8,8 +8,7 @@ use std::collections::BTreeMap;
 
 use recon_prepare::{PluginBytes, PluginKey, PrepareError, Prepared, Preparer, ScenarioFile, Swap};
 use recon_sim::Sim;
-
-use crate::protocol::{FromWorker, ToWorker, UploadRef};
+use recon_web_protocol::{FromWorker, ToWorker, UploadRef};
 
 /// How often (in simulator steps) the run checks whether to report progress.
 const STEPS_PER_PROGRESS_CHECK: u64 = 256;

@@ -21,7 +21,7 @@ use recon_prepare::{PluginBytes, PluginKey};
 use recon_trace::EntryId;
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::Upload;
+use recon_web_protocol::Upload;
 
 /// The fragment prefix of a share link.
 pub const PREFIX: &str = "#run=";

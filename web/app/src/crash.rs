@@ -6,23 +6,10 @@
 //! DOM calls that need no Rust state, a message over the page that says
 //! what broke and offers a reload; the URL carries the scenario the visitor
 //! was working on (the app keeps it there as it changes), so the reload
-//! keeps their work. The worker's hook throws the panic's text as a
-//! JavaScript error, so the worker's `error` event, which the page already
-//! handles by replacing the worker, says what broke.
+//! keeps their work. (The worker's hook is `recon_worker::crash`.)
 
-/// The text shown for a panic: its message and where it happened.
-pub fn describe(info: &std::panic::PanicHookInfo<'_>) -> String {
-    let message = info
-        .payload()
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| info.payload().downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "an internal error".to_owned());
-    match info.location() {
-        Some(at) => format!("{message} (at {}:{})", at.file(), at.line()),
-        None => message,
-    }
-}
+#[cfg(target_arch = "wasm32")]
+use recon_web_protocol::describe_panic as describe;
 
 /// Installs the page's hook: log the panic and cover the page with a
 /// message and a Reload button. Through Yew, which otherwise installs its
@@ -33,20 +20,6 @@ pub fn install_page_hook() {
         let text = describe(info);
         web_sys::console::error_1(&format!("Recon playground: {text}").into());
         let _ = show_overlay(&text);
-    }));
-}
-
-/// Installs the worker's hook: the panic's text becomes the uncaught
-/// JavaScript error that ends the worker (instead of a bare "unreachable"),
-/// which the page reports as it replaces the worker.
-#[cfg(target_arch = "wasm32")]
-pub fn install_worker_hook() {
-    std::panic::set_hook(Box::new(|info| {
-        let text = describe(info);
-        web_sys::console::error_1(&format!("Recon worker: {text}").into());
-        // Unwinds out of the module as a JS exception; the worker is dead
-        // either way, and this way its error event carries the reason.
-        wasm_bindgen::throw_str(&format!("internal error in the simulation worker: {text}"));
     }));
 }
 

@@ -11,7 +11,7 @@ use yew::Callback;
 
 use recon_prepare::PluginBytes;
 
-use crate::protocol::{Delivery, FromWorker, ToWorker};
+use recon_web_protocol::{Delivery, FromWorker, ToWorker};
 
 /// The worker's script, as Trunk emits it next to `index.html`.
 const WORKER_SCRIPT: &str = "./recon-worker_loader.js";
