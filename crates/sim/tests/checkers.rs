@@ -423,6 +423,7 @@ impl Instance for Creator {
                         name: set.metadata.name.clone(),
                         uid: set.metadata.uid.clone(),
                         controller: true,
+                        block_owner_deletion: false,
                     };
                     for i in 0..std::mem::take(&mut self.creates) {
                         let mut pod = Object { api_version: "v1".into(), kind: "Pod".into(), ..Default::default() };
@@ -440,6 +441,7 @@ impl Instance for Creator {
                     uid: None,
                     resource_version: None,
                     grace_period_seconds: Some(0),
+                    propagation_policy: None,
                 }),
                 _ => {}
             }
