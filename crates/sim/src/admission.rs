@@ -286,6 +286,11 @@ fn delete(
     if current.is_terminating() {
         let pending = current.metadata.deletion_grace_period_seconds.unwrap_or(0);
         if grace >= pending && finalizers_changed {
+            // Only the garbage-collection finalizer changed: the last one
+            // gone with no grace left ends the deletion.
+            if deletion_complete(&current) {
+                return store.delete(&key, precondition, now).map(Admitted::Written).map_err(status_of);
+            }
             return store.update(current, revision, now).map(Admitted::Written).map_err(status_of);
         }
         if grace >= pending {
