@@ -379,6 +379,11 @@ pub enum Action {
         /// default (pods bound to a node terminate gracefully first).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         grace_period_seconds: Option<i64>,
+        /// What happens to the object's dependents; `None` uses the
+        /// object's garbage-collection finalizer if it has one, otherwise
+        /// the kind's default (background).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        propagation_policy: Option<PropagationPolicy>,
     },
     /// Call the controller again with a [`InputEvent::Timer`] after a delay.
     #[serde(rename_all = "camelCase")]
@@ -401,6 +406,41 @@ pub enum Action {
         pod: PodRef,
     },
 }
+
+/// What a delete does to the objects that name the deleted one as their
+/// owner (`DeleteOptions.propagationPolicy`, spelled as on the wire).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum PropagationPolicy {
+    /// The owner is removed at once; the garbage collector deletes its
+    /// dependents afterwards.
+    Background,
+    /// The owner is marked with the `foregroundDeletion` finalizer and stays
+    /// until the garbage collector has deleted every dependent that blocks
+    /// its deletion.
+    Foreground,
+    /// The owner is marked with the `orphan` finalizer; the garbage
+    /// collector removes the owner reference from its dependents, which stay.
+    Orphan,
+}
+
+impl PropagationPolicy {
+    /// The finalizer the API server sets for this policy, if any.
+    pub fn finalizer(self) -> Option<&'static str> {
+        match self {
+            PropagationPolicy::Background => None,
+            PropagationPolicy::Foreground => Some(FOREGROUND_FINALIZER),
+            PropagationPolicy::Orphan => Some(ORPHAN_FINALIZER),
+        }
+    }
+}
+
+/// The finalizer of a foreground deletion: the owner stays until its
+/// blocking dependents are gone.
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+
+/// The finalizer of an orphaning deletion: the owner stays until its
+/// dependents no longer name it.
+pub const ORPHAN_FINALIZER: &str = "orphan";
 
 impl Action {
     /// The verb and object key of a write, `None` for other actions.

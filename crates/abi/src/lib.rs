@@ -19,8 +19,9 @@ pub mod selector;
 mod time;
 
 pub use controller::{
-    Action, ActionResult, ComponentConfig, Container, Controller, Crash, Input, InputEvent, Instance, ListMode,
-    Manifest, Outcome, Output, Status, StatusReason, Verb, WatchSpec, WritePermission,
+    Action, ActionResult, ComponentConfig, Container, Controller, Crash, FOREGROUND_FINALIZER, Input, InputEvent,
+    Instance, ListMode, Manifest, ORPHAN_FINALIZER, Outcome, Output, PropagationPolicy, Status, StatusReason, Verb,
+    WatchSpec, WritePermission,
 };
 pub use object::{EventType, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent, is_cluster_scoped};
 pub use time::{civil_from_days, format_timestamp};

@@ -91,6 +91,10 @@ pub struct OwnerReference {
     /// Whether the owner is the managing controller.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub controller: bool,
+    /// Whether a foreground deletion of the owner waits for this dependent
+    /// to be gone before the owner is removed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub block_owner_deletion: bool,
 }
 
 /// Identifies an object by kind, namespace and name (not by uid: a deleted

@@ -16,6 +16,8 @@
 #[cfg(feature = "controllers")]
 use recon_abi::Instance;
 #[cfg(feature = "controllers")]
+use recon_plugin_garbage_collector::GarbageCollector;
+#[cfg(feature = "controllers")]
 use recon_plugin_kubelet::Kubelet;
 #[cfg(feature = "controllers")]
 use recon_plugin_kubelet_fixed::KubeletFixed;
@@ -47,6 +49,12 @@ pub const BUILTINS: &[Builtin] = &[
         description: "Rolls pod templates out through one ReplicaSet per template hash, within maxSurge and \
                       maxUnavailable (RollingUpdate) or all at once (Recreate).",
         crate_name: "recon_plugin_deployment",
+    },
+    Builtin {
+        name: "garbage-collector",
+        description: "Deletes objects whose owners (by uid) are gone, and carries out foreground and orphan \
+                      deletions; deletes with a uid precondition unless uidPrecondition: false.",
+        crate_name: "recon_plugin_garbage_collector",
     },
     Builtin {
         name: "kubelet",
@@ -124,6 +132,7 @@ pub fn unknown_controller(name: &str) -> String {
 pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
     let instance: Box<dyn Instance> = match name {
         "deployment" => Box::new(recon_plugin_deployment::controller()),
+        "garbage-collector" => Box::new(GarbageCollector::new()),
         "kubelet" => Box::new(Kubelet::new()),
         "kubelet-fixed" => Box::new(KubeletFixed::new()),
         "replicaset" => Box::new(ReplicaSetController::new()),

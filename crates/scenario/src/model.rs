@@ -525,17 +525,28 @@ pub enum Check {
     /// the run, once its grace period is over — a finalizer that nobody
     /// removes holds it forever. Off by default, like convergence.
     StuckDeleting,
+    /// A garbage collector never deletes a dependent while one of the
+    /// owners it names (by uid) exists and is not being deleted: a delete
+    /// decided on a view in which the owner looked gone. Judged against the
+    /// store when the delete commits.
+    DeletedLiveDependent,
+    /// Liveness: when a garbage collector runs, no object is left at the
+    /// end of the run that names only owners that no longer exist (by uid).
+    /// Off by default, like convergence.
+    OrphanedDependent,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 6] = [
+    pub const ALL: [Check; 8] = [
         Check::PodIdentity,
         Check::StatefulSetOrdinals,
         Check::TimeTravel,
         Check::ReplicaCount,
         Check::Convergence,
         Check::StuckDeleting,
+        Check::DeletedLiveDependent,
+        Check::OrphanedDependent,
     ];
 
     /// The checks a scenario runs when it does not say: every safety check.
@@ -545,7 +556,7 @@ impl Check {
     /// Whether this is a liveness check ("never converged"), judged at the
     /// end of the run, rather than a safety check judged as the run goes.
     pub fn is_liveness(self) -> bool {
-        matches!(self, Check::Convergence | Check::StuckDeleting)
+        matches!(self, Check::Convergence | Check::StuckDeleting | Check::OrphanedDependent)
     }
 }
 
@@ -558,6 +569,8 @@ impl fmt::Display for Check {
             Check::ReplicaCount => "replica count",
             Check::Convergence => "convergence",
             Check::StuckDeleting => "stuck deleting",
+            Check::DeletedLiveDependent => "deleted a live dependent",
+            Check::OrphanedDependent => "orphaned dependent",
         })
     }
 }

@@ -13,6 +13,7 @@ pub fn owner_reference(owner: &Object) -> OwnerReference {
         name: owner.metadata.name.clone(),
         uid: owner.metadata.uid.clone(),
         controller: true,
+        block_owner_deletion: false,
     }
 }
 

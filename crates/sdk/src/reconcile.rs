@@ -221,6 +221,7 @@ impl<'a> Context<'a> {
             uid: Some(object.metadata.uid.clone()).filter(|uid| !uid.is_empty()),
             resource_version: None,
             grace_period_seconds: None,
+            propagation_policy: None,
         })
     }
 
@@ -568,6 +569,7 @@ mod tests {
             uid: Some(thing.metadata.uid.clone()),
             resource_version: None,
             grace_period_seconds: Some(grace),
+            propagation_policy: None,
         }
     }
 

@@ -4,7 +4,10 @@
 //! deletion of bound pods, generation bumps on spec changes, the size limit
 //! — and kubectl's apply and patch as actions.
 
-use recon_abi::{Action, Object, ObjectKey, ObjectMeta, Status, StatusReason};
+use recon_abi::{
+    Action, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Object, ObjectKey, ObjectMeta, PropagationPolicy, Status,
+    StatusReason,
+};
 use recon_store::{Store, StoreError, StoreEvent};
 use serde_json::Value;
 
@@ -129,8 +132,8 @@ pub(crate) fn admit(
         return Err(not_served(&key.kind));
     }
     match action {
-        Action::Delete { key, uid, resource_version, grace_period_seconds } => {
-            delete(store, now, key, uid, resource_version, grace_period_seconds)
+        Action::Delete { key, uid, resource_version, grace_period_seconds, propagation_policy } => {
+            delete(store, now, key, uid, resource_version, grace_period_seconds, propagation_policy)
         }
         write => write_object(store, rng, kinds, now, write).map(Admitted::Written),
     }
@@ -239,7 +242,10 @@ fn write_object(
 /// resourceVersion); a bound pod's graceful deletion (marked with a
 /// deletionTimestamp, finished by its kubelet); an object with finalizers
 /// only marked, removed when the last finalizer goes; an object already
-/// being deleted left as it is unless the grace period gets shorter.
+/// being deleted left as it is unless the grace period gets shorter or the
+/// propagation policy changes its garbage-collection finalizer (foreground
+/// and orphan deletions are marks with the `foregroundDeletion` or
+/// `orphan` finalizer, which the garbage collector removes).
 fn delete(
     store: &mut Store,
     now: u64,
@@ -247,8 +253,9 @@ fn delete(
     uid: Option<String>,
     resource_version: Option<String>,
     grace_period_seconds: Option<i64>,
+    propagation_policy: Option<PropagationPolicy>,
 ) -> Result<Admitted, Status> {
-    let current = current(store, &key)?;
+    let mut current = current(store, &key)?;
     if let Some(uid) = uid.filter(|u| *u != current.metadata.uid) {
         return Err(Status::new(
             StatusReason::Conflict,
@@ -265,6 +272,10 @@ fn delete(
     // Only a pod on a node is deleted gracefully; its kubelet finishes it.
     let bound = current.kind == "Pod" && current.field("spec.nodeName").is_some_and(|n| !n.is_empty());
     let grace = if bound { grace_period_seconds.unwrap_or(30).max(0) } else { 0 };
+    let policy = propagation_policy.unwrap_or_else(|| default_policy(&current));
+    let gc_finalizers = finalizers_for(&current.metadata.finalizers, policy);
+    let finalizers_changed = gc_finalizers != current.metadata.finalizers;
+    current.metadata.finalizers = gc_finalizers;
     let finalizers = !current.metadata.finalizers.is_empty();
     let mark = |mut object: Object, grace: i64| {
         object.metadata.deletion_timestamp = Some(recon_abi::format_timestamp(now + grace as u64 * 1000));
@@ -274,6 +285,14 @@ fn delete(
     let revision = precondition.or(current.revision());
     if current.is_terminating() {
         let pending = current.metadata.deletion_grace_period_seconds.unwrap_or(0);
+        if grace >= pending && finalizers_changed {
+            // Only the garbage-collection finalizer changed: the last one
+            // gone with no grace left ends the deletion.
+            if deletion_complete(&current) {
+                return store.delete(&key, precondition, now).map(Admitted::Written).map_err(status_of);
+            }
+            return store.update(current, revision, now).map(Admitted::Written).map_err(status_of);
+        }
         if grace >= pending {
             if let Some(expected) = precondition.filter(|p| Some(*p) != current.revision()) {
                 let actual = current.revision().unwrap_or(0);
@@ -291,6 +310,34 @@ fn delete(
         return store.update(mark(current, grace), revision, now).map(Admitted::Written).map_err(status_of);
     }
     store.delete(&key, precondition, now).map(Admitted::Written).map_err(status_of)
+}
+
+/// The propagation policy of a delete that names none: the one the
+/// object's garbage-collection finalizer asks for, otherwise the kind's
+/// default — orphan for the workload kinds of the old `extensions/v1beta1`,
+/// `apps/v1beta1` and `apps/v1beta2` versions, background for everything else.
+fn default_policy(object: &Object) -> PropagationPolicy {
+    let finalizers = &object.metadata.finalizers;
+    if finalizers.iter().any(|f| f == ORPHAN_FINALIZER) {
+        return PropagationPolicy::Orphan;
+    }
+    if finalizers.iter().any(|f| f == FOREGROUND_FINALIZER) {
+        return PropagationPolicy::Foreground;
+    }
+    let old_version = matches!(object.api_version.as_str(), "extensions/v1beta1" | "apps/v1beta1" | "apps/v1beta2");
+    let workload = matches!(object.kind.as_str(), "Deployment" | "ReplicaSet" | "DaemonSet" | "StatefulSet");
+    if old_version && workload { PropagationPolicy::Orphan } else { PropagationPolicy::Background }
+}
+
+/// The finalizers after a delete with `policy`: the others kept in their
+/// order, the garbage-collection finalizer of the policy (if any) last.
+fn finalizers_for(finalizers: &[String], policy: PropagationPolicy) -> Vec<String> {
+    let mut next: Vec<String> =
+        finalizers.iter().filter(|f| *f != ORPHAN_FINALIZER && *f != FOREGROUND_FINALIZER).cloned().collect();
+    if let Some(f) = policy.finalizer() {
+        next.push(f.to_owned());
+    }
+    next
 }
 
 /// An object being deleted may lose finalizers but not gain them.

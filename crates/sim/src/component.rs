@@ -743,13 +743,16 @@ pub(crate) fn describe_action(a: &Action) -> String {
         Action::Create { object } => format!("create {}", object.key()),
         Action::Update { object } => format!("update {}{}", object.key(), precondition(object)),
         Action::UpdateStatus { object } => format!("update status of {}{}", object.key(), precondition(object)),
-        Action::Delete { key, uid, grace_period_seconds, .. } => {
+        Action::Delete { key, uid, grace_period_seconds, propagation_policy, .. } => {
             let mut s = format!("delete {key}");
             if let Some(u) = uid {
                 s += &format!(" (uid {})", short_uid(u));
             }
             if let Some(g) = grace_period_seconds {
                 s += &format!(" grace {g}s");
+            }
+            if let Some(p) = propagation_policy {
+                s += &format!(" propagation {p:?}");
             }
             s
         }

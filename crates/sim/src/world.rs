@@ -87,7 +87,7 @@ impl Sim {
             components: Vec::new(),
             nodes: scenario.nodes.iter().map(|n| NodeRuntime::new(&n.name)).collect(),
             instantiate,
-            checks: Checks::new(&scenario.checks.enabled),
+            checks: Checks::new(&scenario.checks.enabled, &collectors(scenario)),
             probes: BTreeMap::new(),
             next_probe: 0,
             bootstrap_rng: Rng::derive(seed, "bootstrap"),
@@ -323,7 +323,13 @@ impl Sim {
             }
             StepAction::Delete { target, via } => {
                 let key = ObjectKey::new(target.kind, target.namespace, target.name);
-                let action = Action::Delete { key, uid: None, resource_version: None, grace_period_seconds: None };
+                let action = Action::Delete {
+                    key,
+                    uid: None,
+                    resource_version: None,
+                    grace_period_seconds: None,
+                    propagation_policy: None,
+                };
                 kubectl(self, &via, Request::Write(action))
             }
             StepAction::Scale { target, replicas, via } => {
@@ -369,6 +375,11 @@ impl Sim {
 }
 
 /// The Node object for a scenario node.
+/// The components that run the built-in garbage collector.
+fn collectors(scenario: &Scenario) -> Vec<String> {
+    scenario.components.iter().filter(|c| c.controller == "garbage-collector").map(|c| c.name.clone()).collect()
+}
+
 fn node_object(n: &recon_scenario::Node) -> Object {
     Object {
         api_version: "v1".into(),

@@ -390,6 +390,7 @@ fn writes_through_a_partitioned_server_fail() {
         uid: None,
         resource_version: None,
         grace_period_seconds: None,
+        propagation_policy: None,
     };
     let replies = ask(&mut sim, 1_000, "apiserver-2", Request::Write(delete), 3_000);
     assert!(

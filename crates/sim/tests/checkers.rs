@@ -423,6 +423,7 @@ impl Instance for Creator {
                         name: set.metadata.name.clone(),
                         uid: set.metadata.uid.clone(),
                         controller: true,
+                        block_owner_deletion: false,
                     };
                     for i in 0..std::mem::take(&mut self.creates) {
                         let mut pod = Object { api_version: "v1".into(), kind: "Pod".into(), ..Default::default() };
@@ -440,6 +441,7 @@ impl Instance for Creator {
                     uid: None,
                     resource_version: None,
                     grace_period_seconds: Some(0),
+                    propagation_policy: None,
                 }),
                 _ => {}
             }
@@ -525,6 +527,40 @@ fn stuck_deleting_fires_for_a_finalizer_nobody_removes_and_not_without_one() {
     assert_eq!(deletion_history("", "5s"), Vec::<String>::new(), "without a finalizer it is simply deleted");
 }
 
+/// Runs a library scenario natively and counts the findings of `check`.
+fn library_violations(name: &str, check: Check) -> usize {
+    let yaml = recon_catalog::scenario(name).expect("in the library").yaml;
+    let scenario = recon_scenario::parse(&format!("{name}.yaml"), yaml).expect("library scenarios parse");
+    let mut sim = Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).unwrap();
+    sim.run();
+    sim.trace().violations().filter(|(_, c, _)| *c == check).count()
+}
+
+/// A pod naming a ReplicaSet uid that never existed, and a garbage
+/// collector that does not watch ReplicaSets: the pod is left orphaned.
+fn orphan_history(check: Check) -> usize {
+    let yaml = r#"
+name: orphan
+duration: 5s
+apiServers: [ { name: apiserver-1 } ]
+components:
+  - { name: gc, controller: garbage-collector, apiServer: apiserver-1, params: { kinds: [Pod] } }
+objects:
+  - apiVersion: v1
+    kind: Pod
+    metadata:
+      name: stray
+      namespace: default
+      ownerReferences: [ { apiVersion: apps/v1, kind: ReplicaSet, name: gone, uid: never-existed } ]
+checks:
+  enabled: [orphanedDependent]
+"#;
+    let scenario = recon_scenario::parse("orphan.yaml", yaml).expect("test scenario parses");
+    let mut sim = Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).unwrap();
+    sim.run();
+    sim.trace().violations().filter(|(_, c, _)| *c == check).count()
+}
+
 /// Every check this file covers fires in one of its histories; a check
 /// added without a history that makes it fire fails here.
 #[test]
@@ -541,6 +577,8 @@ fn every_check_has_a_hand_built_history_that_makes_it_fire() {
             Check::ReplicaCount => replica_history(1, 2, None, check).len(),
             Check::Convergence => replica_history(1, 0, None, check).len(),
             Check::StuckDeleting => deletion_history("example.com/cleanup", "5s").len(),
+            Check::DeletedLiveDependent => library_violations("gc-stale-view", check),
+            Check::OrphanedDependent => orphan_history(check),
             #[allow(unreachable_patterns, reason = "checks added later must get a history here")]
             _ => panic!("no hand-built history makes the {check} check fire: add one to this file"),
         };

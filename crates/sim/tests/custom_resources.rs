@@ -139,6 +139,7 @@ fn an_undeclared_kind_is_not_found() {
         uid: None,
         resource_version: None,
         grace_period_seconds: None,
+        propagation_policy: None,
     };
     assert_eq!(write(&mut sim, 1_200, delete).unwrap_err().reason, StatusReason::NotFound);
     let list = Request::List(ListRequest {

@@ -38,7 +38,13 @@ fn key(kind: &str, name: &str) -> ObjectKey {
 }
 
 fn delete(key: ObjectKey, grace: Option<i64>) -> Request {
-    Request::Write(Action::Delete { key, uid: None, resource_version: None, grace_period_seconds: grace })
+    Request::Write(Action::Delete {
+        key,
+        uid: None,
+        resource_version: None,
+        grace_period_seconds: grace,
+        propagation_policy: None,
+    })
 }
 
 /// Writes `request` at `at`, runs 100ms more, and returns the one answer.
@@ -143,6 +149,7 @@ fn delete_preconditions_on_uid_and_resource_version() {
             uid: uid.map(Into::into),
             resource_version: rv.map(Into::into),
             grace_period_seconds: None,
+            propagation_policy: None,
         })
     };
     assert_eq!(write(&mut sim, 1_000, with(Some("not-its-uid"), None)).unwrap_err().reason, StatusReason::Conflict);

@@ -76,7 +76,7 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
                 steps.extend(container_origin(trace, started, true));
             }
         }
-        Check::ReplicaCount => {
+        Check::ReplicaCount | Check::DeletedLiveDependent => {
             // causes: [the store write that over- or undershot]
             if let Some(write) = v.causes.first().and_then(|id| trace.get(*id)) {
                 if let Some(reconcile) = write.causes.first().and_then(|id| trace.get(*id)) {
@@ -87,7 +87,7 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
                 steps.push(step(write));
             }
         }
-        Check::Convergence | Check::StuckDeleting => {
+        Check::Convergence | Check::StuckDeleting | Check::OrphanedDependent => {
             // causes: [the last write to what the set asks for], or [the
             // write that marked the object for deletion]
             steps.extend(v.causes.iter().filter_map(|id| trace.get(*id)).map(step));

@@ -167,6 +167,7 @@ impl Reconciler for NodeSync {
                         uid: Some(uid.to_string()),
                         resource_version: None,
                         grace_period_seconds: Some(0),
+                        propagation_policy: None,
                     });
                 }
                 continue;

@@ -32,6 +32,7 @@ fn final_delete(p: &Object) -> Action {
         uid: Some(p.metadata.uid.clone()),
         resource_version: None,
         grace_period_seconds: Some(0),
+        propagation_policy: None,
     }
 }
 

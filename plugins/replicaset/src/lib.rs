@@ -298,6 +298,7 @@ impl Reconciler for ReplicaSets {
                         uid: Some(pod.metadata.uid.clone()),
                         resource_version: None,
                         grace_period_seconds: None,
+                        propagation_policy: None,
                     });
                     expected.deletes.insert(pod.key(), pod.metadata.uid.clone());
                 }

@@ -36,6 +36,7 @@ fn delete(p: &Object) -> Action {
         uid: Some(p.metadata.uid.clone()),
         resource_version: None,
         grace_period_seconds: None,
+        propagation_policy: None,
     }
 }
 

@@ -183,6 +183,7 @@ impl Reconciler for StatefulSets {
                     uid: Some(pod.metadata.uid.clone()),
                     resource_version: None,
                     grace_period_seconds: None,
+                    propagation_policy: None,
                 });
             }
             None => {}

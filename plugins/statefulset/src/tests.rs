@@ -38,6 +38,7 @@ fn delete(pod: &Object) -> Action {
         uid: Some(pod.metadata.uid.clone()),
         resource_version: None,
         grace_period_seconds: None,
+        propagation_policy: None,
     }
 }
 

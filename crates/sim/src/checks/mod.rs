@@ -9,6 +9,7 @@
 //! here and a line in [`Checks::new`].
 
 mod convergence;
+mod garbage;
 mod ordinals;
 mod pod_identity;
 mod replica_count;
@@ -115,7 +116,10 @@ pub(crate) struct Checks {
 impl Checks {
     /// The observers of the enabled checks. The order is fixed, whatever
     /// the scenario's, so that findings on one event come out the same.
-    pub fn new(enabled: &[Check]) -> Checks {
+    /// `collectors` names the components that run the garbage collector:
+    /// the garbage-collection checks judge their deletes, and only judge
+    /// orphans when there is one.
+    pub fn new(enabled: &[Check], collectors: &[String]) -> Checks {
         let mut observers: Vec<Box<dyn Observer>> = Vec::new();
         for check in [
             Check::TimeTravel,
@@ -124,6 +128,8 @@ impl Checks {
             Check::ReplicaCount,
             Check::Convergence,
             Check::StuckDeleting,
+            Check::DeletedLiveDependent,
+            Check::OrphanedDependent,
         ] {
             if !enabled.contains(&check) {
                 continue;
@@ -135,6 +141,8 @@ impl Checks {
                 Check::ReplicaCount => Box::new(replica_count::ReplicaCount::default()),
                 Check::Convergence => Box::new(convergence::Convergence),
                 Check::StuckDeleting => Box::new(stuck_deleting::StuckDeleting),
+                Check::DeletedLiveDependent => Box::new(garbage::DeletedLiveDependent::new(collectors)),
+                Check::OrphanedDependent => Box::new(garbage::OrphanedDependent { collectors: !collectors.is_empty() }),
             });
         }
         Checks { observers }

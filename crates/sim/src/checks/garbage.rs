@@ -1,0 +1,167 @@
+//! Garbage collection: a collector's delete must not take a dependent
+//! whose owner exists (safety, judged at the commit against the store),
+//! and, when a collector runs, no dependent may be left naming only owners
+//! that are gone (liveness, at the end of the run).
+//!
+//! Owners are matched by uid: an owner deleted and re-created with the same
+//! name is a different owner. A delete decided on a stale view is explained
+//! with that view — the store at the revision the collector had observed
+//! when it decided — so the finding names the owner it believed gone.
+
+use std::collections::BTreeSet;
+
+use recon_abi::{Object, ObjectKey, OwnerReference, is_cluster_scoped};
+use recon_scenario::Check;
+use recon_store::{EventKind, Store};
+use recon_trace::{EntryId, Event, text::short_uid};
+
+use super::{Commit, Finding, Observer, Truth};
+
+/// The key an owner reference of `dependent` names.
+fn owner_key(dependent: &Object, owner: &OwnerReference) -> ObjectKey {
+    let namespace = if is_cluster_scoped(&owner.kind) { "" } else { dependent.metadata.namespace.as_str() };
+    ObjectKey::new(&owner.kind, namespace, &owner.name)
+}
+
+/// The owner this reference names, as the store had it at `at` (`None`:
+/// now), if that incarnation existed then.
+fn owner_at(store: &Store, dependent: &Object, owner: &OwnerReference, at: Option<u64>) -> Option<Object> {
+    let kv = store.get(&owner_key(dependent, owner), at).ok().flatten()?;
+    (kv.value.metadata.uid == owner.uid).then_some(kv.value)
+}
+
+fn describe_owner(owner: &OwnerReference) -> String {
+    format!("{} {} (uid {})", owner.kind, owner.name, short_uid(&owner.uid))
+}
+
+/// Deletes by a garbage collector of dependents whose owner existed.
+pub(super) struct DeletedLiveDependent {
+    collectors: BTreeSet<String>,
+}
+
+impl DeletedLiveDependent {
+    /// Judges the deletes of these components.
+    pub fn new(collectors: &[String]) -> DeletedLiveDependent {
+        DeletedLiveDependent { collectors: collectors.iter().cloned().collect() }
+    }
+
+    /// The revision the writer had observed when it decided: the view of
+    /// the reconcile that sent the write.
+    fn view_of(truth: &Truth<'_>, write: EntryId) -> Option<u64> {
+        let write = truth.trace.get(write)?;
+        let reconcile = truth.trace.get(*write.causes.first()?)?;
+        match reconcile.event {
+            Event::Reconcile { view_revision, .. } => Some(view_revision),
+            _ => None,
+        }
+    }
+
+    /// What the collector believed, in words: the dependent and owner it
+    /// saw at revision `view`.
+    fn belief(truth: &Truth<'_>, deleted: &Object, view: u64) -> String {
+        let behind = truth.store.revision().saturating_sub(view);
+        let prefix = format!("in its view (revision {view}, {behind} revisions behind the store)");
+        let Ok(Some(seen)) = truth.store.get(&deleted.key(), Some(view)) else {
+            return format!("{prefix} there was no such object to judge");
+        };
+        let seen = seen.value;
+        let gone: Vec<String> = seen
+            .metadata
+            .owner_references
+            .iter()
+            .filter(|o| owner_at(truth.store, &seen, o, Some(view)).is_none())
+            .map(describe_owner)
+            .collect();
+        let believed = if gone.is_empty() {
+            "no owner was gone there either".to_owned()
+        } else {
+            format!("it believed owner {} gone", gone.join(", "))
+        };
+        if seen.metadata.uid == deleted.metadata.uid {
+            format!("{prefix} {believed}")
+        } else {
+            format!(
+                "{prefix} {} was still the earlier incarnation (uid {}), and {believed}; the delete carried no uid \
+                 precondition, so it took the newer one",
+                deleted.key(),
+                short_uid(&seen.metadata.uid)
+            )
+        }
+    }
+}
+
+impl Observer for DeletedLiveDependent {
+    fn committed(&mut self, truth: &Truth<'_>, commit: &Commit<'_>) -> Vec<Finding> {
+        let Some(writer) = commit.writer.filter(|w| self.collectors.contains(*w)) else { return Vec::new() };
+        let event = commit.event;
+        let was_live = event.prev.as_ref().is_some_and(|p| !p.is_terminating());
+        let deleting = event.kind == EventKind::Delete || event.value.is_terminating();
+        let Some(dependent) = event.prev.as_ref().filter(|_| was_live && deleting) else { return Vec::new() };
+        let live = dependent
+            .metadata
+            .owner_references
+            .iter()
+            .find(|o| owner_at(truth.store, dependent, o, None).is_some_and(|owner| !owner.is_terminating()));
+        let Some(live) = live else { return Vec::new() };
+        let belief = Self::view_of(truth, commit.entry)
+            .map(|view| format!("; {}", Self::belief(truth, dependent, view)))
+            .unwrap_or_default();
+        let message = format!(
+            "{writer} deleted {} (uid {}) while its owner {} existed{belief}",
+            dependent.key(),
+            short_uid(&dependent.metadata.uid),
+            describe_owner(live),
+        );
+        vec![Finding { check: Check::DeletedLiveDependent, message, causes: vec![commit.entry], component: None }]
+    }
+}
+
+/// Dependents left naming only owners that are gone, when a collector runs.
+pub(super) struct OrphanedDependent {
+    /// Whether any component runs the garbage collector.
+    pub collectors: bool,
+}
+
+impl Observer for OrphanedDependent {
+    fn ended(&mut self, truth: &Truth<'_>) -> Vec<Finding> {
+        if !self.collectors {
+            return Vec::new();
+        }
+        let everything = truth.store.range("/", None).unwrap_or_default();
+        let mut findings = Vec::new();
+        for object in everything.iter().map(|kv| &kv.value) {
+            let owners = &object.metadata.owner_references;
+            if owners.is_empty() || object.is_terminating() {
+                continue;
+            }
+            if owners.iter().any(|o| owner_at(truth.store, object, o, None).is_some()) {
+                continue;
+            }
+            // The writes that removed the owners it names, as the causes.
+            let causes: Vec<EntryId> = truth
+                .trace
+                .entries
+                .iter()
+                .filter(|e| {
+                    matches!(&e.event, Event::StoreWrite { uid, removed: true, .. }
+                        if owners.iter().any(|o| o.uid == *uid))
+                })
+                .map(|e| e.id)
+                .collect();
+            let names: Vec<String> = owners.iter().map(describe_owner).collect();
+            findings.push(Finding {
+                check: Check::OrphanedDependent,
+                message: format!(
+                    "orphaned dependent: {} (uid {}) names only owners that no longer exist ({}) and is still there \
+                     at the end of the run; the garbage collector never deleted it",
+                    object.key(),
+                    short_uid(&object.metadata.uid),
+                    names.join(", ")
+                ),
+                causes,
+                component: None,
+            });
+        }
+        findings
+    }
+}
