@@ -200,10 +200,8 @@ fn playground_tests(chromium: &tools::Chromium, plugins: &Path, args: &[String])
 fn e2e_test_targets() -> Result<Vec<String>, String> {
     let dir = workspace_root().join("e2e/tests");
     let entries = std::fs::read_dir(&dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-    let mut names: Vec<String> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".rs").map(str::to_owned))
-        .collect();
+    let mut names: Vec<String> =
+        entries.flatten().filter_map(|e| e.file_name().to_str()?.strip_suffix(".rs").map(str::to_owned)).collect();
     names.sort();
     Ok(names)
 }

@@ -265,6 +265,7 @@ impl Synth {
             terminating: false,
             by: by.into(),
             via: via.into(),
+            patch: None,
         };
         let write = self.push("etcd", event, cause.into_iter().collect());
         for (server, lag) in CACHE_LAG_MS.iter().enumerate() {
@@ -375,6 +376,7 @@ impl Synth {
                 status,
                 by: component.clone(),
                 via: SERVERS[server].into(),
+                patch: None,
             };
             self.push(&component, event, vec![reconcile]);
         } else {
