@@ -219,6 +219,7 @@ fn write_object(
 }
 
 /// What an update does to the stored object once admitted.
+#[allow(clippy::large_enum_variant, reason = "made and matched once per write")]
 enum Change {
     /// Store this version, compare-and-swap on the revision if given.
     Update(Object, Option<u64>),
@@ -298,7 +299,8 @@ fn admit_patch(
         has_status(kinds, &key.kind)?;
     }
     let current = store.get(&key, None).map_err(status_of)?.map(|kv| kv.value);
-    if current.is_none() && !(matches!(body, Patch::Apply(_)) && !status) {
+    let creates = matches!(body, Patch::Apply(_)) && !status;
+    if current.is_none() && !creates {
         return Err(Status::new(StatusReason::NotFound, format!("{key} not found")));
     }
     let time = recon_abi::format_timestamp(now);
