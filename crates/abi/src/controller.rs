@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::object::{Object, ObjectKey, PodRef, WatchEvent};
+use crate::patch::{Patch, PatchParams};
 
 /// A controller: the one interface through which the simulator drives every
 /// component that reacts to cluster state (scheduler, kubelets, workload
@@ -179,6 +180,18 @@ pub enum Verb {
     UpdateStatus,
     /// Delete an object.
     Delete,
+    /// Patch an object's metadata and spec (every patch type, server-side
+    /// apply included, as in Kubernetes RBAC).
+    Patch,
+    /// Patch an object's status (the status subresource).
+    PatchStatus,
+}
+
+impl Verb {
+    /// Whether the verb writes the status subresource.
+    pub fn is_status(self) -> bool {
+        matches!(self, Verb::UpdateStatus | Verb::PatchStatus)
+    }
 }
 
 impl fmt::Display for Verb {
@@ -188,6 +201,8 @@ impl fmt::Display for Verb {
             Verb::Update => "update",
             Verb::UpdateStatus => "update status of",
             Verb::Delete => "delete",
+            Verb::Patch => "patch",
+            Verb::PatchStatus => "patch status of",
         })
     }
 }
@@ -294,8 +309,11 @@ pub enum StatusReason {
     /// 504: the request did not complete in time (e.g. waiting for a cache).
     Timeout,
     /// 422: the object is not valid as written (e.g. a finalizer added to
-    /// an object that is being deleted).
+    /// an object that is being deleted, or a patch that does not apply).
     Invalid,
+    /// 415: the request's content type is not served for this kind (a
+    /// strategic merge patch of a custom resource).
+    UnsupportedMediaType,
 }
 
 impl Status {
@@ -310,6 +328,7 @@ impl Status {
             StatusReason::ServiceUnavailable => 503,
             StatusReason::Timeout => 504,
             StatusReason::Invalid => 422,
+            StatusReason::UnsupportedMediaType => 415,
         };
         Status { code, reason, message: message.into() }
     }
@@ -385,6 +404,33 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         propagation_policy: Option<PropagationPolicy>,
     },
+    /// Patch an object's metadata and spec: a merge, JSON or strategic
+    /// merge patch, or server-side apply (see [`Patch`]). A
+    /// `metadata.resourceVersion` in the body (or one the patch writes) is a
+    /// precondition: 409 Conflict if the object has moved on; without one
+    /// the patch applies to whatever is current.
+    #[serde(rename_all = "camelCase")]
+    Patch {
+        /// Which object.
+        key: ObjectKey,
+        /// The patch.
+        patch: Patch,
+        /// Field manager, force, dry run.
+        #[serde(default, skip_serializing_if = "PatchParams::is_default")]
+        params: PatchParams,
+    },
+    /// Patch an object's status (the status subresource); as
+    /// [`Action::Patch`], but only `status` changes.
+    #[serde(rename_all = "camelCase")]
+    PatchStatus {
+        /// Which object.
+        key: ObjectKey,
+        /// The patch.
+        patch: Patch,
+        /// Field manager, force, dry run.
+        #[serde(default, skip_serializing_if = "PatchParams::is_default")]
+        params: PatchParams,
+    },
     /// Call the controller again with a [`InputEvent::Timer`] after a delay.
     #[serde(rename_all = "camelCase")]
     RequeueAfter {
@@ -450,6 +496,8 @@ impl Action {
             Action::Update { object } => Some((Verb::Update, object.key())),
             Action::UpdateStatus { object } => Some((Verb::UpdateStatus, object.key())),
             Action::Delete { key, .. } => Some((Verb::Delete, key.clone())),
+            Action::Patch { key, .. } => Some((Verb::Patch, key.clone())),
+            Action::PatchStatus { key, .. } => Some((Verb::PatchStatus, key.clone())),
             _ => None,
         }
     }

@@ -15,6 +15,7 @@
 
 mod controller;
 mod object;
+mod patch;
 pub mod selector;
 mod time;
 
@@ -23,7 +24,10 @@ pub use controller::{
     Instance, ListMode, Manifest, ORPHAN_FINALIZER, Outcome, Output, PropagationPolicy, Status, StatusReason, Verb,
     WatchSpec, WritePermission,
 };
-pub use object::{EventType, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent, is_cluster_scoped};
+pub use object::{
+    EventType, ManagedFieldsEntry, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent, is_cluster_scoped,
+};
+pub use patch::{Patch, PatchParams, PatchType};
 pub use time::{civil_from_days, format_timestamp};
 
 /// Version of the wire encoding. A host refuses a controller built for another version.

@@ -70,6 +70,37 @@ pub struct ObjectMeta {
     /// left, a deletion only marks it (`deletionTimestamp`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finalizers: Vec<String>,
+    /// Which field manager owns which fields, written by the API server on
+    /// patches and server-side apply (`metadata.managedFields`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub managed_fields: Vec<ManagedFieldsEntry>,
+}
+
+/// The fields one manager owns through one kind of operation, as in
+/// Kubernetes' `metav1.ManagedFieldsEntry`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ManagedFieldsEntry {
+    /// The field manager, e.g. `kubectl` or a controller's name.
+    pub manager: String,
+    /// `Apply` (server-side apply) or `Update` (any other write).
+    pub operation: String,
+    /// The apiVersion of the object the fields were written in.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub api_version: String,
+    /// When the manager last changed its set (RFC 3339, virtual time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// Always `FieldsV1`.
+    pub fields_type: String,
+    /// The set of fields, in Kubernetes' FieldsV1 encoding (`f:<name>`,
+    /// `k:<key>` for list items by key, `v:<value>` for set items, `.` for
+    /// the item itself).
+    #[serde(rename = "fieldsV1")]
+    pub fields_v1: serde_json::Value,
+    /// The subresource written (`status`), empty for the main resource.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub subresource: String,
 }
 
 fn is_zero(n: &i64) -> bool {

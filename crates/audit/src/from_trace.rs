@@ -85,7 +85,7 @@ fn event_for(trace: &Trace, entry: &Entry) -> Result<Option<(String, Event)>, St
         ..Event::default()
     };
     let server = match &entry.event {
-        TraceEvent::StoreWrite { verb, key, uid, revision, removed, terminating: _, by, via } => {
+        TraceEvent::StoreWrite { verb, key, uid, revision, removed, terminating: _, by, via, .. } => {
             if via.is_empty() {
                 return Ok(None); // the scenario's initial objects: before the logs begin
             }
@@ -112,7 +112,7 @@ fn event_for(trace: &Trace, entry: &Entry) -> Result<Option<(String, Event)>, St
             event.response_status = Some(ResponseStatus { code: Some(code), ..ResponseStatus::default() });
             via.clone()
         }
-        TraceEvent::WriteFailed { verb, key, status, by, via } => {
+        TraceEvent::WriteFailed { verb, key, status, by, via, .. } => {
             if via.is_empty() {
                 return Ok(None); // refused before it reached an API server
             }
@@ -192,6 +192,8 @@ fn write_request(event: &mut Event, trace: &Trace, verb: Verb, key: &ObjectKey, 
         Verb::Update => ("update", ""),
         Verb::UpdateStatus => ("update", "status"),
         Verb::Delete => ("delete", ""),
+        Verb::Patch => ("patch", ""),
+        Verb::PatchStatus => ("patch", "status"),
     };
     event.verb = verb_text.into();
     let name_in_path = if verb == Verb::Create { "" } else { key.name.as_str() };

@@ -54,7 +54,7 @@ use std::collections::BTreeSet;
 
 use recon_abi::{
     Action, ActionResult, ComponentConfig, Container, Controller, Input, InputEvent, Manifest, Object, ObjectKey,
-    Output,
+    Output, Patch, PatchParams,
 };
 
 use crate::cache::{Cache, Change};
@@ -210,6 +210,34 @@ impl<'a> Context<'a> {
     /// returns whether it was sent.
     pub fn update_status(&mut self, object: Object) -> bool {
         self.send(Action::UpdateStatus { object })
+    }
+
+    /// Patches the metadata and spec of `key` (merge, JSON or strategic
+    /// merge patch, or server-side apply: see [`recon_abi::Patch`]), unless
+    /// a write to it is in flight; returns whether it was sent. Without a
+    /// `metadata.resourceVersion` in the body the patch applies to whatever
+    /// is current when it arrives; with one, it fails with 409 Conflict if
+    /// the object has moved on.
+    pub fn patch(&mut self, key: &ObjectKey, patch: Patch, params: PatchParams) -> bool {
+        self.send(Action::Patch { key: key.clone(), patch, params })
+    }
+
+    /// Patches the status of `key` (the status subresource), as
+    /// [`Context::patch`].
+    pub fn patch_status(&mut self, key: &ObjectKey, patch: Patch, params: PatchParams) -> bool {
+        self.send(Action::PatchStatus { key: key.clone(), patch, params })
+    }
+
+    /// Server-side apply of `object` (a partial object with its
+    /// `apiVersion`, `kind` and name: every field `manager` wants to own)
+    /// as `manager`, forcing conflicts if `force`; returns whether it was
+    /// sent. Fields the manager applied before and leaves out now are
+    /// removed unless another manager owns them too. A
+    /// `metadata.resourceVersion` left in `object` is a precondition.
+    pub fn apply(&mut self, object: &Object, manager: &str, force: bool) -> bool {
+        let body = serde_json::to_value(object).expect("objects are JSON");
+        let params = PatchParams { force, ..PatchParams::apply(manager) };
+        self.patch(&object.key(), Patch::Apply(body), params)
     }
 
     /// Deletes this incarnation of `object` (uid precondition) with the

@@ -5,14 +5,15 @@
 //! — and kubectl's apply and patch as actions.
 
 use recon_abi::{
-    Action, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Object, ObjectKey, ObjectMeta, PropagationPolicy, Status,
-    StatusReason,
+    Action, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Object, ObjectKey, ObjectMeta, Patch, PatchParams,
+    PropagationPolicy, Status, StatusReason,
 };
 use recon_store::{Store, StoreError, StoreEvent};
 use serde_json::Value;
 
 use recon_scenario::Kinds;
 
+use crate::patch::{self, Target};
 use crate::rng::Rng;
 
 /// Fills in what the API server sets on create: uid, name from
@@ -114,8 +115,10 @@ pub(crate) enum Admitted {
     Written(StoreEvent),
     /// There was nothing to change, and the API server answers with the
     /// object as it is: a delete of what is already being deleted, with no
-    /// shorter grace period.
+    /// shorter grace period, or a patch that changes nothing.
     Unchanged(Object),
+    /// A dry run passed admission: the object as it would be, nothing stored.
+    DryRun(Object),
 }
 
 /// The API server's side of a write: defaults, preconditions, graceful
@@ -125,6 +128,7 @@ pub(crate) fn admit(
     rng: &mut Rng,
     kinds: &Kinds,
     now: u64,
+    limit: u64,
     action: Action,
 ) -> Result<Admitted, Status> {
     let (_, key) = action.write_target().expect("only writes are admitted");
@@ -134,6 +138,12 @@ pub(crate) fn admit(
     match action {
         Action::Delete { key, uid, resource_version, grace_period_seconds, propagation_policy } => {
             delete(store, now, key, uid, resource_version, grace_period_seconds, propagation_policy)
+        }
+        Action::Patch { key, patch, params } => {
+            admit_patch(store, rng, kinds, now, limit, (key, false), &patch, &params)
+        }
+        Action::PatchStatus { key, patch, params } => {
+            admit_patch(store, rng, kinds, now, limit, (key, true), &patch, &params)
         }
         write => write_object(store, rng, kinds, now, write).map(Admitted::Written),
     }
@@ -194,47 +204,157 @@ fn write_object(
         }
         Action::Update { object } => {
             let current = current(store, &object.key())?;
-            check_uid(&object.metadata, &current)?;
-            no_new_finalizers_while_deleting(&current, &object)?;
-            let precondition = object.revision();
-            let mut next = object;
-            // Update cannot change identity or deletion state, nor status
-            // where a status subresource owns it; generation counts changes
-            // to what is neither metadata nor (then) status.
-            let status_subresource = kinds.has_status(&next.kind);
-            if status_subresource {
-                next.status = current.status.clone();
+            match plan_update(kinds, &current, object)? {
+                Change::Update(next, precondition) => store.update(next, precondition, now).map_err(status_of),
+                Change::Delete(key, precondition) => store.delete(&key, precondition, now).map_err(status_of),
             }
-            next.metadata.uid = current.metadata.uid.clone();
-            next.metadata.deletion_timestamp = current.metadata.deletion_timestamp.clone();
-            next.metadata.deletion_grace_period_seconds = current.metadata.deletion_grace_period_seconds;
-            let changed = next.spec != current.spec || (!status_subresource && next.status != current.status);
-            next.metadata.generation = current.metadata.generation + i64::from(changed);
-            if deletion_complete(&next) {
-                // The last finalizer is gone from an object marked for
-                // deletion with no grace left: this update deletes it.
-                return store.delete(&next.key(), precondition, now).map_err(status_of);
-            }
-            store.update(next, precondition, now).map_err(status_of)
         }
         Action::UpdateStatus { object } => {
-            if !kinds.has_status(&object.kind) {
-                return Err(Status::new(
-                    StatusReason::NotFound,
-                    format!(
-                        "the server could not find the requested resource: {} has no status subresource",
-                        object.kind
-                    ),
-                ));
-            }
+            has_status(kinds, &object.kind)?;
             let current = current(store, &object.key())?;
-            check_uid(&object.metadata, &current)?;
-            let precondition = object.revision();
-            let mut next = current;
-            next.status = object.status;
+            let Change::Update(next, precondition) = plan_update_status(&current, object)? else {
+                unreachable!("a status update never deletes")
+            };
             store.update(next, precondition, now).map_err(status_of)
         }
         other => Err(Status::new(StatusReason::BadRequest, format!("not a write: {other:?}"))),
+    }
+}
+
+/// What an update does to the stored object once admitted.
+#[allow(clippy::large_enum_variant, reason = "made and matched once per write")]
+enum Change {
+    /// Store this version, compare-and-swap on the revision if given.
+    Update(Object, Option<u64>),
+    /// Remove the object (its last finalizer went while it was being deleted).
+    Delete(ObjectKey, Option<u64>),
+}
+
+/// An update as the API server admits it: uid precondition, no new
+/// finalizers while deleting; it cannot change identity or deletion
+/// state, nor status where a status subresource owns it; generation counts
+/// changes to what is neither metadata nor (then) status.
+fn plan_update(kinds: &Kinds, current: &Object, object: Object) -> Result<Change, Status> {
+    check_uid(&object.metadata, current)?;
+    no_new_finalizers_while_deleting(current, &object)?;
+    let precondition = object.revision();
+    let mut next = object;
+    let status_subresource = kinds.has_status(&next.kind);
+    if status_subresource {
+        next.status = current.status.clone();
+    }
+    next.metadata.uid = current.metadata.uid.clone();
+    next.metadata.deletion_timestamp = current.metadata.deletion_timestamp.clone();
+    next.metadata.deletion_grace_period_seconds = current.metadata.deletion_grace_period_seconds;
+    if next.metadata.managed_fields.is_empty() {
+        // A write that carries no managedFields keeps the stored ones.
+        next.metadata.managed_fields = current.metadata.managed_fields.clone();
+    }
+    let changed = next.spec != current.spec || (!status_subresource && next.status != current.status);
+    next.metadata.generation = current.metadata.generation + i64::from(changed);
+    if deletion_complete(&next) {
+        // The last finalizer is gone from an object marked for deletion
+        // with no grace left: this update deletes it.
+        return Ok(Change::Delete(next.key(), precondition));
+    }
+    Ok(Change::Update(next, precondition))
+}
+
+/// A status update: uid precondition; only status changes.
+fn plan_update_status(current: &Object, object: Object) -> Result<Change, Status> {
+    check_uid(&object.metadata, current)?;
+    let precondition = object.revision();
+    let mut next = current.clone();
+    next.status = object.status;
+    if !object.metadata.managed_fields.is_empty() {
+        next.metadata.managed_fields = object.metadata.managed_fields;
+    }
+    Ok(Change::Update(next, precondition))
+}
+
+/// 404 for the status subresource of a kind that has none.
+fn has_status(kinds: &Kinds, kind: &str) -> Result<(), Status> {
+    if kinds.has_status(kind) {
+        return Ok(());
+    }
+    Err(Status::new(
+        StatusReason::NotFound,
+        format!("the server could not find the requested resource: {kind} has no status subresource"),
+    ))
+}
+
+/// A patch (`status`: of the status subresource), as the API server does
+/// it: the patch applied to the object as it is now (or, for apply, to
+/// nothing: it creates), its resourceVersion a precondition if the patch
+/// set one; then admitted as an update. A dry run stops before the store.
+#[allow(clippy::too_many_arguments, reason = "the admission context and one request, passed through once")]
+fn admit_patch(
+    store: &mut Store,
+    rng: &mut Rng,
+    kinds: &Kinds,
+    now: u64,
+    limit: u64,
+    (key, status): (ObjectKey, bool),
+    body: &Patch,
+    params: &PatchParams,
+) -> Result<Admitted, Status> {
+    if status {
+        has_status(kinds, &key.kind)?;
+    }
+    let current = store.get(&key, None).map_err(status_of)?.map(|kv| kv.value);
+    let creates = matches!(body, Patch::Apply(_)) && !status;
+    if current.is_none() && !creates {
+        return Err(Status::new(StatusReason::NotFound, format!("{key} not found")));
+    }
+    let time = recon_abi::format_timestamp(now);
+    let target = Target {
+        key: &key,
+        custom: kinds.get(&key.kind).is_some_and(|k| k.custom),
+        status_subresource: kinds.has_status(&key.kind),
+        status,
+        time: &time,
+    };
+    let next = patch::apply(current.as_ref(), body, params, target).map_err(|e| e.status())?;
+    if let Some(status) = too_large(limit, &Action::Update { object: next.clone() }) {
+        return Err(status);
+    }
+    let Some(current) = current else {
+        // Server-side apply of an object that does not exist creates it.
+        let object = prepare_create(next, rng, kinds);
+        if params.dry_run {
+            return Ok(Admitted::DryRun(object));
+        }
+        return store.create(object, now).map(Admitted::Written).map_err(status_of);
+    };
+    // A resourceVersion the patch set is a precondition; without one the
+    // patch applies to whatever is current.
+    let asked = next.metadata.resource_version.clone();
+    if asked != current.metadata.resource_version {
+        let expected = asked.parse::<u64>().map_err(|_| {
+            Status::new(StatusReason::BadRequest, format!("invalid resourceVersion {asked:?} in the patch"))
+        })?;
+        let actual = current.revision().unwrap_or(0);
+        return Err(status_of(StoreError::Conflict { key: recon_store::key_for(&key), expected, actual }));
+    }
+    let managed = next.metadata.managed_fields.clone();
+    let change = if status { plan_update_status(&current, next)? } else { plan_update(kinds, &current, next)? };
+    match change {
+        Change::Update(mut next, precondition) => {
+            next.metadata.managed_fields = managed;
+            let mut unchanged = next.clone();
+            unchanged.metadata.resource_version = current.metadata.resource_version.clone();
+            if unchanged == current {
+                return Ok(Admitted::Unchanged(current));
+            }
+            if params.dry_run {
+                return Ok(Admitted::DryRun(next));
+            }
+            store.update(next, precondition, now).map(Admitted::Written).map_err(status_of)
+        }
+        Change::Delete(..) if params.dry_run => Ok(Admitted::DryRun(current)),
+        Change::Delete(key, precondition) => {
+            store.delete(&key, precondition, now).map(Admitted::Written).map_err(status_of)
+        }
     }
 }
 

@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use recon_abi::{Action, EventType, Object, ObjectKey, Outcome, Status, StatusReason, Verb, WatchEvent};
+use recon_abi::{Action, EventType, Object, ObjectKey, Outcome, Patch, Status, StatusReason, Verb, WatchEvent};
 use recon_store::StoreError;
-use recon_trace::{EntryId, Event, ObjectVersion, ServedFrom};
+use recon_trace::{EntryId, Event, ObjectVersion, PatchNote, ServedFrom};
 
 use recon_scenario::Kinds;
 
@@ -210,7 +210,7 @@ impl ApiServer {
         let (target, plan) = match request {
             Request::Write(action) => {
                 if let Some(status) = too_large(self.max_object_bytes, &action).or(forbidden) {
-                    let target = action.write_target().expect("writes have targets");
+                    let target = write_target(&action, &engine.client_name(&client));
                     return self.write_failed(engine, client, target, status, cause, 0);
                 }
                 return self.send_to_store(engine, client, StoreOpKind::Write(action), cause, &text);
@@ -444,7 +444,7 @@ impl ApiServer {
         let status = self.unreachable_status();
         match kind {
             StoreOpKind::Write(action) => {
-                let target = action.write_target().expect("writes have targets");
+                let target = write_target(&action, &engine.client_name(&client));
                 self.write_failed(engine, client, target, status, cause, 0);
             }
             _ => self.fail(engine, client, status, &request, 0),
@@ -528,10 +528,15 @@ impl ApiServer {
         cause: Option<EntryId>,
         back: u64,
     ) -> Option<Committed> {
-        let (verb, key) = action.write_target().expect("only writes reach the store");
-        let result = admit(&mut engine.store, &mut self.rng, &self.kinds, engine.now, action);
+        let mut action = action;
+        let (verb, key, patch) = write_target(&action, &engine.client_name(&client));
+        if let (Action::Patch { params, .. } | Action::PatchStatus { params, .. }, Some(note)) = (&mut action, &patch) {
+            params.field_manager.clone_from(&note.field_manager);
+        }
+        let limit = self.max_object_bytes;
+        let result = admit(&mut engine.store, &mut self.rng, &self.kinds, engine.now, limit, action);
         match result {
-            Ok(Admitted::Unchanged(object)) => {
+            Ok(Admitted::Unchanged(object) | Admitted::DryRun(object)) => {
                 let lane = client_component(&client).map_or(engine.lanes.script, |c| engine.lanes.component(c));
                 let unchanged = Event::WriteUnchanged {
                     verb,
@@ -540,6 +545,7 @@ impl ApiServer {
                     revision: object.revision().unwrap_or(0),
                     by: engine.client_name(&client),
                     via: self.config.name.clone(),
+                    patch,
                 };
                 let entry = engine.record(lane, unchanged, cause.into_iter().collect());
                 let reply = Reply::Written { verb, key: object.key(), outcome: Outcome::Ok(Some(object)), entry };
@@ -566,6 +572,7 @@ impl ApiServer {
                         terminating,
                         by,
                         via,
+                        patch,
                     },
                     cause.into_iter().collect(),
                 );
@@ -575,7 +582,7 @@ impl ApiServer {
                 Some(Committed { event, entry, client, reply, delay: back })
             }
             Err(status) => {
-                self.write_failed(engine, client, (verb, key), status, cause, back);
+                self.write_failed(engine, client, (verb, key, patch), status, cause, back);
                 None
             }
         }
@@ -586,7 +593,7 @@ impl ApiServer {
         &mut self,
         engine: &mut Engine,
         client: Client,
-        (verb, key): (Verb, ObjectKey),
+        (verb, key, patch): (Verb, ObjectKey, Option<PatchNote>),
         status: Status,
         cause: Option<EntryId>,
         delay: u64,
@@ -596,7 +603,7 @@ impl ApiServer {
         let lane = client_component(&client).map_or(engine.lanes.script, |c| engine.lanes.component(c));
         let entry = engine.record(
             lane,
-            Event::WriteFailed { verb, key: key.clone(), status: status.clone(), by, via },
+            Event::WriteFailed { verb, key: key.clone(), status: status.clone(), by, via, patch },
             cause.into_iter().collect(),
         );
         self.reply(engine, client, Reply::Written { verb, key, outcome: Outcome::Err(status), entry }, delay);
@@ -695,4 +702,25 @@ impl ApiServer {
             }
         }
     }
+}
+
+/// A write's verb, object and, for a patch, how it was asked for: its field
+/// manager is the writer's name when a patch other than apply gave none
+/// (as the API server names a manager from the client).
+fn write_target(action: &Action, writer: &str) -> (Verb, ObjectKey, Option<PatchNote>) {
+    let (verb, key) = action.write_target().expect("writes have targets");
+    let note = match action {
+        Action::Patch { patch, params, .. } | Action::PatchStatus { patch, params, .. } => Some(PatchNote {
+            patch_type: patch.patch_type(),
+            field_manager: if params.field_manager.is_empty() && !matches!(patch, Patch::Apply(_)) {
+                writer.to_string()
+            } else {
+                params.field_manager.clone()
+            },
+            force: params.force,
+            dry_run: params.dry_run,
+        }),
+        _ => None,
+    };
+    (verb, key, note)
 }

@@ -647,7 +647,12 @@ impl Component {
         let epoch = self.epoch;
         let Some(instance) = self.instance() else { return };
         match &action {
-            Action::Create { .. } | Action::Update { .. } | Action::UpdateStatus { .. } | Action::Delete { .. } => {
+            Action::Create { .. }
+            | Action::Update { .. }
+            | Action::UpdateStatus { .. }
+            | Action::Delete { .. }
+            | Action::Patch { .. }
+            | Action::PatchStatus { .. } => {
                 // Permissions are checked by the API server, like RBAC: a
                 // refusal costs a round trip, so a controller that answers
                 // every refusal with another write still lets time pass.
@@ -753,6 +758,24 @@ pub(crate) fn describe_action(a: &Action) -> String {
             }
             if let Some(p) = propagation_policy {
                 s += &format!(" propagation {p:?}");
+            }
+            s
+        }
+        Action::Patch { key, patch, params } | Action::PatchStatus { key, patch, params } => {
+            let verb = if matches!(a, Action::Patch { .. }) { "patch" } else { "patch status of" };
+            let mut s = format!("{verb} {key} ({}", patch.patch_type());
+            if !params.field_manager.is_empty() {
+                s += &format!(" by {}", params.field_manager);
+            }
+            if params.force {
+                s += ", force";
+            }
+            if params.dry_run {
+                s += ", dry run";
+            }
+            s.push(')');
+            if let Some(rv) = patch.body().pointer("/metadata/resourceVersion").and_then(|v| v.as_str()) {
+                s += &format!(" if at revision {rv}");
             }
             s
         }

@@ -32,6 +32,7 @@ mod lanes;
 mod message;
 pub mod network;
 mod node;
+pub mod patch;
 mod reflector;
 pub mod rng;
 mod world;

@@ -163,6 +163,10 @@ pub(crate) struct StoreOp {
     pub cause: Option<EntryId>,
 }
 
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per request in flight to the store; boxing would only add an allocation"
+)]
 #[derive(Clone, Debug)]
 pub(crate) enum StoreOpKind {
     /// A read at the current revision (`None`) or a past one.

@@ -143,6 +143,7 @@ impl Sim {
                     terminating: false,
                     by: "scenario".into(),
                     via: String::new(),
+                    patch: None,
                 },
                 vec![],
             );

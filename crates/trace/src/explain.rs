@@ -178,7 +178,7 @@ fn decision_origin(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
         let newer = |spec_only: bool| {
             before.iter().rev().find(|e| {
                 matches!(&e.event, Event::StoreWrite { key: k, revision: r, verb, .. }
-                    if k == key && r > revision && !(spec_only && *verb == recon_abi::Verb::UpdateStatus))
+                    if k == key && r > revision && !(spec_only && verb.is_status()))
             })
         };
         let overtaken = newer(true).or_else(|| newer(false));

@@ -28,7 +28,7 @@ pub use explain::{
     CrashSummary, Explanation, ExplanationStep, Unavailability, crashes, explain, explain_all, unavailability,
 };
 
-use recon_abi::{EventType, ObjectKey, PodRef, Status, Verb};
+use recon_abi::{EventType, ObjectKey, PatchType, PodRef, Status, Verb};
 use recon_scenario::Check;
 use serde::{Deserialize, Serialize};
 
@@ -104,6 +104,38 @@ pub struct ObjectVersion {
     pub revision: u64,
 }
 
+/// How a patch was asked for: what the timeline says beside its verb.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PatchNote {
+    /// Merge, JSON, strategic merge or apply.
+    pub patch_type: PatchType,
+    /// The field manager (for patches other than apply, the writer's name
+    /// when it gave none).
+    pub field_manager: String,
+    /// Whether an apply forced its conflicts.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
+    /// Whether it was a dry run (nothing stored).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+}
+
+impl std::fmt::Display for PatchNote {
+    /// `merge patch by manager-a`, `apply (force) by manager-a`, with
+    /// `dry run of` in front of a dry run.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.dry_run {
+            f.write_str("dry run of ")?;
+        }
+        write!(f, "{}", self.patch_type)?;
+        if self.force {
+            f.write_str(" (force)")?;
+        }
+        write!(f, " by {}", self.field_manager)
+    }
+}
+
 /// The kinds of trace entries.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
@@ -141,6 +173,9 @@ pub enum Event {
         by: String,
         /// Through which API server.
         via: String,
+        /// For a patch: its type, field manager and options.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        patch: Option<PatchNote>,
     },
     /// A write was refused or failed.
     #[serde(rename_all = "camelCase")]
@@ -155,10 +190,14 @@ pub enum Event {
         by: String,
         /// Through which API server (empty if refused before sending).
         via: String,
+        /// For a patch: its type, field manager and options.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        patch: Option<PatchNote>,
     },
     /// A write the API server accepted that changed nothing (a delete of an
-    /// object already being deleted, with no shorter grace period): it
-    /// answered with the object as it is, and the store did not move.
+    /// object already being deleted, with no shorter grace period, or a dry
+    /// run): it answered with the object as it is (or would be), and the
+    /// store did not move.
     #[serde(rename_all = "camelCase")]
     WriteUnchanged {
         /// The verb.
@@ -173,6 +212,9 @@ pub enum Event {
         by: String,
         /// Through which API server.
         via: String,
+        /// For a patch: its type, field manager and options.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        patch: Option<PatchNote>,
     },
     /// The run stopped before its end: it reached a limit.
     #[serde(rename_all = "camelCase")]

@@ -22,8 +22,16 @@ pub fn describe(e: &Entry) -> String {
         Event::Script { description } => description.clone(),
         Event::Partition { api_server, started: true } => format!("{api_server} loses its connection to the store"),
         Event::Partition { api_server, started: false } => format!("{api_server} reconnects to the store"),
-        Event::StoreWrite { verb, key, uid, revision, removed, terminating, by, via } => {
-            let what = if *terminating {
+        Event::StoreWrite { verb, key, uid, revision, removed, terminating, by, via, patch } => {
+            let what = if let Some(note) = patch {
+                // A patch that began a deletion (its last finalizer gone)
+                // is still named as the patch it was.
+                let done = if *removed { " (which deleted it)" } else { "" };
+                return format!(
+                    "{by} via {via}: {verb} ({note}) {key} (uid {}) at revision {revision}{done}",
+                    short_uid(uid)
+                );
+            } else if *terminating {
                 "began graceful deletion of".to_string()
             } else if *removed {
                 "deleted".to_string()
@@ -33,8 +41,15 @@ pub fn describe(e: &Entry) -> String {
             let via = if via.is_empty() { String::new() } else { format!(" via {via}") };
             format!("{by}{via}: {what} {key} (uid {}) at revision {revision}", short_uid(uid))
         }
+        Event::WriteFailed { verb, key, status, by, patch: Some(note), .. } => {
+            format!("{by}: {verb} ({note}) {key} failed: {}", status.message)
+        }
         Event::WriteFailed { verb, key, status, by, .. } => format!("{by}: {verb} {key} failed: {}", status.message),
-        Event::WriteUnchanged { verb, key, uid, revision, by, via } => format!(
+        Event::WriteUnchanged { verb, key, uid, revision, by, via, patch: Some(note) } if note.dry_run => format!(
+            "{by} via {via}: {verb} ({note}) {key} (uid {}) accepted; nothing stored, the object stays at revision {revision}",
+            short_uid(uid)
+        ),
+        Event::WriteUnchanged { verb, key, uid, revision, by, via, .. } => format!(
             "{by} via {via}: {verb} {key} (uid {}) changed nothing: it is already so at revision {revision}",
             short_uid(uid)
         ),

@@ -240,7 +240,7 @@ impl Reconciler for ReplicaSets {
                 set
             }
             // Status writes are the runtime's to track.
-            (Verb::UpdateStatus | Verb::Update, _) => return Vec::new(),
+            (Verb::UpdateStatus | Verb::Update | Verb::Patch | Verb::PatchStatus, _) => return Vec::new(),
         };
         if transient && let Some(expected) = self.expectations.get_mut(&set) {
             // The reconcile this wakes sees the back-off and sets the timer.

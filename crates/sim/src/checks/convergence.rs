@@ -54,7 +54,7 @@ impl Observer for Convergence {
                 .rev()
                 .find(|e| {
                     matches!(&e.event, Event::StoreWrite { uid, verb, .. }
-                        if *uid == set.metadata.uid && *verb != recon_abi::Verb::UpdateStatus)
+                        if *uid == set.metadata.uid && !verb.is_status())
                 })
                 .map(|e| e.id);
             findings.push(Finding {

@@ -92,6 +92,7 @@ fn write(revision: u64, via: &str) -> Event {
         terminating: false,
         by: "scheduler".into(),
         via: via.into(),
+        patch: None,
     }
 }
 

@@ -1,0 +1,508 @@
+//! Writes beyond replace: merge, JSON and strategic merge patches,
+//! server-side apply, preconditions, dry runs and the status subresource.
+//! Each test names the Kubernetes documentation statement (or RFC) it
+//! follows, in our words; docs/API-SEMANTICS.md lists them.
+
+use recon_abi::{Action, Object, ObjectKey, Outcome, Patch, PatchParams, Status, StatusReason};
+use recon_sim::api::Request;
+use recon_sim::{Event, Reply, Sim};
+use serde_json::{Value, json};
+
+const DEPLOYMENT: &str = r#"
+  - apiVersion: apps/v1
+    kind: Deployment
+    metadata: { name: web, namespace: default, labels: { app: web } }
+    spec:
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - { name: app, image: "app:1" }
+            - { name: sidecar, image: "side:1" }
+  - apiVersion: v1
+    kind: Pod
+    metadata: { name: web-0, namespace: default, finalizers: [example.com/cleanup] }
+    spec: { containers: [ { name: app, image: "app:1" } ] }
+    status:
+      phase: Running
+      conditions:
+        - { type: Ready, status: "False" }
+        - { type: PodScheduled, status: "True" }
+  - apiVersion: apiextensions.k8s.io/v1
+    kind: CustomResourceDefinition
+    metadata: { name: widgets.example.com }
+    spec:
+      group: example.com
+      names: { kind: Widget, plural: widgets }
+      scope: Namespaced
+      versions: [ { name: v1, served: true, storage: true, subresources: { status: {} } } ]
+  - apiVersion: example.com/v1
+    kind: Widget
+    metadata: { name: w, namespace: default }
+    spec: { size: 1, tags: [a, b] }"#;
+
+fn cluster_with(limits: &str) -> Sim {
+    let yaml = format!(
+        "name: patches\nduration: 60s\nnetwork: {{ latency: {{ min: 1ms, max: 1ms }} }}\n{limits}apiServers: [ {{ name: apiserver-1 }} ]\nobjects:{DEPLOYMENT}\n"
+    );
+    let scenario = recon_scenario::parse("patches.yaml", &yaml).expect("test scenario parses");
+    Sim::new(&scenario, Box::new(|_| None)).expect("no controllers needed")
+}
+
+fn cluster() -> Sim {
+    cluster_with("")
+}
+
+fn key(kind: &str, name: &str) -> ObjectKey {
+    ObjectKey::new(kind, "default", name)
+}
+
+fn web() -> ObjectKey {
+    key("Deployment", "web")
+}
+
+fn patch(key: ObjectKey, patch: Patch, params: PatchParams) -> Action {
+    Action::Patch { key, patch, params }
+}
+
+fn merge(key: ObjectKey, body: Value) -> Action {
+    patch(key, Patch::Merge(body), PatchParams::default())
+}
+
+fn apply(manager: &str, body: Value) -> Action {
+    patch(web(), Patch::Apply(body), PatchParams::apply(manager))
+}
+
+/// Sends `action` at `at`, runs 100ms, returns the one answer.
+fn write(sim: &mut Sim, at: u64, action: Action) -> Result<Option<Object>, Status> {
+    sim.run_until(at);
+    let id = sim.request("apiserver-1", Request::Write(action)).unwrap();
+    sim.run_until(at + 100);
+    match sim.responses(id) {
+        [Reply::Written { outcome: Outcome::Ok(object), .. }] => Ok(object.clone()),
+        [Reply::Written { outcome: Outcome::Err(status), .. }] => Err(status.clone()),
+        other => panic!("expected one write result, got {other:?}"),
+    }
+}
+
+fn ok(sim: &mut Sim, at: u64, action: Action) -> Object {
+    write(sim, at, action).expect("the write is accepted").expect("the object is there")
+}
+
+fn stored(sim: &Sim, key: &ObjectKey) -> Object {
+    sim.store().get(key, None).unwrap().expect("stored").value
+}
+
+/// The write is refused with `reason`, and the store did not move.
+fn refused(sim: &mut Sim, at: u64, action: Action, reason: StatusReason) -> Status {
+    let revision = sim.store().revision();
+    let status = write(sim, at, action).expect_err("refused");
+    assert_eq!(status.reason, reason, "{status}");
+    assert_eq!(sim.store().revision(), revision, "nothing was written");
+    status
+}
+
+fn owners(object: &Object) -> Vec<(String, String)> {
+    object.metadata.managed_fields.iter().map(|e| (e.manager.clone(), e.operation.clone())).collect()
+}
+
+// RFC 7386 (JSON Merge Patch), section 2, and "Update API Objects in Place
+// Using kubectl patch" (kubernetes.io), "Use a JSON merge patch": maps
+// merge, null removes a field, and a list in the patch replaces the list.
+#[test]
+fn a_merge_patch_merges_maps_removes_nulls_and_replaces_lists() {
+    let mut sim = cluster();
+    let body = json!({
+        "metadata": { "labels": { "tier": "front" } },
+        "spec": { "replicas": null, "paused": true, "template": { "spec": { "containers": [ { "name": "only", "image": "x" } ] } } }
+    });
+    let after = ok(&mut sim, 1_000, merge(web(), body));
+    assert_eq!(after.metadata.labels.get("app").map(String::as_str), Some("web"), "kept");
+    assert_eq!(after.metadata.labels.get("tier").map(String::as_str), Some("front"), "added");
+    assert_eq!(after.spec.get("replicas"), None, "null removed it");
+    assert_eq!(after.spec["paused"], json!(true));
+    assert_eq!(after.spec["template"]["spec"]["containers"], json!([ { "name": "only", "image": "x" } ]));
+    assert_eq!(after.metadata.generation, 2, "a spec change bumps generation, as for update");
+}
+
+// RFC 6902 (JSON Patch), sections 3-5: operations apply in order and the
+// patch is all or nothing; a failed `test` fails the whole patch. The API
+// server answers a patch that does not apply with 422.
+#[test]
+fn a_json_patch_applies_in_order_and_a_failed_test_changes_nothing() {
+    let mut sim = cluster();
+    let ops = json!([
+        { "op": "test", "path": "/spec/replicas", "value": 1 },
+        { "op": "replace", "path": "/spec/replicas", "value": 3 },
+        { "op": "add", "path": "/spec/template/spec/containers/-", "value": { "name": "third", "image": "t:1" } },
+        { "op": "remove", "path": "/spec/template/spec/containers/1" }
+    ]);
+    let after = ok(&mut sim, 1_000, patch(web(), Patch::Json(ops), PatchParams::default()));
+    assert_eq!(after.spec["replicas"], json!(3));
+    let names: Vec<&str> = after.spec["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["app", "third"]);
+
+    // The test fails (replicas is 3 now): not even the first operation stays.
+    let ops = json!([
+        { "op": "add", "path": "/spec/paused", "value": true },
+        { "op": "test", "path": "/spec/replicas", "value": 1 }
+    ]);
+    let status =
+        refused(&mut sim, 2_000, patch(web(), Patch::Json(ops), PatchParams::default()), StatusReason::Invalid);
+    assert_eq!(status.code, 422);
+    assert!(status.message.contains("/spec/replicas"), "{}", status.message);
+    assert_eq!(stored(&sim, &web()).spec.get("paused"), None);
+}
+
+// RFC 6902 section 5 (error handling) and the API server's patch handler:
+// a pointer to nothing is a patch that does not apply (422 Invalid); a body
+// that is not a list of operations is a bad request (400).
+#[test]
+fn a_json_patch_with_a_wrong_pointer_is_invalid_and_a_malformed_one_a_bad_request() {
+    let mut sim = cluster();
+    let wrong = json!([ { "op": "replace", "path": "/spec/nothing/here", "value": 1 } ]);
+    let status =
+        refused(&mut sim, 1_000, patch(web(), Patch::Json(wrong), PatchParams::default()), StatusReason::Invalid);
+    assert!(status.message.contains("/spec/nothing/here"), "{}", status.message);
+    let malformed = json!({ "op": "replace" });
+    let status = refused(
+        &mut sim,
+        1_200,
+        patch(web(), Patch::Json(malformed), PatchParams::default()),
+        StatusReason::BadRequest,
+    );
+    assert_eq!(status.code, 400);
+    let unknown_op = json!([ { "op": "frobnicate", "path": "/spec" } ]);
+    refused(&mut sim, 1_400, patch(web(), Patch::Json(unknown_op), PatchParams::default()), StatusReason::BadRequest);
+}
+
+// API concepts, validation of the result: a patch that leaves a field of
+// the wrong type is refused with the reason (422 Invalid), and the run goes
+// on: a later valid patch is applied.
+#[test]
+fn a_patch_that_leaves_a_field_of_the_wrong_type_is_invalid_and_the_run_goes_on() {
+    let mut sim = cluster();
+    let status =
+        refused(&mut sim, 1_000, merge(web(), json!({ "metadata": { "labels": "web" } })), StatusReason::Invalid);
+    assert!(status.message.contains("invalid type"), "{}", status.message);
+    refused(&mut sim, 1_200, merge(web(), json!(["not", "a", "map"])), StatusReason::BadRequest);
+    let after = ok(&mut sim, 1_400, merge(web(), json!({ "spec": { "replicas": 2 } })));
+    assert_eq!(after.spec["replicas"], json!(2));
+}
+
+// "Update API Objects in Place Using kubectl patch" (kubernetes.io), "Use a
+// strategic merge patch": a list whose patch strategy is merge (containers,
+// by name) merges item by item; other lists are replaced. Pod conditions
+// merge by type.
+#[test]
+fn a_strategic_merge_patch_merges_containers_by_name_and_conditions_by_type() {
+    let mut sim = cluster();
+    let body =
+        json!({ "spec": { "template": { "spec": { "containers": [ { "name": "sidecar", "image": "side:2" } ] } } } });
+    let after = ok(&mut sim, 1_000, patch(web(), Patch::Strategic(body.clone()), PatchParams::default()));
+    assert_eq!(
+        after.spec["template"]["spec"]["containers"],
+        json!([ { "name": "app", "image": "app:1" }, { "name": "sidecar", "image": "side:2" } ])
+    );
+    // The same body as a merge patch replaces the list.
+    let replaced = ok(&mut sim, 1_200, patch(web(), Patch::Merge(body), PatchParams::default()));
+    assert_eq!(replaced.spec["template"]["spec"]["containers"], json!([ { "name": "sidecar", "image": "side:2" } ]));
+
+    let conditions = json!({ "status": { "conditions": [ { "type": "Ready", "status": "True" } ] } });
+    let pod = key("Pod", "web-0");
+    let status_patch =
+        Action::PatchStatus { key: pod.clone(), patch: Patch::Strategic(conditions), params: PatchParams::default() };
+    let after = ok(&mut sim, 1_400, status_patch);
+    assert_eq!(
+        after.status["conditions"],
+        json!([ { "type": "Ready", "status": "True" }, { "type": "PodScheduled", "status": "True" } ])
+    );
+}
+
+// "Update API Objects in Place Using kubectl patch" (kubernetes.io), "Use a
+// strategic merge patch": custom resources do not support strategic merge
+// patch (the API server answers 415 Unsupported Media Type); merge patch
+// works, and replaces their lists.
+#[test]
+fn a_strategic_merge_patch_of_a_custom_resource_is_unsupported() {
+    let mut sim = cluster();
+    let widget = key("Widget", "w");
+    let body = json!({ "spec": { "tags": ["c"] } });
+    let status = refused(
+        &mut sim,
+        1_000,
+        patch(widget.clone(), Patch::Strategic(body.clone()), PatchParams::default()),
+        StatusReason::UnsupportedMediaType,
+    );
+    assert_eq!(status.code, 415);
+    let after = ok(&mut sim, 1_200, merge(widget, body));
+    assert_eq!(after.spec["tags"], json!(["c"]));
+}
+
+// "Server-Side Apply" (kubernetes.io), "Conflicts": applying a field that
+// another manager owns with a different value fails with 409 Conflict
+// naming the manager and the field; applying the same value makes the
+// field shared; "Conflicts" → forcing: with force the applier takes the
+// field and the other manager loses it.
+#[test]
+fn server_side_apply_conflicts_between_two_managers_and_force_takes_the_field() {
+    let mut sim = cluster();
+    let config = |replicas: u64| json!({ "apiVersion": "apps/v1", "kind": "Deployment", "metadata": { "name": "web" }, "spec": { "replicas": replicas } });
+    let first = ok(&mut sim, 1_000, apply("alice", config(3)));
+    assert_eq!(first.spec["replicas"], json!(3));
+    assert_eq!(owners(&first), [("alice".to_string(), "Apply".to_string())]);
+    assert!(first.metadata.managed_fields[0].fields_v1["f:spec"].get("f:replicas").is_some());
+
+    let status = refused(&mut sim, 1_200, apply("bob", config(5)), StatusReason::Conflict);
+    assert_eq!(status.code, 409);
+    assert!(status.message.contains("conflict with \"alice\": .spec.replicas"), "{}", status.message);
+    assert_eq!(stored(&sim, &web()).spec["replicas"], json!(3));
+
+    // The same value: no conflict, the field is shared.
+    let shared = ok(&mut sim, 1_400, apply("bob", config(3)));
+    assert_eq!(owners(&shared).len(), 2);
+
+    // Forced: bob takes it, alice no longer owns it (and so no longer
+    // conflicts with bob's later change).
+    let forced = patch(web(), Patch::Apply(config(7)), PatchParams::apply("bob").force());
+    let taken = ok(&mut sim, 1_600, forced);
+    assert_eq!(taken.spec["replicas"], json!(7));
+    let alice = taken.metadata.managed_fields.iter().find(|e| e.manager == "alice");
+    assert!(alice.is_none_or(|e| e.fields_v1["f:spec"].get("f:replicas").is_none()), "{alice:?}");
+    assert_eq!(ok(&mut sim, 1_800, apply("bob", config(8))).spec["replicas"], json!(8));
+}
+
+// "Server-Side Apply" (kubernetes.io), "Merge strategy": a field the
+// manager applied before and leaves out of its new configuration is
+// removed if no other manager owns it; one another manager also owns
+// stays.
+#[test]
+fn server_side_apply_removes_the_fields_a_manager_stopped_applying_and_owns_alone() {
+    let mut sim = cluster();
+    let config = |labels: Value| json!({ "apiVersion": "apps/v1", "kind": "Deployment", "metadata": { "name": "web", "labels": labels } });
+    ok(&mut sim, 1_000, apply("alice", config(json!({ "mine": "1", "ours": "1" }))));
+    ok(&mut sim, 1_200, apply("bob", config(json!({ "ours": "1" }))));
+    let after = ok(&mut sim, 1_400, apply("alice", config(json!({}))));
+    let labels = &after.metadata.labels;
+    assert!(!labels.contains_key("mine"), "alice owned it alone: removed ({labels:?})");
+    assert_eq!(labels.get("ours").map(String::as_str), Some("1"), "bob still owns it");
+    assert_eq!(labels.get("app").map(String::as_str), Some("web"), "nobody applied it: untouched");
+}
+
+// "Server-Side Apply" (kubernetes.io), "Field management" and "Using
+// server-side apply in a controller": apply creates an object that does
+// not exist; an apply needs a field manager (422) and a body with
+// apiVersion and kind (400).
+#[test]
+fn apply_creates_what_does_not_exist_and_needs_a_field_manager_and_a_typed_body() {
+    let mut sim = cluster();
+    let fresh = key("Deployment", "fresh");
+    let body = json!({ "apiVersion": "apps/v1", "kind": "Deployment", "metadata": { "name": "fresh" }, "spec": { "replicas": 2 } });
+    let created = ok(&mut sim, 1_000, patch(fresh.clone(), Patch::Apply(body.clone()), PatchParams::apply("ops")));
+    assert_eq!(created.metadata.namespace, "default");
+    assert!(!created.metadata.uid.is_empty());
+    assert_eq!(owners(&created), [("ops".to_string(), "Apply".to_string())]);
+
+    let other = key("Deployment", "other");
+    let status = refused(
+        &mut sim,
+        1_200,
+        patch(other.clone(), Patch::Apply(body.clone()), PatchParams::default()),
+        StatusReason::Invalid,
+    );
+    assert!(status.message.contains("fieldManager"), "{}", status.message);
+    let untyped = json!({ "metadata": { "name": "other" }, "spec": { "replicas": 2 } });
+    let status = refused(
+        &mut sim,
+        1_400,
+        patch(other.clone(), Patch::Apply(untyped), PatchParams::apply("ops")),
+        StatusReason::BadRequest,
+    );
+    assert!(status.message.contains("missing"), "{}", status.message);
+    // A merge patch of something that does not exist is 404.
+    refused(&mut sim, 1_600, merge(other, json!({ "spec": {} })), StatusReason::NotFound);
+}
+
+// "Server-Side Apply" (kubernetes.io), "Field management": writes other
+// than apply are recorded too, with operation Update, under the client's
+// manager name; a field another manager changes is no longer the
+// applier's (so it can be applied again without conflict only by forcing).
+#[test]
+fn a_merge_patch_takes_ownership_of_the_fields_it_changes() {
+    let mut sim = cluster();
+    let config = json!({ "apiVersion": "apps/v1", "kind": "Deployment", "metadata": { "name": "web" }, "spec": { "replicas": 3 } });
+    ok(&mut sim, 1_000, apply("alice", config.clone()));
+    let params = PatchParams { field_manager: "autoscaler".into(), ..Default::default() };
+    let scaled = ok(&mut sim, 1_200, patch(web(), Patch::Merge(json!({ "spec": { "replicas": 9 } })), params));
+    assert!(owners(&scaled).contains(&("autoscaler".to_string(), "Update".to_string())), "{:?}", owners(&scaled));
+    let status = refused(
+        &mut sim,
+        1_400,
+        apply("alice", json!({ "apiVersion": "apps/v1", "kind": "Deployment", "spec": { "replicas": 4 } })),
+        StatusReason::Conflict,
+    );
+    assert!(status.message.contains("\"autoscaler\""), "{}", status.message);
+    // Without a field manager, the writer's name is the manager.
+    let unnamed = ok(&mut sim, 1_600, merge(web(), json!({ "spec": { "paused": true } })));
+    assert!(
+        unnamed.metadata.managed_fields.iter().any(|e| e.operation == "Update" && e.manager == "kubectl"),
+        "{:?}",
+        owners(&unnamed)
+    );
+}
+
+// API concepts, "Resource versions" and "Update API Objects in Place Using
+// kubectl patch": a patch without a resourceVersion applies to whatever
+// is current, so two writers that computed their patch from the same old
+// state both succeed and one change is lost; with metadata.resourceVersion
+// in the patch the second is refused with 409 Conflict and can retry.
+#[test]
+fn two_patches_without_a_precondition_lose_an_update_and_with_one_the_second_conflicts() {
+    let mut sim = cluster();
+    let seen = stored(&sim, &web());
+    let rv = seen.metadata.resource_version.clone();
+    let replicas = seen.spec["replicas"].as_u64().unwrap();
+    // Two writers each add one replica to what they saw.
+    let add_one = |rv: Option<&str>| {
+        let mut body = json!({ "spec": { "replicas": replicas + 1 } });
+        if let Some(rv) = rv {
+            body["metadata"] = json!({ "resourceVersion": rv });
+        }
+        merge(web(), body)
+    };
+    ok(&mut sim, 1_000, add_one(None));
+    ok(&mut sim, 1_200, add_one(None));
+    assert_eq!(stored(&sim, &web()).spec["replicas"], json!(2), "two increments, one lost");
+
+    let mut sim = cluster();
+    ok(&mut sim, 1_000, add_one(Some(&rv)));
+    let status = refused(&mut sim, 1_200, add_one(Some(&rv)), StatusReason::Conflict);
+    assert!(status.message.contains("has been modified"), "{}", status.message);
+    assert_eq!(stored(&sim, &web()).spec["replicas"], json!(2));
+}
+
+// API concepts, "Dry-run": a dry-run request goes through admission and
+// validation and answers with the object as it would be, but nothing is
+// stored and no watch sees it; a dry run that would fail fails the same.
+#[test]
+fn a_dry_run_is_validated_and_answered_but_nothing_is_stored() {
+    let mut sim = cluster();
+    let revision = sim.store().revision();
+    let params = PatchParams::default().dry_run();
+    let would = ok(&mut sim, 1_000, patch(web(), Patch::Merge(json!({ "spec": { "replicas": 4 } })), params.clone()));
+    assert_eq!(would.spec["replicas"], json!(4));
+    assert_eq!(sim.store().revision(), revision, "nothing stored");
+    assert_eq!(stored(&sim, &web()).spec["replicas"], json!(1));
+    let wrong = json!([ { "op": "remove", "path": "/spec/nope" } ]);
+    refused(&mut sim, 1_200, patch(web(), Patch::Json(wrong), params), StatusReason::Invalid);
+    let writes =
+        sim.trace().entries.iter().filter(|e| matches!(e.event, Event::StoreWrite { ref by, .. } if by != "scenario"));
+    assert_eq!(writes.count(), 0, "no store write in the trace, so nothing for a watch");
+    let dry = sim
+        .trace()
+        .entries
+        .iter()
+        .find(|e| matches!(e.event, Event::WriteUnchanged { .. }))
+        .expect("the dry run is in the trace");
+    assert!(
+        recon_trace::text::describe(dry).contains("dry run of merge patch"),
+        "{}",
+        recon_trace::text::describe(dry)
+    );
+}
+
+// CustomResourceDefinitions, "Status subresource", as for update: a patch
+// of the main resource leaves status alone; a patch of /status changes
+// only status and does not bump generation.
+#[test]
+fn patch_and_patch_status_touch_only_their_part() {
+    let mut sim = cluster();
+    let widget = key("Widget", "w");
+    let both = json!({ "spec": { "size": 2 }, "status": { "ready": true } });
+    let main = ok(&mut sim, 1_000, merge(widget.clone(), both.clone()));
+    assert_eq!(main.spec["size"], json!(2));
+    assert_eq!(main.status.get("ready"), None, "status is the subresource's");
+    assert_eq!(main.metadata.generation, 2);
+    let status_patch = Action::PatchStatus {
+        key: widget.clone(),
+        patch: Patch::Merge(json!({ "spec": { "size": 9 }, "status": { "ready": true } })),
+        params: PatchParams::default(),
+    };
+    let after = ok(&mut sim, 1_200, status_patch);
+    assert_eq!(after.status["ready"], json!(true));
+    assert_eq!(after.spec["size"], json!(2), "spec is not the status subresource's");
+    assert_eq!(after.metadata.generation, 2);
+    // A kind without a status subresource has no /status to patch.
+    let no_status = key("ConfigMap", "none");
+    let action = Action::PatchStatus { key: no_status, patch: Patch::Merge(json!({})), params: PatchParams::default() };
+    refused(&mut sim, 1_400, action, StatusReason::NotFound);
+}
+
+// "Finalizers" (kubernetes.io), as for update: a patch cannot add a
+// finalizer to an object being deleted (422), and a patch that removes the
+// last one removes the object.
+#[test]
+fn finalizer_rules_hold_for_patches() {
+    let mut sim = cluster();
+    let pod = key("Pod", "web-0");
+    let delete = Action::Delete {
+        key: pod.clone(),
+        uid: None,
+        resource_version: None,
+        grace_period_seconds: None,
+        propagation_policy: None,
+    };
+    write(&mut sim, 1_000, delete).unwrap();
+    let add = json!({ "metadata": { "finalizers": ["example.com/cleanup", "example.com/late"] } });
+    refused(&mut sim, 1_200, merge(pod.clone(), add), StatusReason::Invalid);
+    let gone = write(&mut sim, 1_400, merge(pod.clone(), json!({ "metadata": { "finalizers": null } })));
+    assert_eq!(gone, Ok(None), "the patch removed the object");
+    assert!(sim.store().get(&pod, None).unwrap().is_none());
+}
+
+// etcd's request size limit (--max-request-bytes), as for update: a patch
+// whose result is over the limit is refused and nothing is stored.
+#[test]
+fn a_patch_whose_result_is_over_the_size_limit_is_refused() {
+    let mut sim = cluster_with("limits: { maxObjectBytes: 2000 }\n");
+    let big = "x".repeat(3_000);
+    let status = refused(&mut sim, 1_000, merge(web(), json!({ "spec": { "note": big } })), StatusReason::BadRequest);
+    assert!(status.message.contains("too large"), "{}", status.message);
+}
+
+// API concepts, "Generated values" (generateName): the API server makes a
+// unique name from the prefix.
+#[test]
+fn a_create_by_generate_name_gets_a_name_with_that_prefix() {
+    let mut sim = cluster();
+    let mut object = Object { api_version: "v1".into(), kind: "ConfigMap".into(), ..Default::default() };
+    object.metadata.generate_name = "cfg-".into();
+    let created = ok(&mut sim, 1_000, Action::Create { object });
+    assert!(created.metadata.name.starts_with("cfg-") && created.metadata.name.len() == 9, "{}", created.metadata.name);
+}
+
+// The trace shows a patch as such: its verb, its patch type and its field
+// manager, in the timeline's words.
+#[test]
+fn the_trace_names_the_patch_type_and_field_manager() {
+    let mut sim = cluster();
+    let config = json!({ "apiVersion": "apps/v1", "kind": "Deployment", "spec": { "replicas": 3 } });
+    ok(&mut sim, 1_000, apply("alice", config.clone()));
+    write(
+        &mut sim,
+        1_200,
+        apply("bob", json!({ "apiVersion": "apps/v1", "kind": "Deployment", "spec": { "replicas": 4 } })),
+    )
+    .unwrap_err();
+    let lines: Vec<String> = sim.trace().entries.iter().map(recon_trace::text::describe).collect();
+    assert!(lines.iter().any(|l| l.contains("patch (apply by alice) Deployment default/web")), "{lines:#?}");
+    assert!(
+        lines.iter().any(|l| l.contains("patch (apply by bob) Deployment default/web failed: Apply failed")),
+        "{lines:#?}"
+    );
+}
