@@ -82,7 +82,7 @@ pub struct Databases {
 
 /// The key of the backup schedule registered for the Database `db`.
 pub fn schedule_key(db: &ObjectKey) -> ObjectKey {
-    ObjectKey::new("BackupSchedule", BACKUP_NAMESPACE, &format!("{}-{}", db.namespace, db.name))
+    ObjectKey::new("BackupSchedule", BACKUP_NAMESPACE, format!("{}-{}", db.namespace, db.name))
 }
 
 /// The Database a backup schedule belongs to, from its label.
