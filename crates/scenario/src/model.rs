@@ -604,11 +604,17 @@ pub enum Check {
     /// end of the run that names only owners that no longer exist (by uid).
     /// Off by default, like convergence.
     OrphanedDependent,
+    /// A component never creates an object naming an owner (by uid) that
+    /// is already gone or being deleted: a create decided on a view that
+    /// had not seen the owner's deletion (an operator that relists from a
+    /// stale cache and brings back the children of a deleted custom
+    /// resource). Judged against the store when the create commits.
+    DependentOfDeletedOwner,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 8] = [
+    pub const ALL: [Check; 9] = [
         Check::PodIdentity,
         Check::StatefulSetOrdinals,
         Check::TimeTravel,
@@ -617,6 +623,7 @@ impl Check {
         Check::StuckDeleting,
         Check::DeletedLiveDependent,
         Check::OrphanedDependent,
+        Check::DependentOfDeletedOwner,
     ];
 
     /// The checks a scenario runs when it does not say: every safety check.
@@ -641,6 +648,7 @@ impl fmt::Display for Check {
             Check::StuckDeleting => "stuck deleting",
             Check::DeletedLiveDependent => "deleted a live dependent",
             Check::OrphanedDependent => "orphaned dependent",
+            Check::DependentOfDeletedOwner => "dependent of a deleted owner",
         })
     }
 }
