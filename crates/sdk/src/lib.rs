@@ -55,5 +55,5 @@ pub use cache::{Cache, Change};
 pub use guest::log;
 pub use in_flight::{Answered, InFlight, RETRY_AFTER_MS};
 pub use index::Index;
-pub use reconcile::{Context, Reconciler, Requeue, Runtime};
+pub use reconcile::{Context, ListParams, Reconciler, Requeue, Runtime};
 pub use timers::{Timers, parse_timer_key, timer_key};
