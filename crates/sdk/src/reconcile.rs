@@ -772,4 +772,48 @@ mod tests {
         let out = runtime.handle(&input(1_002, vec![timer("Thing/default/a")]));
         assert_eq!(out.actions, vec![delete_with_grace(&a, 0)]);
     }
+
+    /// Reads its primary object directly (a quorum get) once, and records
+    /// what the read returned when it comes back.
+    #[derive(Default)]
+    struct Direct {
+        asked: Option<RequestId>,
+        got: Vec<ActionResult>,
+    }
+
+    impl Reconciler for Direct {
+        fn init(&mut self, _config: &ComponentConfig) -> Manifest {
+            *self = Direct::default();
+            let watches = vec![WatchSpec { kind: "Thing".into(), ..WatchSpec::default() }];
+            Manifest { name: "direct".into(), abi_version: ABI_VERSION, watches, ..Manifest::default() }
+        }
+
+        fn reconcile(&mut self, key: &ObjectKey, ctx: &mut Context<'_>) -> Requeue {
+            match self.asked {
+                None => self.asked = Some(ctx.get_direct(key, None)),
+                Some(id) => self.got.extend(ctx.take_result(id)),
+            }
+            Requeue::AwaitChange
+        }
+    }
+
+    #[test]
+    fn a_direct_read_gets_an_id_and_its_result_wakes_the_key_that_sent_it() {
+        let mut runtime = Runtime::new(Direct::default());
+        runtime.init(&ComponentConfig::default());
+        let a = thing("a", 1, "2");
+        let out = runtime.handle(&input(0, vec![listed(0, "2", vec![a.clone()])]));
+        assert_eq!(out.actions, vec![Action::Get { key: a.key(), resource_version: None }]);
+        let id = out.request_id(0).expect("the SDK numbers every request");
+
+        // Another request's result (by id) does not wake the key; its own does.
+        let mut other = succeeded(Verb::Get, &a);
+        other.id = Some(id + 100);
+        runtime.handle(&input(1, vec![InputEvent::Result(other)]));
+        assert!(runtime.reconciler().got.is_empty());
+        let mut mine = succeeded(Verb::Get, &a);
+        mine.id = Some(id);
+        runtime.handle(&input(2, vec![InputEvent::Result(mine.clone())]));
+        assert_eq!(runtime.reconciler().got, vec![mine], "handed to the reconcile of the key that asked");
+    }
 }
