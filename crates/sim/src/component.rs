@@ -64,6 +64,7 @@ pub(crate) struct Env<'a> {
 }
 
 /// Where a component's process is in its life.
+#[allow(clippy::large_enum_variant, reason = "one per component, replaced only when it starts or stops")]
 pub(crate) enum Process {
     /// Not running: never started, crashed (a restart is scheduled), or
     /// killed by the script.
@@ -467,11 +468,12 @@ impl Component {
     fn answered(&mut self, env: &mut Env<'_>, request: u64, reply: Reply) {
         let Some(instance) = self.instance_mut() else { return };
         let Some(Pending { verb, key, id }) = instance.requests.remove(&request) else { return };
-        let (outcome, cause) = match reply {
-            Reply::Written { outcome, entry, .. } => (outcome, Some(entry)),
+        let (key, outcome, cause) = match reply {
+            // The stored key: a create by generateName has its name now.
+            Reply::Written { key, outcome, entry, .. } => (key, outcome, Some(entry)),
             // A get of nothing is the API server's 404 (`Reply::Failed`).
             Reply::Read(served) if verb == Verb::Get => {
-                (Outcome::Ok(served.objects.into_iter().next()), Some(served.entry))
+                (key, Outcome::Ok(served.objects.into_iter().next()), Some(served.entry))
             }
             Reply::Read(served) => {
                 let list = ObjectList {
@@ -479,9 +481,9 @@ impl Component {
                     items: served.objects,
                     continue_token: served.continue_token,
                 };
-                (Outcome::Listed(list), Some(served.entry))
+                (key, Outcome::Listed(list), Some(served.entry))
             }
-            Reply::Failed(status) => (Outcome::Err(status), None),
+            Reply::Failed(status) => (key, Outcome::Err(status), None),
             Reply::WatchOpened { .. } | Reply::Events { .. } => return,
         };
         self.deliver(env, InputEvent::Result(ActionResult { verb, key, outcome, id }), cause);

@@ -20,7 +20,7 @@ use recon_trace::{Event, ReadPurpose, ServedFrom};
 /// its first call) and records every result it gets, with the time.
 struct Reader {
     plan: Vec<(u64, Output)>,
-    results: Rc<RefCell<Vec<(u64, ActionResult)>>>,
+    results: Results,
     started: bool,
 }
 
@@ -67,9 +67,12 @@ impl Instance for Reader {
     }
 }
 
+/// The results the reader got, with the time each arrived.
+type Results = Rc<RefCell<Vec<(u64, ActionResult)>>>;
+
 /// One API server (its settings spliced in from `server`), pods a, b, c
 /// created at 100, 200 and 300ms, and the reader sending `plan`.
-fn cluster(server: &str, plan: Vec<(u64, Output)>) -> (Sim, Rc<RefCell<Vec<(u64, ActionResult)>>>) {
+fn cluster(server: &str, plan: Vec<(u64, Output)>) -> (Sim, Results) {
     let yaml = format!(
         r#"
 name: direct-reads
@@ -128,7 +131,7 @@ fn ask(at: u64, id: u64, action: Action) -> (u64, Output) {
 }
 
 /// Runs to the end and returns the results the reader got.
-fn run(mut sim: Sim, results: &Rc<RefCell<Vec<(u64, ActionResult)>>>) -> (Sim, Vec<(u64, ActionResult)>) {
+fn run(mut sim: Sim, results: &Results) -> (Sim, Vec<(u64, ActionResult)>) {
     sim.run();
     let got = results.borrow().clone();
     (sim, got)
