@@ -1,7 +1,7 @@
 //! The playground's numbers, measured in headless Chromium (run by
-//! `cargo xtask bench`, which builds and serves the playground):
+//! `cargo xtask bench`, which builds and serves the playground; the
+//! download size is `cargo xtask size`'s):
 //!
-//! - the size of what a visitor downloads, gzipped;
 //! - time from navigation to the first drawn timeline;
 //! - simulation throughput in the browser's worker as a ratio to the same
 //!   scenario run natively in this process, in the same run;
@@ -12,11 +12,8 @@
 //!
 //! Wall-clock time is the point here; nothing in the test suite times things.
 
-use std::io::Write;
 use std::time::Instant;
 
-use flate2::Compression;
-use flate2::write::GzEncoder;
 use recon_e2e::Browser;
 
 fn median(mut values: Vec<f64>) -> f64 {
@@ -27,36 +24,6 @@ fn median(mut values: Vec<f64>) -> f64 {
 fn percentile(mut values: Vec<f64>, p: f64) -> f64 {
     values.sort_by(|a, b| a.total_cmp(b));
     values[((values.len() - 1) as f64 * p).round() as usize]
-}
-
-fn gzipped(bytes: &[u8]) -> usize {
-    let mut encoder = GzEncoder::new(Vec::new(), Compression::best());
-    encoder.write_all(bytes).unwrap();
-    encoder.finish().unwrap().len()
-}
-
-/// Sizes of the shipped app, worker and styles (not the downloadable plugins).
-fn sizes() {
-    let dist = std::env::var("RECON_DIST_DIR").expect("RECON_DIST_DIR is set by `cargo xtask bench`");
-    let mut rows = Vec::new();
-    let mut total = (0, 0);
-    for entry in std::fs::read_dir(&dist).unwrap().flatten() {
-        let path = entry.path();
-        let Some(ext) = path.extension().and_then(|e| e.to_str()) else { continue };
-        if !["wasm", "js", "css", "html"].contains(&ext) {
-            continue;
-        }
-        let bytes = std::fs::read(&path).unwrap();
-        let gz = gzipped(&bytes);
-        total = (total.0 + bytes.len(), total.1 + gz);
-        rows.push((path.file_name().unwrap().to_string_lossy().into_owned(), bytes.len(), gz));
-    }
-    rows.sort();
-    println!("## Download size\n\n| file | bytes | gzipped |\n|---|---:|---:|");
-    for (name, raw, gz) in rows {
-        println!("| {name} | {raw} | {gz} |");
-    }
-    println!("| **total** | {} | **{}** ({:.2} MB) |\n", total.0, total.1, total.1 as f64 / 1e6);
 }
 
 /// Navigation start to the first drawn timeline, over fresh browsers.
@@ -311,23 +278,20 @@ async fn search_throughput() {
 }
 
 fn main() {
-    // `cargo test --all-targets` (which `cargo xtask test` runs) builds
-    // this bench too, so it keeps compiling, and runs it without
-    // `--bench`: the measurements take minutes and need
-    // `cargo xtask bench`'s environment, so they only run under
-    // `cargo bench`.
-    if !std::env::args().any(|a| a == "--bench") {
-        println!("browser benchmarks: run with `cargo xtask bench`");
-        return;
-    }
     // `cargo bench` passes `--bench`; other arguments pick sections by
     // name (`cargo bench -p recon-e2e -- search`); none runs them all.
     let picked: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    // `cargo test --all-targets` (which `cargo xtask test` runs) builds
+    // this bench too, so it keeps compiling, and runs it with neither
+    // `--bench` nor a section: the measurements take minutes, so they run
+    // only when asked for (`cargo xtask bench`, or a section by name as in
+    // `cargo xtask e2e --bench browser -- timeline-frames`).
+    if picked.is_empty() && !std::env::args().any(|a| a == "--bench") {
+        println!("browser benchmarks: run with `cargo xtask bench`");
+        return;
+    }
     let run = |name: &str| picked.is_empty() || picked.iter().any(|p| name.contains(p.as_str()));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    if run("sizes") {
-        sizes();
-    }
     runtime.block_on(async {
         if run("first-timeline") {
             first_timeline().await;

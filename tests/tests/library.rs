@@ -306,3 +306,109 @@ fn a_write_larger_than_the_object_limit_is_refused_and_stores_nothing() {
     assert!(!trace.entries.iter().any(|e| matches!(&e.event, Event::StoreWrite { key, .. } if key.name == "big")));
     assert_eq!(trace.violations().count(), 0, "the rest of the run goes on as before");
 }
+
+/// What is left at the end of the run of the Database orders and what was
+/// made for it, by key, from the store writes in the trace: `true` when the
+/// last write left the object there.
+fn left_at_end(trace: &Trace) -> BTreeMap<String, bool> {
+    let mut left = BTreeMap::new();
+    for e in &trace.entries {
+        if let Event::StoreWrite { key, removed, .. } = &e.event
+            && (key.name.starts_with("orders") || key.name.ends_with("-orders"))
+        {
+            left.insert(key.to_string(), !removed);
+        }
+    }
+    left
+}
+
+/// The operator's store writes after `from` (ms), as (verb, key).
+fn operator_writes(trace: &Trace, from: u64) -> Vec<(Verb, String)> {
+    trace
+        .entries
+        .iter()
+        .filter(|e| e.time_ms >= from)
+        .filter_map(|e| match &e.event {
+            Event::StoreWrite { verb, key, by, .. } if by == "database-operator" => Some((*verb, key.to_string())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_database_operator_holds_its_database_with_a_finalizer_and_leaves_nothing_behind() {
+    let trace = run(&load("database-operator"));
+    assert_eq!(trace.violations().count(), 0);
+    // Its children are server-side applied as its own field manager.
+    let applies: Vec<String> = trace
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::StoreWrite { key, by, patch: Some(note), .. } if by == "database-operator" => {
+                assert_eq!(note.field_manager, "database-operator");
+                Some(format!("{} {}", note.patch_type, key))
+            }
+            _ => None,
+        })
+        .collect();
+    for child in ["Service default/orders", "StatefulSet default/orders", "BackupSchedule backups/default-orders"] {
+        assert!(applies.contains(&format!("apply {child}")), "{child} applied: {applies:?}");
+    }
+    // The finalizer went on first and came off last, after the backup schedule.
+    let writes = operator_writes(&trace, 0);
+    assert_eq!(writes.first(), Some(&(Verb::Update, "Database default/orders".to_owned())));
+    let n = writes.len();
+    assert_eq!(
+        writes[n - 2..],
+        [
+            (Verb::Delete, "BackupSchedule backups/default-orders".to_owned()),
+            (Verb::Update, "Database default/orders".to_owned()),
+        ]
+    );
+    let left = left_at_end(&trace);
+    assert!(left.values().all(|l| !l), "everything the Database had is gone: {left:?}");
+    assert!(left.contains_key("Pod default/orders-0"), "its StatefulSet ran a pod: {left:?}");
+}
+
+#[test]
+fn the_database_operator_on_a_stale_cache_brings_back_the_children_of_a_deleted_database() {
+    let trace = run(&load("database-operator-stale-cache"));
+    let found = violations(&trace, Check::DependentOfDeletedOwner);
+    let created: Vec<&str> = found.iter().map(|(_, m)| m.split(" (uid").next().unwrap()).collect();
+    assert_eq!(
+        created,
+        ["database-operator created Service default/orders", "database-operator created StatefulSet default/orders"]
+    );
+    for (at, message) in &found {
+        assert!(*at >= 13_000, "after the restart: {at}");
+        assert!(message.contains("naming owner Database orders"), "{message}");
+        assert!(message.contains("revisions behind the store) the owner was still live"), "{message}");
+        assert!(message.contains("though it had already observed revision"), "{message}");
+    }
+    // The explanation names the deletion and the stale list it was decided on.
+    let explained = explain::explain_all(&trace);
+    let first = explained.iter().find(|x| x.check == Check::DependentOfDeletedOwner).unwrap();
+    let steps: Vec<&str> = first.steps.iter().map(|s| s.text.as_str()).collect();
+    assert!(steps.iter().any(|s| s.contains("began graceful deletion of Database default/orders")), "{steps:#?}");
+    assert!(
+        steps.iter().any(|s| s.contains("resourceVersion=\"0\" to apiserver-2") && s.contains("behind")),
+        "{steps:#?}"
+    );
+    // The garbage collector takes the children again; the backup schedule,
+    // out of the reach of owner references, is leaked.
+    let left = left_at_end(&trace);
+    assert!(!left["StatefulSet default/orders"], "{left:?}");
+    assert!(!left["Service default/orders"], "{left:?}");
+    assert!(left["BackupSchedule backups/default-orders"], "leaked: {left:?}");
+}
+
+#[test]
+fn the_database_operator_listing_from_etcd_after_its_restart_brings_nothing_back() {
+    let trace = run(&load("database-operator-quorum"));
+    assert_eq!(trace.violations().count(), 0);
+    let writes = operator_writes(&trace, 13_000);
+    assert!(writes.is_empty(), "{writes:?}");
+    let left = left_at_end(&trace);
+    assert_eq!(left.len(), 5, "the Database, its children, its pod and its backup schedule: {left:?}");
+    assert!(left.values().all(|l| !l), "{left:?}");
+}

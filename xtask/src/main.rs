@@ -11,6 +11,9 @@
 //! - `cargo xtask e2e [ARGS]`: only the playground's end-to-end tests (ARGS
 //!   go to `cargo test`, e.g. `--test playground -- share`).
 //! - `cargo xtask plugins`: just build the plugins and print where they are.
+//! - `cargo xtask size`: build the playground, print what a first visit
+//!   downloads (gzipped) against its budget, and write that table into
+//!   BENCHMARKS.md.
 //!
 //! Whatever a fresh machine lacks (the wasm32 target, wasm-bindgen-cli at
 //! the locked version, Trunk, Chromium on Debian) is installed here, or the
@@ -19,6 +22,7 @@
 mod browser;
 mod fuzz;
 mod serve;
+mod size;
 mod tools;
 
 use std::path::{Path, PathBuf};
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz_longer(&args[1..]),
         Some("plugins") => build_plugins().map(|dir| println!("{}", dir.display())),
         Some("web") => build_web().map(|dir| println!("{}", dir.display())),
+        Some("size") => download_size(),
         _ => {
             eprintln!("usage: cargo xtask <command> [args]");
             eprintln!("  play [--port N]  build the playground and serve it on 127.0.0.1 (default port {PLAY_PORT})");
@@ -65,6 +70,7 @@ fn main() -> ExitCode {
             eprintln!("  fuzz [SECONDS]   run every fuzz target for SECONDS (default 600) with cargo-fuzz");
             eprintln!("  plugins          build the controller plugins for wasm32 and print their directory");
             eprintln!("  web              build the playground and print its directory");
+            eprintln!("  size             build the playground, print what a visitor downloads, update BENCHMARKS.md");
             return ExitCode::from(2);
         }
     };
@@ -119,6 +125,10 @@ fn test(args: &[String]) -> Result<(), String> {
     let chromium = tools::ensure_chromium()?;
     tools::ensure_wasm_bindgen(&root)?;
     let dist = build_web()?;
+    // What a visitor downloads stays within its budget (src/size.rs).
+    let rows = size::measure(&dist)?;
+    print!("{}", size::table(&rows, size::BUDGET_GZIPPED_BYTES));
+    size::check(&rows, size::BUDGET_GZIPPED_BYTES)?;
     // Every native test and the playground's end-to-end tests in one
     // `cargo test --workspace`: one feature resolution, so every
     // dependency is built once (a second invocation over a different set
@@ -179,7 +189,7 @@ fn playground_tests(chromium: &tools::Chromium, plugins: &Path, args: &[String])
         None => (args, &[][..]),
     };
     let mut targets = Vec::new();
-    if !cargo_args.iter().any(|a| a == "--test") {
+    if !cargo_args.iter().any(|a| a == "--test" || a == "--bench") {
         for name in e2e_test_targets()? {
             targets.extend(["--test".to_owned(), name]);
         }
@@ -206,17 +216,30 @@ fn e2e_test_targets() -> Result<Vec<String>, String> {
     Ok(names)
 }
 
+/// `cargo xtask size`: the download-size table, printed and written into
+/// BENCHMARKS.md, from the same measurement the budget check uses.
+fn download_size() -> Result<(), String> {
+    let dist = build_web()?;
+    let rows = size::measure(&dist)?;
+    let table = size::table(&rows, size::BUDGET_GZIPPED_BYTES);
+    print!("{table}");
+    let path = workspace_root().join("BENCHMARKS.md");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let updated = size::replace_table(&text, &table)?;
+    std::fs::write(&path, updated).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    eprintln!("xtask: wrote the table into {}", path.display());
+    size::check(&rows, size::BUDGET_GZIPPED_BYTES)
+}
+
 fn bench(args: &[String]) -> Result<(), String> {
     let plugins = build_plugins()?;
     run(cargo().args(["bench", "--package", "recon-tests"]).args(args).env(PLUGIN_DIR_VAR, &plugins))?;
     let chromium = tools::ensure_chromium()?;
     let dist = build_web()?;
+    println!("## Download size\n");
+    print!("{}", size::table(&size::measure(&dist)?, size::BUDGET_GZIPPED_BYTES));
     browser::with_playground(&dist, &chromium, |env| {
-        run(cargo()
-            .args(["bench", "--package", E2E_PACKAGE])
-            .envs(env.iter().cloned())
-            .env(PLUGIN_DIR_VAR, &plugins)
-            .env("RECON_DIST_DIR", &dist))
+        run(cargo().args(["bench", "--package", E2E_PACKAGE]).envs(env.iter().cloned()).env(PLUGIN_DIR_VAR, &plugins))
     })
 }
 

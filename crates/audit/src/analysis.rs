@@ -909,7 +909,10 @@ impl Analysis {
             } else {
                 f.acted_on_more += 1;
             }
-            f.acted = true;
+            // A refused write (a precondition's 409, say) changed nothing:
+            // listed, but the read counts as acted on only once a write
+            // after it took effect.
+            f.acted |= accepted(&acted);
             if f.kind == FindingKind::NodeAgentShownGonePod {
                 f.acted_because = Some(NODE_AGENT_ACTED.to_string());
             }

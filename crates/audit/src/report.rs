@@ -359,7 +359,12 @@ fn write_finding(w: &mut String, n: usize, f: &Finding) {
         let _ = writeln!(w, "   - {}: {}", s.time, s.text);
     }
     if !f.acted_on.is_empty() {
-        let _ = writeln!(w, "   Then, {} acted on it:", f.client.username);
+        let took_effect = f.acted_on.iter().any(|a| a.code.is_some_and(|c| (200..300).contains(&c)));
+        if took_effect || f.kind == FindingKind::NodeAgentShownGonePod {
+            let _ = writeln!(w, "   Then, {} acted on it:", f.client.username);
+        } else {
+            let _ = writeln!(w, "   Then, {} tried to act on it, and every write was refused:", f.client.username);
+        }
         for a in &f.acted_on {
             let outcome = match (a.code, a.revision) {
                 (Some(c), Some(r)) if (200..300).contains(&c) => format!("{c}, revision {r}"),

@@ -45,6 +45,12 @@ pub struct Builtin {
 /// Every built-in controller, in alphabetical order.
 pub const BUILTINS: &[Builtin] = &[
     Builtin {
+        name: "database-operator",
+        description: "An example operator: runs each example.com Database custom resource as a StatefulSet and a \
+                      Service by server-side apply, holds it with a finalizer until its backup schedule is deleted.",
+        crate_name: "recon_plugin_database_operator",
+    },
+    Builtin {
         name: "deployment",
         description: "Rolls pod templates out through one ReplicaSet per template hash, within maxSurge and \
                       maxUnavailable (RollingUpdate) or all at once (Recreate).",
@@ -131,6 +137,7 @@ pub fn unknown_controller(name: &str) -> String {
 #[cfg(feature = "controllers")]
 pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
     let instance: Box<dyn Instance> = match name {
+        "database-operator" => Box::new(recon_plugin_database_operator::controller()),
         "deployment" => Box::new(recon_plugin_deployment::controller()),
         "garbage-collector" => Box::new(GarbageCollector::new()),
         "kubelet" => Box::new(Kubelet::new()),

@@ -76,6 +76,8 @@ impl<'t> Facts<'t> {
                         by: by.clone(),
                     });
                 }
+                // A bookmark concerns no object: it only moves the watch's revision.
+                Event::WatchDelivered { event_type: recon_abi::EventType::Bookmark, .. } => {}
                 Event::WatchDelivered { component, api_server, key, revision, .. } => {
                     if let Some(list) = slot(&mut seen, component, key) {
                         list.push(Delivery { time: e.time_ms, revision: *revision, api_server: api_server.clone() });

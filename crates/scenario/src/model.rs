@@ -48,6 +48,9 @@ pub struct Scenario {
     /// Latency of every network link.
     #[serde(default)]
     pub network: Network,
+    /// The store's history: how often it is compacted.
+    #[serde(default, skip_serializing_if = "Etcd::is_default")]
+    pub etcd: Etcd,
     /// The API servers, each with its own watch cache and faults. At least one.
     pub api_servers: Vec<ApiServer>,
     /// The nodes: each has a container runtime and a Node object.
@@ -267,15 +270,82 @@ pub struct WatchCache {
     /// 3s, the Kubernetes watch cache's block timeout.
     #[serde(default = "default_wait_timeout")]
     pub wait_timeout: Millis,
+    /// How often a watch that asked for bookmarks (`allowWatchBookmarks`)
+    /// is sent a BOOKMARK with the cache's revision. Default 1m, about as
+    /// often as the Kubernetes watch cache sends them. Must be positive.
+    #[serde(default = "default_bookmark_interval", skip_serializing_if = "is_default_bookmark_interval")]
+    pub bookmark_interval: Millis,
+    /// The most events the cache keeps for watches to resume from; a
+    /// watch from before the oldest kept event is answered 410 Gone.
+    /// Default 1024. Must be at least 1.
+    #[serde(default = "default_window_events", skip_serializing_if = "is_default_window_events")]
+    pub window_events: u64,
+    /// How long the cache keeps an event for watches to resume from (on
+    /// top of `windowEvents`); absent: events leave only when the window
+    /// is full.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_duration: Option<Millis>,
 }
 
 fn default_wait_timeout() -> Millis {
     Millis(3_000)
 }
 
+fn default_bookmark_interval() -> Millis {
+    Millis(60_000)
+}
+
+fn is_default_bookmark_interval(m: &Millis) -> bool {
+    *m == default_bookmark_interval()
+}
+
+fn default_window_events() -> u64 {
+    1024
+}
+
+fn is_default_window_events(n: &u64) -> bool {
+    *n == default_window_events()
+}
+
 impl Default for WatchCache {
     fn default() -> Self {
-        WatchCache { enabled: true, lag: Millis(0), wait_timeout: default_wait_timeout() }
+        WatchCache {
+            enabled: true,
+            lag: Millis(0),
+            wait_timeout: default_wait_timeout(),
+            bookmark_interval: default_bookmark_interval(),
+            window_events: default_window_events(),
+            window_duration: None,
+        }
+    }
+}
+
+/// The store (etcd) as the API servers keep it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Etcd {
+    /// How often the API servers compact etcd's history
+    /// (kube-apiserver's `--etcd-compaction-interval`): every interval,
+    /// up to the revision etcd had at the previous one. `0` never
+    /// compacts. Default 5m.
+    #[serde(default = "default_compaction_interval")]
+    pub compaction_interval: Millis,
+}
+
+fn default_compaction_interval() -> Millis {
+    Millis(300_000)
+}
+
+impl Default for Etcd {
+    fn default() -> Self {
+        Etcd { compaction_interval: default_compaction_interval() }
+    }
+}
+
+impl Etcd {
+    /// Whether it is the default (then a scenario written back leaves it out).
+    pub fn is_default(&self) -> bool {
+        *self == Etcd::default()
     }
 }
 
@@ -534,11 +604,17 @@ pub enum Check {
     /// end of the run that names only owners that no longer exist (by uid).
     /// Off by default, like convergence.
     OrphanedDependent,
+    /// A component never creates an object naming an owner (by uid) that
+    /// is already gone or being deleted: a create decided on a view that
+    /// had not seen the owner's deletion (an operator that relists from a
+    /// stale cache and brings back the children of a deleted custom
+    /// resource). Judged against the store when the create commits.
+    DependentOfDeletedOwner,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 8] = [
+    pub const ALL: [Check; 9] = [
         Check::PodIdentity,
         Check::StatefulSetOrdinals,
         Check::TimeTravel,
@@ -547,6 +623,7 @@ impl Check {
         Check::StuckDeleting,
         Check::DeletedLiveDependent,
         Check::OrphanedDependent,
+        Check::DependentOfDeletedOwner,
     ];
 
     /// The checks a scenario runs when it does not say: every safety check.
@@ -571,6 +648,7 @@ impl fmt::Display for Check {
             Check::StuckDeleting => "stuck deleting",
             Check::DeletedLiveDependent => "deleted a live dependent",
             Check::OrphanedDependent => "orphaned dependent",
+            Check::DependentOfDeletedOwner => "dependent of a deleted owner",
         })
     }
 }

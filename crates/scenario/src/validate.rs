@@ -130,6 +130,7 @@ impl<'a> Validator<'a> {
             self.report("apiServers".into(), "a scenario needs at least one API server".into());
         }
         for (i, server) in s.api_servers.iter().enumerate() {
+            self.watch_cache(&format!("apiServers[{i}].watchCache"), &server.watch_cache);
             for (j, window) in server.partitions.iter().enumerate() {
                 if let Some(until) = window.until.filter(|&until| until <= window.from) {
                     self.report(
@@ -156,6 +157,20 @@ impl<'a> Validator<'a> {
             if let Some(election) = &component.leader_election {
                 self.leader_election(&format!("components[{i}].leaderElection"), election);
             }
+        }
+    }
+
+    /// Bookmarks need time between them and the event window room for one
+    /// event, or a watch could never resume.
+    fn watch_cache(&mut self, path: &str, cache: &crate::WatchCache) {
+        if cache.bookmark_interval.0 == 0 {
+            self.report(format!("{path}.bookmarkInterval"), "bookmarkInterval must be at least 1ms".into());
+        }
+        if cache.window_events == 0 {
+            self.report(format!("{path}.windowEvents"), "windowEvents must be at least 1".into());
+        }
+        if cache.window_duration.is_some_and(|d| d.0 == 0) {
+            self.report(format!("{path}.windowDuration"), "windowDuration must be at least 1ms".into());
         }
     }
 

@@ -180,7 +180,7 @@ checks:
     assert_eq!((d.line, d.column), (4, 26));
     assert_eq!(
         d.message,
-        "unknown variant `split`, expected one of podIdentity, statefulSetOrdinals, timeTravel, replicaCount, convergence, stuckDeleting"
+        "unknown variant `split`, expected one of podIdentity, statefulSetOrdinals, timeTravel, replicaCount, convergence, stuckDeleting, deletedLiveDependent, orphanedDependent, dependentOfDeletedOwner"
     );
 }
 

@@ -24,6 +24,10 @@ pub const RETRY_AFTER_MS: u64 = 1_000;
 /// - after any other failure, until [`RETRY_AFTER_MS`] have passed (or the
 ///   cache moves): the controller should requeue and try again.
 ///
+/// An update or patch that changed nothing (its result is the object at the
+/// version the write was based on, as for a server-side apply of what is
+/// already there) settles with its result: no watch event will follow it.
+///
 /// This is the per-object form of client-go's "expectations". The host must
 /// deliver exactly one result per write for an entry to leave the first
 /// state; a fresh instance after a restart starts with no entries. Call
@@ -133,6 +137,15 @@ impl InFlight {
             None => State::AwaitChange,
         };
         let answered = Answered { wake: entry.wake.clone(), retry_after_ms };
+        let rewrite = matches!(result.verb, Verb::Update | Verb::UpdateStatus | Verb::Patch | Verb::PatchStatus);
+        if let Outcome::Ok(Some(object)) = &result.outcome
+            && rewrite
+            && version(Some(object)) == entry.basis
+        {
+            // Nothing changed, so nothing will show in the cache.
+            self.entries.remove(&result.key);
+            return Some(answered);
+        }
         self.settle(&result.key, current, now_ms);
         Some(answered)
     }
@@ -221,6 +234,20 @@ mod tests {
         assert!(in_flight.blocks(&p.key(), None, 0));
         in_flight.settle(&p.key(), Some(&p), 0);
         assert!(in_flight.is_empty());
+    }
+
+    #[test]
+    fn a_patch_that_changed_nothing_settles_with_its_result() {
+        let mut in_flight = InFlight::new();
+        let p = pod("default", "a", "u", "5");
+        in_flight.record(Verb::Patch, p.key(), Some(&p), p.key());
+        assert!(in_flight.on_result(&succeeded(Verb::Patch, &p), Some(&p), 0).is_some());
+        assert!(!in_flight.blocks(&p.key(), Some(&p), 0), "no watch event will come for it");
+        // One that changed the object still waits for the cache to show it.
+        in_flight.record(Verb::Patch, p.key(), Some(&p), p.key());
+        let patched = pod("default", "a", "u", "6");
+        in_flight.on_result(&succeeded(Verb::Patch, &patched), Some(&p), 0);
+        assert!(in_flight.blocks(&p.key(), Some(&p), 0));
     }
 
     #[test]

@@ -66,6 +66,9 @@ pub struct WatchRequest {
     pub resource_version: Option<String>,
     /// `sendInitialEvents` (watch-list, KEP-3157).
     pub send_initial_events: bool,
+    /// `allowWatchBookmarks`: the client accepts periodic BOOKMARK events
+    /// (`watchCache.bookmarkInterval`). Not part of the request's text.
+    pub allow_watch_bookmarks: bool,
 }
 
 /// Anything a client can ask an API server.
@@ -383,6 +386,7 @@ mod tests {
                 selection: Selection::default(),
                 resource_version: rv.map(Into::into),
                 send_initial_events: initial,
+                allow_watch_bookmarks: false,
             })
         };
         assert_eq!(watch(None, false), Ok(WatchStart::InitialState { plan: ReadPlan::MostRecent, bookmark: false }));

@@ -14,7 +14,7 @@ use recon_scenario::Kinds;
 
 use crate::admission::{Admitted, admit, not_served, status_of, too_large};
 use crate::api::{ReadPlan, Request, WatchStart, continue_token, plan_get, plan_list, plan_watch};
-use crate::cache::{Filter, WatchCache};
+use crate::cache::{CachedEvent, Filter, WatchCache};
 use crate::engine::Engine;
 use crate::ids::{ComponentId, ServerId};
 use crate::message::{Client, ReadTarget, Reply, Scheduled, Served, StoreOp, StoreOpKind, client_component};
@@ -28,6 +28,14 @@ pub(crate) struct Watcher {
     filter: Filter,
     /// Events up to this revision have been sent.
     sent: u64,
+}
+
+/// The BOOKMARK a watch of `kind` is sent at `revision`: no object, only
+/// the revision it has been brought up to.
+fn bookmark_event(kind: &str, revision: u64) -> WatchEvent {
+    let mut object = Object { kind: kind.to_string(), ..Default::default() };
+    object.metadata.resource_version = revision.to_string();
+    WatchEvent { event_type: EventType::Bookmark, object }
 }
 
 /// A read waiting for the cache to reach a revision.
@@ -57,6 +65,8 @@ struct OpenWatch {
     initial: Option<Served>,
     /// Whether an initial-events-end bookmark follows it.
     bookmark: bool,
+    /// Whether the client asked for periodic bookmarks (`allowWatchBookmarks`).
+    allow_bookmarks: bool,
 }
 
 /// A write the store committed, not yet answered.
@@ -102,12 +112,17 @@ impl ApiServer {
         max_object_bytes: u64,
         rng: Rng,
     ) -> ApiServer {
+        let window = &config.watch_cache;
+        let cache = WatchCache::new(
+            usize::try_from(window.window_events).unwrap_or(usize::MAX),
+            window.window_duration.map(|d| d.0),
+        );
         ApiServer {
             id,
             config,
             max_object_bytes,
             kinds,
-            cache: WatchCache::default(),
+            cache,
             watchers: BTreeMap::new(),
             waits: BTreeMap::new(),
             next_id: 0,
@@ -238,13 +253,20 @@ impl ApiServer {
                     Ok(f) => f,
                     Err(e) => return self.fail(engine, client, Status::new(StatusReason::BadRequest, e), &text, 0),
                 };
+                let allow_bookmarks = r.allow_watch_bookmarks;
                 match plan_watch(&r) {
-                    Ok(WatchStart::After(rv)) => {
-                        let open = OpenWatch { filter, after: rv, initial: None, bookmark: false };
+                    Ok(WatchStart::After(after)) if !cache_enabled => {
+                        // Without a watch cache the watch is etcd's, and so is
+                        // the history it resumes from (its compaction included).
+                        let kind = StoreOpKind::Watch { filter, after, allow_bookmarks, request: text.clone() };
+                        return self.send_to_store(engine, client, kind, cause, &text);
+                    }
+                    Ok(WatchStart::After(after)) => {
+                        let open = OpenWatch { filter, after, initial: None, bookmark: false, allow_bookmarks };
                         return self.open_watch(engine, client, open, &text, 0);
                     }
                     Ok(WatchStart::InitialState { plan, bookmark }) => {
-                        (ReadTarget::Watch { filter, bookmark, request: text.clone() }, plan)
+                        (ReadTarget::Watch { filter, bookmark, allow_bookmarks, request: text.clone() }, plan)
                     }
                     Err(status) => return self.fail(engine, client, status, &text, 0),
                 }
@@ -401,10 +423,16 @@ impl ApiServer {
         let entry = self.record_read(engine, &client, target, &objects, revision, from);
         let served = Served { objects, revision, from, continue_token, entry };
         match target {
-            ReadTarget::Watch { filter, bookmark, request } => {
+            ReadTarget::Watch { filter, bookmark, allow_bookmarks, request } => {
                 let filter = filter.clone();
                 let request = request.clone();
-                let open = OpenWatch { filter, after: revision, initial: Some(served), bookmark: *bookmark };
+                let open = OpenWatch {
+                    filter,
+                    after: revision,
+                    initial: Some(served),
+                    bookmark: *bookmark,
+                    allow_bookmarks: *allow_bookmarks,
+                };
                 self.open_watch(engine, client, open, &request, delay)
             }
             _ => self.reply(engine, client, Reply::Read(served), delay),
@@ -412,28 +440,69 @@ impl ApiServer {
     }
 
     /// Registers a watcher that has been sent everything up to `after`, and
-    /// sends it the events after that which the cache (or store) still has.
+    /// sends it the events after that which the cache's window (or, with
+    /// the cache off, etcd's history) still has; 410 Gone if some are gone.
     fn open_watch(&mut self, engine: &mut Engine, client: Client, open: OpenWatch, request: &str, delay: u64) {
-        let OpenWatch { filter, after, initial, bookmark } = open;
-        let cache = &self.cache;
-        let backlog: Option<Vec<(WatchEvent, EntryId)>> = cache
-            .events_after(after)
-            .map(|events| events.filter_map(|e| filter.view(e).map(|w| (w, e.entry))).collect());
-        let Some(backlog) = backlog else {
-            let status = Status::new(
-                StatusReason::Gone,
-                format!("too old resource version: {after} (oldest available {})", cache.oldest_resumable()),
-            );
-            return self.fail(engine, client, status, request, delay);
+        let OpenWatch { filter, after, initial, bookmark, allow_bookmarks } = open;
+        let from_cache = self.config.watch_cache.enabled;
+        let backlog =
+            if from_cache { self.cache_backlog(engine, &filter, after) } else { etcd_backlog(engine, &filter, after) };
+        let backlog = match backlog {
+            Ok(backlog) => backlog,
+            Err(status) => return self.fail(engine, client, status, request, delay),
         };
         let s = &mut *self;
         let id = s.next_id();
-        let sent = after.max(s.cache.revision);
+        // An etcd watch has been sent what etcd has; a cache watch what the
+        // cache has. Later events come from this server's stream from etcd.
+        let current = if from_cache { s.cache.revision } else { engine.store.revision() };
+        let sent = after.max(current);
         s.watchers.insert(id, Watcher { client: client.clone(), filter, sent });
         self.reply(engine, client.clone(), Reply::WatchOpened { watcher: id, initial, bookmark }, delay);
         if !backlog.is_empty() {
             self.reply(engine, client, Reply::Events { watcher: id, events: backlog }, delay);
         }
+        // Only the watch cache sends periodic bookmarks; etcd's watch does not.
+        if allow_bookmarks && from_cache {
+            let at = engine.now + delay + self.config.watch_cache.bookmark_interval.0.max(1);
+            engine.schedule(at, Scheduled::Bookmark { server: self.id, watcher: id });
+        }
+    }
+
+    /// The events after `after` in the cache's window, as the watch sees them.
+    fn cache_backlog(
+        &mut self,
+        engine: &Engine,
+        filter: &Filter,
+        after: u64,
+    ) -> Result<Vec<(WatchEvent, EntryId)>, Status> {
+        self.cache.expire(engine.now);
+        let cache = &self.cache;
+        cache
+            .events_after(after)
+            .map(|events| events.filter_map(|e| filter.view(e).map(|w| (w, e.entry))).collect())
+            .ok_or_else(|| {
+                Status::new(
+                    StatusReason::Gone,
+                    format!("too old resource version: {after} (oldest available {})", cache.oldest_resumable()),
+                )
+            })
+    }
+
+    /// A watch that asked for bookmarks is due one: it is sent a BOOKMARK
+    /// at the cache's revision (if it has caught up with the watch's
+    /// start), and the next one is scheduled an interval later.
+    pub(crate) fn on_bookmark_due(&mut self, engine: &mut Engine, watcher: u64) {
+        let Some(w) = self.watchers.get(&watcher) else { return }; // closed since
+        let revision = self.cache.revision;
+        let due = self.cache.revision_entry.filter(|_| revision >= w.sent);
+        let (client, kind) = (w.client.clone(), w.filter.kind.clone());
+        if let Some(entry) = due {
+            let events = vec![(bookmark_event(&kind, revision), entry)];
+            self.reply(engine, client, Reply::Events { watcher, events }, 0);
+        }
+        let at = engine.now + self.config.watch_cache.bookmark_interval.0.max(1);
+        engine.schedule(at, Scheduled::Bookmark { server: self.id, watcher });
     }
 
     /// Closes every watch (and pending read) a component has open here.
@@ -475,6 +544,10 @@ impl ApiServer {
     fn store_read(&mut self, engine: &mut Engine, client: Client, kind: StoreOpKind, back: u64) {
         match kind {
             StoreOpKind::Write(_) => unreachable!("writes go to store_write"),
+            StoreOpKind::Watch { filter, after, allow_bookmarks, request } => {
+                let open = OpenWatch { filter, after, initial: None, bookmark: false, allow_bookmarks };
+                self.open_watch(engine, client, open, &request, back);
+            }
             StoreOpKind::CurrentRevision { target } => {
                 let revision = engine.store.revision();
                 // The answer needs one hop back before the wait can start.
@@ -647,7 +720,7 @@ impl ApiServer {
             cause.into_iter().collect(),
         );
         let s = &mut *self;
-        let applied = s.cache.apply(event, entry).expect("revision checked above").clone();
+        let applied = s.cache.apply_at(event, entry, engine.now).expect("revision checked above").clone();
         let mut deliveries = Vec::new();
         for (id, w) in s.watchers.iter_mut() {
             if applied.revision <= w.sent {
@@ -706,6 +779,39 @@ impl ApiServer {
             }
         }
     }
+}
+
+/// The events after `after` in etcd's history, as a watch with `filter`
+/// sees them (each with its store write's trace entry); 410 Gone if etcd
+/// has compacted some of them, nothing yet for a revision etcd has not
+/// reached (the watch waits for it).
+fn etcd_backlog(engine: &Engine, filter: &Filter, after: u64) -> Result<Vec<(WatchEvent, EntryId)>, Status> {
+    let events = match engine.store.events_since(after) {
+        Ok(events) => events,
+        Err(StoreError::FutureRevision { .. }) => return Ok(Vec::new()),
+        Err(StoreError::Compacted { compacted, .. }) => {
+            return Err(Status::new(
+                StatusReason::Gone,
+                format!("too old resource version: {after} (etcd has compacted its history up to {compacted})"),
+            ));
+        }
+        Err(e) => return Err(status_of(e)),
+    };
+    Ok(events
+        .iter()
+        .filter_map(|e| {
+            let entry = *engine.store_entries.get(&e.revision)?;
+            let event = CachedEvent {
+                revision: e.revision,
+                object: e.value.clone(),
+                prev: e.prev.clone(),
+                deleted: e.kind == recon_store::EventKind::Delete,
+                entry,
+                applied_ms: e.time_ms,
+            };
+            filter.view(&event).map(|w| (w, entry))
+        })
+        .collect())
 }
 
 /// A write's verb, object and, for a patch, how it was asked for: its field

@@ -10,7 +10,8 @@ use recon_store::StoreEvent;
 
 use recon_trace::EntryId;
 
-/// Events kept for resuming watches, like the apiserver's default cache size.
+/// Events kept for resuming watches unless the scenario says otherwise
+/// (`watchCache.windowEvents`).
 pub const WINDOW_CAPACITY: usize = 1024;
 
 /// A parsed selection, matched against objects.
@@ -76,10 +77,12 @@ pub struct CachedEvent {
     pub deleted: bool,
     /// The trace entry of the cache applying it.
     pub entry: EntryId,
+    /// When the cache applied it (for a window bounded in time).
+    pub applied_ms: u64,
 }
 
 /// The watch cache.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct WatchCache {
     /// The store revision the cache reflects.
     pub revision: u64,
@@ -89,12 +92,43 @@ pub struct WatchCache {
     window: VecDeque<CachedEvent>,
     /// Events after this revision are all in the window.
     window_start: u64,
+    /// The most events the window holds.
+    capacity: usize,
+    /// How long an event stays in the window, if that is bounded.
+    max_age_ms: Option<u64>,
+}
+
+impl Default for WatchCache {
+    fn default() -> Self {
+        WatchCache::new(WINDOW_CAPACITY, None)
+    }
 }
 
 impl WatchCache {
-    /// Applies the next store event. Returns false (and changes nothing) if
-    /// the event is not the next revision, e.g. a duplicate after a resync.
+    /// An empty cache whose window holds at most `capacity` events (at
+    /// least one), each for at most `max_age_ms` if given.
+    pub fn new(capacity: usize, max_age_ms: Option<u64>) -> WatchCache {
+        WatchCache {
+            revision: 0,
+            revision_entry: None,
+            objects: BTreeMap::new(),
+            window: VecDeque::new(),
+            window_start: 0,
+            capacity: capacity.max(1),
+            max_age_ms,
+        }
+    }
+
+    /// Applies the next store event at the time the store committed it.
+    /// Returns `None` (and changes nothing) if the event is not the next
+    /// revision, e.g. a duplicate after a resync.
     pub fn apply(&mut self, ev: &StoreEvent, entry: EntryId) -> Option<&CachedEvent> {
+        self.apply_at(ev, entry, ev.time_ms)
+    }
+
+    /// Applies the next store event at time `now` (what a window bounded
+    /// in time counts from), as [`WatchCache::apply`].
+    pub fn apply_at(&mut self, ev: &StoreEvent, entry: EntryId, now: u64) -> Option<&CachedEvent> {
         if ev.revision != self.revision + 1 {
             return None;
         }
@@ -106,8 +140,8 @@ impl WatchCache {
         }
         self.revision = ev.revision;
         self.revision_entry = Some(entry);
-        if self.window.len() == WINDOW_CAPACITY {
-            let old = self.window.pop_front().expect("window is full");
+        if self.window.len() >= self.capacity {
+            let old = self.window.pop_front().expect("the window is full, so not empty");
             self.window_start = old.revision;
         }
         self.window.push_back(CachedEvent {
@@ -116,8 +150,21 @@ impl WatchCache {
             prev: ev.prev.clone(),
             deleted,
             entry,
+            applied_ms: now,
         });
+        self.expire(now);
         self.window.back()
+    }
+
+    /// Drops the events that have been in the window longer than its
+    /// duration allows (never the newest: a watch at the cache's revision
+    /// can always resume).
+    pub fn expire(&mut self, now: u64) {
+        let Some(max_age) = self.max_age_ms else { return };
+        while self.window.len() > 1 && self.window.front().is_some_and(|e| now.saturating_sub(e.applied_ms) > max_age) {
+            let old = self.window.pop_front().expect("checked above");
+            self.window_start = old.revision;
+        }
     }
 
     /// Replaces the whole state (a relist from the store); the event window

@@ -561,6 +561,9 @@ impl Component {
             EventType::Deleted => {
                 view.remove(&event.object.key());
             }
+            // No object changes; the revision above is what it is for: a
+            // watch restarted after it resumes from there, not from older
+            // history the window may have lost (no 410 and relist).
             EventType::Bookmark => {}
         }
         self.deliver(env, InputEvent::Watch { watch: w, event }, Some(entry));

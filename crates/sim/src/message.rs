@@ -14,20 +14,67 @@ use crate::network::Endpoint;
 /// Something scheduled to happen at a virtual time, for the actor it names.
 pub(crate) enum Scheduled {
     Script(usize),
-    PartitionEdge { server: ServerId, started: bool },
-    CacheFeed { server: ServerId, revision: u64 },
-    CacheResync { server: ServerId },
-    Request { server: ServerId, client: Client, request: Request, cause: Option<EntryId> },
+    PartitionEdge {
+        server: ServerId,
+        started: bool,
+    },
+    CacheFeed {
+        server: ServerId,
+        revision: u64,
+    },
+    CacheResync {
+        server: ServerId,
+    },
+    Request {
+        server: ServerId,
+        client: Client,
+        request: Request,
+        cause: Option<EntryId>,
+    },
     StoreOp(StoreOp),
     StoreTimeout(StoreOp, String),
-    WaitDeadline { server: ServerId, wait: u64 },
-    Reply { server: ServerId, client: Client, reply: Reply },
-    Wake { component: ComponentId, epoch: u64 },
-    Timer { component: ComponentId, epoch: u64, key: String },
-    Retry { component: ComponentId, epoch: u64, watch: usize },
-    Restart { component: ComponentId, epoch: u64, cause: EntryId },
-    ElectionTick { component: ComponentId, epoch: u64 },
-    FirstStart { component: ComponentId },
+    WaitDeadline {
+        server: ServerId,
+        wait: u64,
+    },
+    /// A watch that asked for bookmarks is due one.
+    Bookmark {
+        server: ServerId,
+        watcher: u64,
+    },
+    /// The API servers' periodic compaction of etcd (`etcd.compactionInterval`).
+    Compaction,
+    Reply {
+        server: ServerId,
+        client: Client,
+        reply: Reply,
+    },
+    Wake {
+        component: ComponentId,
+        epoch: u64,
+    },
+    Timer {
+        component: ComponentId,
+        epoch: u64,
+        key: String,
+    },
+    Retry {
+        component: ComponentId,
+        epoch: u64,
+        watch: usize,
+    },
+    Restart {
+        component: ComponentId,
+        epoch: u64,
+        cause: EntryId,
+    },
+    ElectionTick {
+        component: ComponentId,
+        epoch: u64,
+    },
+    FirstStart {
+        component: ComponentId,
+    },
 }
 
 /// Who sent a request, so the reply finds its way back.
@@ -143,9 +190,23 @@ pub enum Reply {
 /// What a pending read is waiting to serve.
 #[derive(Clone, Debug)]
 pub(crate) enum ReadTarget {
-    List { filter: Filter, limit: Option<usize>, request: String },
-    Get { key: String, request: String },
-    Watch { filter: Filter, bookmark: bool, request: String },
+    List {
+        filter: Filter,
+        limit: Option<usize>,
+        request: String,
+    },
+    Get {
+        key: String,
+        request: String,
+    },
+    /// `bookmark`: end the initial state with an initial-events-end
+    /// bookmark; `allow_bookmarks`: send periodic bookmarks afterwards.
+    Watch {
+        filter: Filter,
+        bookmark: bool,
+        allow_bookmarks: bool,
+        request: String,
+    },
 }
 
 impl ReadTarget {
@@ -183,6 +244,14 @@ pub(crate) enum StoreOpKind {
     /// KEP-2340: learn the store's revision, then wait for the cache to reach it.
     CurrentRevision {
         target: ReadTarget,
+    },
+    /// A watch served by etcd (the watch cache is off): it streams the
+    /// events after `after`, or fails 410 Gone if etcd has compacted them.
+    Watch {
+        filter: Filter,
+        after: u64,
+        allow_bookmarks: bool,
+        request: String,
     },
     Write(Action),
 }

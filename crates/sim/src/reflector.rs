@@ -80,6 +80,7 @@ impl Reflector {
                     selection: self.selection.clone(),
                     resource_version: None,
                     send_initial_events: true,
+                    allow_watch_bookmarks: true,
                 }),
             },
             Some(_) if self.must_relist => list(None),
@@ -94,6 +95,7 @@ impl Reflector {
             selection: self.selection.clone(),
             resource_version: Some(self.revision().to_string()),
             send_initial_events: false,
+            allow_watch_bookmarks: true,
         })
     }
 

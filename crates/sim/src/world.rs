@@ -47,6 +47,9 @@ pub struct Sim {
     ended: bool,
     /// Whether the run stopped at a limit before its end.
     halted: bool,
+    /// etcd's revision at the last periodic compaction tick: the next tick
+    /// compacts up to it (`None` before the first tick).
+    compaction_mark: Option<u64>,
 }
 
 impl Sim {
@@ -93,6 +96,7 @@ impl Sim {
             bootstrap_rng: Rng::derive(seed, "bootstrap"),
             ended: false,
             halted: false,
+            compaction_mark: None,
         };
         sim.bootstrap()?;
         for (i, c) in scenario.components.iter().enumerate() {
@@ -105,6 +109,10 @@ impl Sim {
         }
         for (i, step) in scenario.script.iter().enumerate() {
             sim.engine.schedule(step.at.0, Scheduled::Script(i));
+        }
+        let compaction = scenario.etcd.compaction_interval.0;
+        if compaction > 0 {
+            sim.engine.schedule(compaction, Scheduled::Compaction);
         }
         for (s, cfg) in scenario.api_servers.iter().enumerate() {
             for w in &cfg.partitions {
@@ -284,6 +292,10 @@ impl Sim {
             Scheduled::WaitDeadline { server, wait } => {
                 self.servers[server.index()].on_wait_deadline(&mut self.engine, wait)
             }
+            Scheduled::Bookmark { server, watcher } => {
+                self.servers[server.index()].on_bookmark_due(&mut self.engine, watcher)
+            }
+            Scheduled::Compaction => self.periodic_compaction(),
             Scheduled::Reply { server, client, reply } => self.on_reply(server, client, reply),
             Scheduled::Wake { component, epoch } => self.with_component(component, |c, env| c.wake(env, epoch)),
             Scheduled::Timer { component, epoch, key } => {
@@ -375,12 +387,34 @@ impl Sim {
     }
 }
 
-/// The Node object for a scenario node.
+impl Sim {
+    /// kube-apiserver's compactor (`--etcd-compaction-interval`): every
+    /// interval it compacts etcd up to the revision etcd had at the
+    /// previous tick, so about one interval of history stays readable.
+    fn periodic_compaction(&mut self) {
+        let current = self.engine.store.revision();
+        if let Some(mark) = self.compaction_mark.replace(current)
+            && mark > self.engine.store.compacted()
+        {
+            self.engine.store.compact(mark);
+            let entry = self.engine.store_entries.get(&mark).copied();
+            self.engine.record(
+                self.engine.lanes.store,
+                Event::Compaction { revision: mark },
+                entry.into_iter().collect(),
+            );
+        }
+        let interval = self.scenario.etcd.compaction_interval.0;
+        self.engine.schedule(self.engine.now + interval, Scheduled::Compaction);
+    }
+}
+
 /// The components that run the built-in garbage collector.
 fn collectors(scenario: &Scenario) -> Vec<String> {
     scenario.components.iter().filter(|c| c.controller == "garbage-collector").map(|c| c.name.clone()).collect()
 }
 
+/// The Node object for a scenario node.
 fn node_object(n: &recon_scenario::Node) -> Object {
     Object {
         api_version: "v1".into(),

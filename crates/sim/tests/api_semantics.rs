@@ -297,8 +297,12 @@ fn a_healed_partition_lets_the_cache_catch_up() {
 fn a_watch_list_waits_for_the_cache_even_without_consistent_reads_from_cache() {
     let mut sim = cluster("    watchCache: { lag: 400ms }");
     sim.run_until(320);
-    let watch_list =
-        Request::Watch(WatchRequest { selection: pods(), resource_version: None, send_initial_events: true });
+    let watch_list = Request::Watch(WatchRequest {
+        selection: pods(),
+        resource_version: None,
+        send_initial_events: true,
+        allow_watch_bookmarks: false,
+    });
     let id = sim.request("apiserver-2", watch_list).unwrap();
     sim.run_until(600);
     assert!(sim.responses(id).is_empty(), "waiting for the cache, not reading etcd");
@@ -318,6 +322,7 @@ fn watch_cache_lag_delays_watch_events() {
         selection: pods(),
         resource_version: Some("0".into()),
         send_initial_events: false,
+        allow_watch_bookmarks: false,
     });
     sim.run_until(10);
     let id = sim.request("apiserver-2", watch).unwrap();
@@ -356,6 +361,7 @@ script:
         selection: pods(),
         resource_version: Some("1".into()),
         send_initial_events: false,
+        allow_watch_bookmarks: false,
     });
     let replies = ask(&mut sim, 2_000, "apiserver-2", watch, 2_100);
     assert_eq!(failed(&replies[0]), StatusReason::Gone);

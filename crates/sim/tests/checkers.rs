@@ -579,6 +579,7 @@ fn every_check_has_a_hand_built_history_that_makes_it_fire() {
             Check::StuckDeleting => deletion_history("example.com/cleanup", "5s").len(),
             Check::DeletedLiveDependent => library_violations("gc-stale-view", check),
             Check::OrphanedDependent => orphan_history(check),
+            Check::DependentOfDeletedOwner => library_violations("database-operator-stale-cache", check),
             #[allow(unreachable_patterns, reason = "checks added later must get a history here")]
             _ => panic!("no hand-built history makes the {check} check fire: add one to this file"),
         };

@@ -76,8 +76,13 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
                 steps.extend(container_origin(trace, started, true));
             }
         }
-        Check::ReplicaCount | Check::DeletedLiveDependent => {
-            // causes: [the store write that over- or undershot]
+        Check::ReplicaCount | Check::DeletedLiveDependent | Check::DependentOfDeletedOwner => {
+            // causes: [the store write that over- or undershot, or that
+            // deleted or created the dependent; for a dependent of a deleted
+            // owner, then the write that began the owner's deletion]
+            if let Some(deletion) = v.causes.get(1).and_then(|id| trace.get(*id)) {
+                steps.push(step(deletion));
+            }
             if let Some(write) = v.causes.first().and_then(|id| trace.get(*id)) {
                 if let Some(reconcile) = write.causes.first().and_then(|id| trace.get(*id)) {
                     steps.extend(decision_origin(trace, reconcile));

@@ -75,6 +75,12 @@ pub fn describe(e: &Entry) -> String {
         Event::RequestFailed { component, api_server, request, status } => {
             format!("{api_server} failed {component}'s {request}: {}", status.message)
         }
+        Event::WatchDelivered { component, event_type: recon_abi::EventType::Bookmark, key, revision, .. } => {
+            format!(
+                "{component} sees a BOOKMARK on its watch of {}s: nothing it watches changed up to revision {revision}",
+                key.kind
+            )
+        }
         Event::WatchDelivered { component, event_type, key, uid, revision, .. } => {
             format!("{component} sees {event_type} {key} (uid {}) at revision {revision}", short_uid(uid))
         }

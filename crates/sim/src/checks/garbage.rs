@@ -1,21 +1,23 @@
 //! Garbage collection: a collector's delete must not take a dependent
 //! whose owner exists (safety, judged at the commit against the store),
 //! and, when a collector runs, no dependent may be left naming only owners
-//! that are gone (liveness, at the end of the run).
+//! that are gone (liveness, at the end of the run). The other side of
+//! ownership: a controller must not create a dependent for an owner that
+//! is already gone or being deleted (safety, at the commit).
 //!
 //! Owners are matched by uid: an owner deleted and re-created with the same
 //! name is a different owner. A delete decided on a stale view is explained
 //! with that view — the store at the revision the collector had observed
 //! when it decided — so the finding names the owner it believed gone.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use recon_abi::{Object, ObjectKey, OwnerReference, is_cluster_scoped};
 use recon_scenario::Check;
 use recon_store::{EventKind, Store};
 use recon_trace::{EntryId, Event, text::short_uid};
 
-use super::{Commit, Finding, Observer, Truth};
+use super::{Commit, Finding, Observation, Observer, Truth};
 
 /// The key an owner reference of `dependent` names.
 fn owner_key(dependent: &Object, owner: &OwnerReference) -> ObjectKey {
@@ -28,6 +30,17 @@ fn owner_key(dependent: &Object, owner: &OwnerReference) -> ObjectKey {
 fn owner_at(store: &Store, dependent: &Object, owner: &OwnerReference, at: Option<u64>) -> Option<Object> {
     let kv = store.get(&owner_key(dependent, owner), at).ok().flatten()?;
     (kv.value.metadata.uid == owner.uid).then_some(kv.value)
+}
+
+/// The revision the writer had observed when it decided: the view of the
+/// reconcile that sent the write.
+fn view_of(truth: &Truth<'_>, write: EntryId) -> Option<u64> {
+    let write = truth.trace.get(write)?;
+    let reconcile = truth.trace.get(*write.causes.first()?)?;
+    match reconcile.event {
+        Event::Reconcile { view_revision, .. } => Some(view_revision),
+        _ => None,
+    }
 }
 
 fn describe_owner(owner: &OwnerReference) -> String {
@@ -43,17 +56,6 @@ impl DeletedLiveDependent {
     /// Judges the deletes of these components.
     pub fn new(collectors: &[String]) -> DeletedLiveDependent {
         DeletedLiveDependent { collectors: collectors.iter().cloned().collect() }
-    }
-
-    /// The revision the writer had observed when it decided: the view of
-    /// the reconcile that sent the write.
-    fn view_of(truth: &Truth<'_>, write: EntryId) -> Option<u64> {
-        let write = truth.trace.get(write)?;
-        let reconcile = truth.trace.get(*write.causes.first()?)?;
-        match reconcile.event {
-            Event::Reconcile { view_revision, .. } => Some(view_revision),
-            _ => None,
-        }
     }
 
     /// What the collector believed, in words: the dependent and owner it
@@ -103,7 +105,7 @@ impl Observer for DeletedLiveDependent {
             .iter()
             .find(|o| owner_at(truth.store, dependent, o, None).is_some_and(|owner| !owner.is_terminating()));
         let Some(live) = live else { return Vec::new() };
-        let belief = Self::view_of(truth, commit.entry)
+        let belief = view_of(truth, commit.entry)
             .map(|view| format!("; {}", Self::belief(truth, dependent, view)))
             .unwrap_or_default();
         let message = format!(
@@ -159,6 +161,87 @@ impl Observer for OrphanedDependent {
                     names.join(", ")
                 ),
                 causes,
+                component: None,
+            });
+        }
+        findings
+    }
+}
+
+/// Objects a component creates naming an owner (by uid) that is already
+/// gone or being deleted: a create decided on a view that had not seen the
+/// owner's deletion. With the owner gone the garbage collector removes the
+/// object again, but what the controller did for it outside the cluster,
+/// or beyond the reach of owner references, stays.
+#[derive(Default)]
+pub(super) struct DependentOfDeletedOwner {
+    /// The highest revision each component has observed, across restarts.
+    observed: BTreeMap<String, u64>,
+}
+
+impl DependentOfDeletedOwner {
+    /// The write that began the deletion of the owner with `uid` (marked
+    /// or removed), with its revision.
+    fn deletion_of(truth: &Truth<'_>, uid: &str) -> Option<(EntryId, u64)> {
+        truth.trace.entries.iter().find_map(|e| match &e.event {
+            Event::StoreWrite { uid: u, revision, removed, terminating, .. }
+                if u == uid && (*removed || *terminating) =>
+            {
+                Some((e.id, *revision))
+            }
+            _ => None,
+        })
+    }
+}
+
+impl Observer for DependentOfDeletedOwner {
+    fn observed(&mut self, _truth: &Truth<'_>, o: &Observation<'_>) -> Vec<Finding> {
+        let seen = self.observed.entry(o.name.to_owned()).or_default();
+        *seen = (*seen).max(o.revision);
+        Vec::new()
+    }
+
+    fn committed(&mut self, truth: &Truth<'_>, commit: &Commit<'_>) -> Vec<Finding> {
+        let Some(writer) = commit.writer else { return Vec::new() };
+        let event = commit.event;
+        if event.kind != EventKind::Put || event.prev.is_some() {
+            return Vec::new();
+        }
+        let created = &event.value;
+        let mut findings = Vec::new();
+        for owner in &created.metadata.owner_references {
+            let now = owner_at(truth.store, created, owner, None);
+            if now.as_ref().is_some_and(|o| !o.is_terminating()) {
+                continue;
+            }
+            let Some((deletion, deleted_at)) = Self::deletion_of(truth, &owner.uid) else { continue };
+            let state = match now {
+                Some(_) => format!("which has been being deleted since revision {deleted_at}"),
+                None => format!("whose deletion began at revision {deleted_at} and which is gone"),
+            };
+            let mut message = format!(
+                "{writer} created {} (uid {}) naming owner {}, {state}",
+                created.key(),
+                short_uid(&created.metadata.uid),
+                describe_owner(owner),
+            );
+            if let Some(view) = view_of(truth, commit.entry) {
+                let behind = truth.store.revision().saturating_sub(view);
+                let live_then = owner_at(truth.store, created, owner, Some(view)).is_some_and(|o| !o.is_terminating());
+                let seen = if live_then { "the owner was still live" } else { "the owner was not live either" };
+                message += &format!("; in its view (revision {view}, {behind} revisions behind the store) {seen}");
+                let had_seen = self.observed.get(writer).copied().unwrap_or(0);
+                if view < deleted_at && had_seen >= deleted_at {
+                    message += &format!(
+                        ", though it had already observed revision {had_seen}, after the deletion: it acted on an \
+                         older view than one it had seen"
+                    );
+                }
+            }
+            findings.push(Finding {
+                check: Check::DependentOfDeletedOwner,
+                message,
+                causes: vec![commit.entry, deletion],
                 component: None,
             });
         }

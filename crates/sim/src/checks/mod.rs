@@ -130,6 +130,7 @@ impl Checks {
             Check::StuckDeleting,
             Check::DeletedLiveDependent,
             Check::OrphanedDependent,
+            Check::DependentOfDeletedOwner,
         ] {
             if !enabled.contains(&check) {
                 continue;
@@ -143,6 +144,7 @@ impl Checks {
                 Check::StuckDeleting => Box::new(stuck_deleting::StuckDeleting),
                 Check::DeletedLiveDependent => Box::new(garbage::DeletedLiveDependent::new(collectors)),
                 Check::OrphanedDependent => Box::new(garbage::OrphanedDependent { collectors: !collectors.is_empty() }),
+                Check::DependentOfDeletedOwner => Box::new(garbage::DependentOfDeletedOwner::default()),
             });
         }
         Checks { observers }
