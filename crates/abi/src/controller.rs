@@ -128,7 +128,8 @@ pub struct Manifest {
     /// `watch` number in [`InputEvent`]s.
     #[serde(default)]
     pub watches: Vec<WatchSpec>,
-    /// What the controller may write. Anything else is refused as Forbidden.
+    /// What the controller may write (and read directly, besides the kinds
+    /// it watches: verbs `get` and `list`). Anything else is refused as Forbidden.
     #[serde(default)]
     pub writes: Vec<WritePermission>,
     /// Whether the controller is a node agent: it may start and stop
@@ -185,12 +186,21 @@ pub enum Verb {
     Patch,
     /// Patch an object's status (the status subresource).
     PatchStatus,
+    /// Read one object directly from the API server ([`Action::Get`]).
+    Get,
+    /// List objects directly from the API server ([`Action::List`]).
+    List,
 }
 
 impl Verb {
     /// Whether the verb writes the status subresource.
     pub fn is_status(self) -> bool {
         matches!(self, Verb::UpdateStatus | Verb::PatchStatus)
+    }
+
+    /// Whether the verb reads rather than writes.
+    pub fn is_read(self) -> bool {
+        matches!(self, Verb::Get | Verb::List)
     }
 }
 
@@ -203,6 +213,8 @@ impl fmt::Display for Verb {
             Verb::Delete => "delete",
             Verb::Patch => "patch",
             Verb::PatchStatus => "patch status of",
+            Verb::Get => "get",
+            Verb::List => "list",
         })
     }
 }
@@ -254,27 +266,55 @@ pub enum InputEvent {
     },
 }
 
-/// The outcome of one write.
+/// The id a controller gives one of its requests (a write or a direct
+/// read), handed back in the request's [`ActionResult`] so that a result is
+/// matched to its request by id, never by order. Chosen by the controller
+/// (see [`Output::request_ids`]); the host does not interpret it.
+pub type RequestId = u64;
+
+/// The outcome of one request: a write or a direct read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ActionResult {
     /// The verb that was attempted.
     pub verb: Verb,
-    /// The object it was attempted on.
+    /// The object it was attempted on (for a list: the kind and namespace
+    /// listed, with an empty name).
     pub key: ObjectKey,
     /// What happened.
     pub outcome: Outcome,
+    /// The id the controller gave the request, if it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<RequestId>,
 }
 
-/// Success with the stored object, or failure with a Kubernetes-style status.
-#[allow(clippy::large_enum_variant, reason = "a plain wire value, moved once per write result")]
+/// Success with the stored object (or the objects listed), or failure with
+/// a Kubernetes-style status.
+#[allow(clippy::large_enum_variant, reason = "a plain wire value, moved once per result")]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub enum Outcome {
-    /// The write was applied; the object as stored (absent after a final delete).
+    /// The write was applied; the object as stored (absent after a final
+    /// delete). For a get: the object read.
     Ok(Option<Object>),
-    /// The write was refused or failed.
+    /// A list was served.
+    Listed(ObjectList),
+    /// The request was refused or failed.
     Err(Status),
+}
+
+/// What a direct list returns, as a Kubernetes list: the objects and the
+/// resourceVersion of the state they were read at.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObjectList {
+    /// The revision of the state served (`metadata.resourceVersion` of the list).
+    pub resource_version: String,
+    /// The objects, ordered by key.
+    pub items: Vec<Object>,
+    /// The token for the next page, when the list was cut at its `limit`.
+    #[serde(default, rename = "continue", skip_serializing_if = "Option::is_none")]
+    pub continue_token: Option<String>,
 }
 
 /// A failed request, shaped like a Kubernetes `Status`.
@@ -357,6 +397,42 @@ pub struct Output {
     /// Effects to apply, in order.
     #[serde(default)]
     pub actions: Vec<Action>,
+    /// The id of each request among `actions`, by position:
+    /// `requestIds[i]` is the id of `actions[i]` (`null`: none). Shorter
+    /// than `actions` means the rest have none; an id on an action that is
+    /// not a request (a requeue, a container) is ignored. Longer than
+    /// `actions` is an error that crashes the instance.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub request_ids: Vec<Option<RequestId>>,
+}
+
+impl Output {
+    /// Output with these actions and no request ids.
+    pub fn new(actions: Vec<Action>) -> Output {
+        Output { actions, request_ids: Vec::new() }
+    }
+
+    /// Appends a request (or any action) carrying `id`.
+    pub fn push_request(&mut self, id: RequestId, action: Action) {
+        self.request_ids.resize(self.actions.len(), None);
+        self.request_ids.push(Some(id));
+        self.actions.push(action);
+    }
+
+    /// The id given to `actions[i]`, if any.
+    pub fn request_id(&self, i: usize) -> Option<RequestId> {
+        self.request_ids.get(i).copied().flatten()
+    }
+}
+
+/// `resourceVersionMatch` of a list: how a list's `resourceVersion` is
+/// to be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ResourceVersionMatch {
+    /// At least as new as the given resourceVersion (the default when one is given).
+    NotOlderThan,
+    /// Exactly at the given resourceVersion (410 Gone once compacted).
+    Exact,
 }
 
 /// One effect a controller asks the host to apply.
@@ -431,6 +507,49 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "PatchParams::is_default")]
         params: PatchParams,
     },
+    /// Read one object directly from the API server, bypassing the
+    /// controller's informers (controller-runtime's API reader). The
+    /// result arrives like a write result: `ok` with the object, or a
+    /// status (404 if there is none).
+    #[serde(rename_all = "camelCase")]
+    Get {
+        /// Which object.
+        key: ObjectKey,
+        /// `resourceVersion`: unset for the most recent state (a quorum
+        /// read), `"0"` for any state (the watch cache, however old), `N`
+        /// for state not older than `N`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resource_version: Option<String>,
+    },
+    /// List objects directly from the API server, with the resourceVersion
+    /// semantics of a Kubernetes list. The result arrives like a write
+    /// result, as `listed`.
+    #[serde(rename_all = "camelCase")]
+    List {
+        /// Kind to list, e.g. `Pod`.
+        kind: String,
+        /// Restrict to one namespace; empty means all namespaces.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        namespace: String,
+        /// Field selector, e.g. `spec.nodeName=node-1`.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        field_selector: String,
+        /// Label selector, e.g. `app=web`.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        label_selector: String,
+        /// `resourceVersion`: unset, `"0"` or a revision (see [`ResourceVersionMatch`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resource_version: Option<String>,
+        /// `resourceVersionMatch`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resource_version_match: Option<ResourceVersionMatch>,
+        /// Page size.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u64>,
+        /// The `continue` token of the previous page.
+        #[serde(default, rename = "continue", skip_serializing_if = "Option::is_none")]
+        continue_token: Option<String>,
+    },
     /// Call the controller again with a [`InputEvent::Timer`] after a delay.
     #[serde(rename_all = "camelCase")]
     RequeueAfter {
@@ -501,11 +620,30 @@ impl Action {
             _ => None,
         }
     }
+
+    /// The verb and object key of a direct read (for a list: the kind and
+    /// namespace, with an empty name), `None` for other actions.
+    pub fn read_target(&self) -> Option<(Verb, ObjectKey)> {
+        match self {
+            Action::Get { key, .. } => Some((Verb::Get, key.clone())),
+            Action::List { kind, namespace, .. } => Some((Verb::List, ObjectKey::new(kind, namespace, ""))),
+            _ => None,
+        }
+    }
+
+    /// The verb and key of a request to the API server (a write or a
+    /// direct read), `None` for other actions.
+    pub fn request_target(&self) -> Option<(Verb, ObjectKey)> {
+        self.write_target().or_else(|| self.read_target())
+    }
 }
 
 impl Manifest {
-    /// Whether the manifest allows `verb` on `kind`.
+    /// Whether the manifest allows `verb` on `kind`. A controller may read
+    /// (get, list) every kind it watches, and any kind whose permission
+    /// names the verb.
     pub fn allows(&self, verb: Verb, kind: &str) -> bool {
-        self.writes.iter().any(|w| w.kind == kind && w.verbs.contains(&verb))
+        (verb.is_read() && self.watches.iter().any(|w| w.kind == kind))
+            || self.writes.iter().any(|w| w.kind == kind && w.verbs.contains(&verb))
     }
 }

@@ -194,6 +194,10 @@ fn write_request(event: &mut Event, trace: &Trace, verb: Verb, key: &ObjectKey, 
         Verb::Delete => ("delete", ""),
         Verb::Patch => ("patch", ""),
         Verb::PatchStatus => ("patch", "status"),
+        // Reads are audited from `listServed`, never as writes; spelled as
+        // Kubernetes spells them all the same.
+        Verb::Get => ("get", ""),
+        Verb::List => ("list", ""),
     };
     event.verb = verb_text.into();
     let name_in_path = if verb == Verb::Create { "" } else { key.name.as_str() };

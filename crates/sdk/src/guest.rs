@@ -345,7 +345,7 @@ mod tests {
                 .flatten()
                 .map(|object| Action::Create { object })
                 .collect();
-            Output { actions }
+            Output::new(actions)
         }
     }
 

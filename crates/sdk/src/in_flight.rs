@@ -118,12 +118,15 @@ impl InFlight {
     /// `None` if no write of that verb to that key was outstanding (e.g. an
     /// answer to a write sent by an earlier instance).
     pub fn on_result(&mut self, result: &ActionResult, current: Option<&Object>, now_ms: u64) -> Option<Answered> {
+        if result.verb.is_read() {
+            return None; // a direct read is not a write to wait for
+        }
         let entry = self.entries.get_mut(&result.key)?;
         if entry.verb != result.verb || entry.state != State::Sent {
             return None;
         }
         let retry_after_ms = match &result.outcome {
-            Outcome::Ok(_) => None,
+            Outcome::Ok(_) | Outcome::Listed(_) => None,
             Outcome::Err(status) => match status.reason {
                 StatusReason::Conflict | StatusReason::NotFound | StatusReason::AlreadyExists => None,
                 _ => Some(RETRY_AFTER_MS),

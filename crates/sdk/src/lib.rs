@@ -23,6 +23,11 @@
 //! - [`InFlight`] remembers the writes a controller is waiting for, so it does
 //!   not repeat a write while its result, or the watch event showing it, is
 //!   on its way, and retries after a failure.
+//! - [`Context::get_direct`] and [`Context::list_direct`] read through the
+//!   API server instead of the cache (controller-runtime's API reader);
+//!   every request a [`Context`] sends gets an id its result carries, so
+//!   the result finds its way back to the key that asked
+//!   ([`Context::take_result`]).
 //! - [`Timers`] deduplicates [`recon_abi::Action::RequeueAfter`]s;
 //!   [`timer_key`] and [`parse_timer_key`] carry an object key through a timer.
 //! - [`pod`], [`meta`], [`status`] and [`hash`] are the small helpers every
@@ -55,5 +60,5 @@ pub use cache::{Cache, Change};
 pub use guest::log;
 pub use in_flight::{Answered, InFlight, RETRY_AFTER_MS};
 pub use index::Index;
-pub use reconcile::{Context, Reconciler, Requeue, Runtime};
+pub use reconcile::{Context, ListParams, Reconciler, Requeue, Runtime};
 pub use timers::{Timers, parse_timer_key, timer_key};

@@ -32,8 +32,10 @@
 //!    entry of every changed object is settled, and [`Reconciler::keys_for`]
 //!    says which keys each change makes dirty (by default: a primary object
 //!    itself, and the primary owner of any other).
-//! 2. Write results are matched to the writes the [`Context`] sent, and the
-//!    key that sent each one is made dirty; a transient failure also
+//! 2. Results are matched to the requests the [`Context`] sent by their
+//!    [`RequestId`] (every request sent through a [`Context`] gets one) or,
+//!    for writes, by key: the key that sent each one is made dirty, and a
+//!    direct read's result waits for it in [`Context::take_result`]; a transient failure also
 //!    schedules a retry of that key after [`crate::RETRY_AFTER_MS`]. Then
 //!    [`Reconciler::keys_for_result`] sees every result, for the writes the
 //!    reconciler tracks itself (by default: none).
@@ -52,9 +54,11 @@
 
 use std::collections::BTreeSet;
 
+use std::collections::BTreeMap;
+
 use recon_abi::{
     Action, ActionResult, ComponentConfig, Container, Controller, Input, InputEvent, Manifest, Object, ObjectKey,
-    Output, Patch, PatchParams,
+    Output, Patch, PatchParams, RequestId, ResourceVersionMatch,
 };
 
 use crate::cache::{Cache, Change};
@@ -152,7 +156,44 @@ pub struct Context<'a> {
     containers: Option<&'a [Container]>,
     in_flight: &'a mut InFlight,
     timers: &'a mut Timers,
-    actions: &'a mut Vec<Action>,
+    output: &'a mut Output,
+    requests: &'a mut Requests,
+}
+
+/// The requests a [`Runtime`] has numbered, and the results of direct reads
+/// waiting for the key that asked.
+#[derive(Clone, Debug, Default)]
+struct Requests {
+    /// The id the next request gets.
+    next: RequestId,
+    /// The id of the last request sent.
+    last: Option<RequestId>,
+    /// Direct reads sent and not yet answered: the key that sent each.
+    reads: BTreeMap<RequestId, ObjectKey>,
+    /// Results of direct reads, until taken.
+    results: BTreeMap<RequestId, ActionResult>,
+}
+
+/// What to ask of a direct list ([`Context::list_direct`]); every field
+/// but the kind is optional, as in a Kubernetes list request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListParams {
+    /// Restrict to one namespace; empty means all namespaces.
+    pub namespace: String,
+    /// Field selector, e.g. `spec.nodeName=node-1`.
+    pub field_selector: String,
+    /// Label selector, e.g. `app=web`.
+    pub label_selector: String,
+    /// `resourceVersion`: `None` for the most recent state (a quorum read),
+    /// `"0"` for any state, a revision for state not older than it (or
+    /// exactly it, with `resource_version_match`).
+    pub resource_version: Option<String>,
+    /// `resourceVersionMatch`.
+    pub resource_version_match: Option<ResourceVersionMatch>,
+    /// Page size; `None` (or 0) for everything.
+    pub limit: Option<u64>,
+    /// The continue token of the previous page.
+    pub continue_token: Option<String>,
 }
 
 impl<'a> Context<'a> {
@@ -260,7 +301,7 @@ impl<'a> Context<'a> {
     /// `generateName`) and any action that is not a write are sent as is.
     pub fn send(&mut self, action: Action) -> bool {
         let Some((verb, key)) = action.write_target().filter(|(_, key)| !key.name.is_empty()) else {
-            self.actions.push(action);
+            self.push(action);
             return true;
         };
         if self.is_pending(&key) {
@@ -268,14 +309,74 @@ impl<'a> Context<'a> {
         }
         let basis = self.cache.find(&key);
         self.in_flight.record(verb, key, basis, self.key.clone());
-        self.actions.push(action);
+        self.push(action);
         true
     }
 
     /// Sends any action as is, untracked (containers, writes the reconciler
-    /// tracks itself).
+    /// tracks itself). A request (a write or a direct read) gets the next
+    /// [`RequestId`], which its result carries ([`Context::last_request_id`]).
     pub fn push(&mut self, action: Action) {
-        self.actions.push(action);
+        if action.request_target().is_none() {
+            self.output.actions.push(action);
+            return;
+        }
+        let id = self.requests.next;
+        self.requests.next += 1;
+        self.requests.last = Some(id);
+        if action.read_target().is_some() {
+            self.requests.reads.insert(id, self.key.clone());
+        }
+        self.output.push_request(id, action);
+    }
+
+    /// The id of the last request sent through this runtime (write or
+    /// direct read), which its [`ActionResult::id`] will carry.
+    pub fn last_request_id(&self) -> Option<RequestId> {
+        self.requests.last
+    }
+
+    /// Reads `key` from the API server itself, not from the informer cache
+    /// (controller-runtime's API reader), and returns the request's id.
+    /// `resource_version`: `None` for the most recent state (a quorum
+    /// read), `Some("0")` for any state the API server has, however old,
+    /// `Some(n)` for state not older than revision `n`. The result makes
+    /// this key dirty again; take it with [`Context::take_result`].
+    pub fn get_direct(&mut self, key: &ObjectKey, resource_version: Option<&str>) -> RequestId {
+        self.push(Action::Get { key: key.clone(), resource_version: resource_version.map(str::to_string) });
+        self.requests.last.expect("a get is a request")
+    }
+
+    /// Lists `kind` from the API server itself, as [`Context::get_direct`]
+    /// reads one object; the result is [`recon_abi::Outcome::Listed`].
+    pub fn list_direct(&mut self, kind: &str, params: ListParams) -> RequestId {
+        let ListParams {
+            namespace,
+            field_selector,
+            label_selector,
+            resource_version,
+            resource_version_match,
+            limit,
+            continue_token,
+        } = params;
+        self.push(Action::List {
+            kind: kind.to_string(),
+            namespace,
+            field_selector,
+            label_selector,
+            resource_version,
+            resource_version_match,
+            limit,
+            continue_token,
+        });
+        self.requests.last.expect("a list is a request")
+    }
+
+    /// The result of direct read `id`, once it has arrived (then it is
+    /// handed out once). The key that sent the read is reconciled when it
+    /// arrives.
+    pub fn take_result(&mut self, id: RequestId) -> Option<ActionResult> {
+        self.requests.results.remove(&id)
     }
 
     /// Asks for a timer called `name` in `after_ms`, unless one with that
@@ -284,7 +385,7 @@ impl<'a> Context<'a> {
     /// timer of one's own for a group of keys (a requeue of the key being
     /// reconciled is [`Requeue::AfterMs`]).
     pub fn set_timer(&mut self, name: &str, after_ms: u64) {
-        self.actions.extend(self.timers.schedule(name, self.now_ms, after_ms));
+        self.output.actions.extend(self.timers.schedule(name, self.now_ms, after_ms));
     }
 }
 
@@ -298,6 +399,7 @@ pub struct Runtime<R> {
     dirty: BTreeSet<ObjectKey>,
     in_flight: InFlight,
     timers: Timers,
+    requests: Requests,
 }
 
 impl<R: Reconciler> Runtime<R> {
@@ -309,6 +411,7 @@ impl<R: Reconciler> Runtime<R> {
             dirty: BTreeSet::new(),
             in_flight: InFlight::new(),
             timers: Timers::new(),
+            requests: Requests::default(),
         }
     }
 
@@ -332,6 +435,11 @@ impl<R: Reconciler> Runtime<R> {
     fn apply_event(&mut self, event: &InputEvent, now: u64, actions: &mut Vec<Action>) {
         match event {
             InputEvent::Result(result) => {
+                if let Some(wake) = result.id.and_then(|id| self.requests.reads.remove(&id)) {
+                    let id = result.id.expect("matched by id");
+                    self.requests.results.insert(id, result.clone());
+                    self.dirty.insert(wake);
+                }
                 let current = self.cache.find(&result.key);
                 if let Some(answer) = self.in_flight.on_result(result, current, now) {
                     if let Some(after) = answer.retry_after_ms {
@@ -362,14 +470,15 @@ impl<R: Reconciler> Controller for Runtime<R> {
         self.dirty.clear();
         self.in_flight = InFlight::new();
         self.timers = Timers::new();
+        self.requests = Requests::default();
         manifest
     }
 
     fn handle(&mut self, input: &Input) -> Output {
         let now = input.time_ms;
-        let mut actions = Vec::new();
+        let mut output = Output::default();
         for event in &input.events {
-            self.apply_event(event, now, &mut actions);
+            self.apply_event(event, now, &mut output.actions);
         }
         if let Some(containers) = &input.containers {
             self.dirty.extend(self.reconciler.keys_for_containers(containers, &self.cache));
@@ -383,14 +492,15 @@ impl<R: Reconciler> Controller for Runtime<R> {
                     containers: input.containers.as_deref(),
                     in_flight: &mut self.in_flight,
                     timers: &mut self.timers,
-                    actions: &mut actions,
+                    output: &mut output,
+                    requests: &mut self.requests,
                 };
                 if let Requeue::AfterMs(after) = self.reconciler.reconcile(&key, &mut ctx) {
-                    actions.extend(self.timers.schedule(timer_key(&key), now, after));
+                    output.actions.extend(self.timers.schedule(timer_key(&key), now, after));
                 }
             }
         }
-        Output { actions }
+        output
     }
 }
 
@@ -661,5 +771,49 @@ mod tests {
         assert_eq!(out.actions, vec![Action::RequeueAfter { key: "Thing/default/a".into(), after_ms: 1_000 }]);
         let out = runtime.handle(&input(1_002, vec![timer("Thing/default/a")]));
         assert_eq!(out.actions, vec![delete_with_grace(&a, 0)]);
+    }
+
+    /// Reads its primary object directly (a quorum get) once, and records
+    /// what the read returned when it comes back.
+    #[derive(Default)]
+    struct Direct {
+        asked: Option<RequestId>,
+        got: Vec<ActionResult>,
+    }
+
+    impl Reconciler for Direct {
+        fn init(&mut self, _config: &ComponentConfig) -> Manifest {
+            *self = Direct::default();
+            let watches = vec![WatchSpec { kind: "Thing".into(), ..WatchSpec::default() }];
+            Manifest { name: "direct".into(), abi_version: ABI_VERSION, watches, ..Manifest::default() }
+        }
+
+        fn reconcile(&mut self, key: &ObjectKey, ctx: &mut Context<'_>) -> Requeue {
+            match self.asked {
+                None => self.asked = Some(ctx.get_direct(key, None)),
+                Some(id) => self.got.extend(ctx.take_result(id)),
+            }
+            Requeue::AwaitChange
+        }
+    }
+
+    #[test]
+    fn a_direct_read_gets_an_id_and_its_result_wakes_the_key_that_sent_it() {
+        let mut runtime = Runtime::new(Direct::default());
+        runtime.init(&ComponentConfig::default());
+        let a = thing("a", 1, "2");
+        let out = runtime.handle(&input(0, vec![listed(0, "2", vec![a.clone()])]));
+        assert_eq!(out.actions, vec![Action::Get { key: a.key(), resource_version: None }]);
+        let id = out.request_id(0).expect("the SDK numbers every request");
+
+        // Another request's result (by id) does not wake the key; its own does.
+        let mut other = succeeded(Verb::Get, &a);
+        other.id = Some(id + 100);
+        runtime.handle(&input(1, vec![InputEvent::Result(other)]));
+        assert!(runtime.reconciler().got.is_empty());
+        let mut mine = succeeded(Verb::Get, &a);
+        mine.id = Some(id);
+        runtime.handle(&input(2, vec![InputEvent::Result(mine.clone())]));
+        assert_eq!(runtime.reconciler().got, vec![mine], "handed to the reconcile of the key that asked");
     }
 }

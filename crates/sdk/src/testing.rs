@@ -156,12 +156,12 @@ pub fn bookmark(watch: usize, resource_version: &str) -> InputEvent {
 
 /// A successful write that stored `object`.
 pub fn succeeded(verb: Verb, object: &Object) -> ActionResult {
-    ActionResult { verb, key: object.key(), outcome: Outcome::Ok(Some(object.clone())) }
+    ActionResult { verb, key: object.key(), outcome: Outcome::Ok(Some(object.clone())), id: None }
 }
 
 /// A failed write.
 pub fn failed(verb: Verb, key: &ObjectKey, reason: StatusReason) -> ActionResult {
-    ActionResult { verb, key: key.clone(), outcome: Outcome::Err(Status::new(reason, format!("{reason:?}"))) }
+    ActionResult { verb, key: key.clone(), outcome: Outcome::Err(Status::new(reason, format!("{reason:?}"))), id: None }
 }
 
 /// A timer event.

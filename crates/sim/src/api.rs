@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use recon_abi::{Action, ObjectKey, Status, StatusReason};
+use recon_abi::{Action, ObjectKey, ResourceVersionMatch, Status, StatusReason};
 
 /// `resourceVersionMatch`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +86,45 @@ pub enum Request {
     Watch(WatchRequest),
     /// A write (create, update, update status, delete).
     Write(Action),
+}
+
+impl Request {
+    /// The request a controller's direct read ([`Action::Get`],
+    /// [`Action::List`]) makes; `None` for any other action.
+    pub fn direct_read(action: &Action) -> Option<Request> {
+        match action {
+            Action::Get { key, resource_version } => {
+                Some(Request::Get(GetRequest { key: key.clone(), resource_version: resource_version.clone() }))
+            }
+            Action::List {
+                kind,
+                namespace,
+                field_selector,
+                label_selector,
+                resource_version,
+                resource_version_match,
+                limit,
+                continue_token,
+            } => Some(Request::List(ListRequest {
+                selection: Selection {
+                    kind: kind.clone(),
+                    namespace: namespace.clone(),
+                    field_selector: field_selector.clone(),
+                    label_selector: label_selector.clone(),
+                },
+                resource_version: resource_version.clone(),
+                version_match: resource_version_match.map(|m| match m {
+                    ResourceVersionMatch::NotOlderThan => VersionMatch::NotOlderThan,
+                    ResourceVersionMatch::Exact => VersionMatch::Exact,
+                }),
+                // As in Kubernetes, a limit of 0 is no limit; one larger than
+                // memory saturates.
+                limit: limit.filter(|l| *l > 0).map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
+                continue_token: continue_token.clone(),
+            })),
+            _ => None,
+        }
+    }
 }
 
 /// How a read must be served, once the parameters have been interpreted.

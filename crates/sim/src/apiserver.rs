@@ -200,8 +200,8 @@ impl ApiServer {
         engine.schedule(at, Scheduled::StoreOp(StoreOp { server: self.id, client, kind, cause }));
     }
 
-    /// A request arrived. `forbidden` is the writer's RBAC verdict, if it
-    /// may not make this write (from its manifest).
+    /// A request arrived. `forbidden` is the component's RBAC verdict, if
+    /// it may not make this write or direct read (from its manifest).
     pub(crate) fn on_request(
         &mut self,
         engine: &mut Engine,
@@ -211,6 +211,10 @@ impl ApiServer {
         forbidden: Option<Status>,
     ) {
         let text = request.to_string();
+        // RBAC for a component's direct reads, before anything is looked up.
+        if let (Request::List(_) | Request::Get(_), Some(status)) = (&request, &forbidden) {
+            return self.fail(engine, client, status.clone(), &text, 0);
+        }
         let kind = match &request {
             Request::List(r) => Some(&r.selection.kind),
             Request::Watch(r) => Some(&r.selection.kind),

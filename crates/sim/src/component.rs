@@ -11,8 +11,8 @@
 use std::collections::BTreeMap;
 
 use recon_abi::{
-    Action, ActionResult, ComponentConfig, EventType, Input, InputEvent, Manifest, Object, ObjectKey, Outcome, PodRef,
-    Status, StatusReason,
+    Action, ActionResult, ComponentConfig, EventType, Input, InputEvent, Manifest, Object, ObjectKey, ObjectList,
+    Outcome, PodRef, RequestId, Status, StatusReason, Verb,
 };
 use recon_trace::text::short_uid;
 use recon_trace::{EntryId, Event};
@@ -64,6 +64,7 @@ pub(crate) struct Env<'a> {
 }
 
 /// Where a component's process is in its life.
+#[allow(clippy::large_enum_variant, reason = "one per component, replaced only when it starts or stops")]
 pub(crate) enum Process {
     /// Not running: never started, crashed (a restart is scheduled), or
     /// killed by the script.
@@ -89,6 +90,19 @@ pub(crate) struct Instance {
     wake_pending: bool,
     /// What the host has delivered, per watch: the instance's view of the world.
     pub view: Vec<BTreeMap<ObjectKey, Object>>,
+    /// Its requests (writes and direct reads) not yet answered, by the
+    /// host's number for them.
+    requests: BTreeMap<u64, Pending>,
+    /// The host's number for its next request.
+    next_request: u64,
+}
+
+/// A request of an instance on its way: what the result will say it was.
+struct Pending {
+    verb: Verb,
+    key: ObjectKey,
+    /// The controller's id for it, if it gave one.
+    id: Option<RequestId>,
 }
 
 /// One component across its whole life (all its instances).
@@ -166,11 +180,17 @@ impl Component {
         !matches!(self.process, Process::Down)
     }
 
-    /// Why its current instance (`epoch`) may not make this write, if it
-    /// may not: the API server's RBAC, from the manifest.
-    pub fn forbidden(&self, epoch: u64, action: &Action) -> Option<Status> {
+    /// Why its current instance (`epoch`) may not make this write or
+    /// direct read, if it may not: the API server's RBAC, from the manifest.
+    pub fn forbidden(&self, epoch: u64, request: &Request) -> Option<Status> {
         let manifest = &self.instance().filter(|_| self.epoch == epoch)?.manifest;
-        let (verb, key) = action.write_target()?;
+        let (verb, kind) = match request {
+            Request::Write(action) => action.write_target().map(|(verb, key)| (verb, key.kind))?,
+            Request::Get(r) => (Verb::Get, r.key.kind.clone()),
+            Request::List(r) => (Verb::List, r.selection.kind.clone()),
+            Request::Watch(_) => return None,
+        };
+        let key = ObjectKey { kind, ..ObjectKey::default() };
         (!manifest.allows(verb, &key.kind)).then(|| {
             Status::new(
                 StatusReason::Forbidden,
@@ -249,6 +269,8 @@ impl Component {
             inbox: Vec::new(),
             wake_pending: false,
             view: vec![BTreeMap::new(); watches],
+            requests: BTreeMap::new(),
+            next_request: 0,
         };
         self.process = Process::Running { instance, lease };
         for w in 0..watches {
@@ -432,17 +454,39 @@ impl Component {
     /// An API server answered one of its clients.
     pub fn on_reply(&mut self, env: &mut Env<'_>, server: ServerId, client: Client, reply: Reply) {
         match client {
-            Client::Writer { epoch, .. } if epoch == self.epoch => {
-                if let Reply::Written { verb, key, outcome, entry } = reply {
-                    self.deliver(env, InputEvent::Result(ActionResult { verb, key, outcome }), Some(entry));
-                }
-            }
+            Client::Writer { epoch, request, .. } if epoch == self.epoch => self.answered(env, request, reply),
             Client::Reflector { epoch, watch, .. } if epoch == self.epoch => {
                 self.on_reflector_reply(env, server, watch, reply)
             }
             Client::Elector { epoch, .. } if epoch == self.epoch => self.on_elector_reply(env, reply),
             _ => {}
         }
+    }
+
+    /// One of its requests was answered: the controller gets the result,
+    /// with its id for the request.
+    fn answered(&mut self, env: &mut Env<'_>, request: u64, reply: Reply) {
+        let Some(instance) = self.instance_mut() else { return };
+        let Some(Pending { verb, key, id }) = instance.requests.remove(&request) else { return };
+        let (key, outcome, cause) = match reply {
+            // The stored key: a create by generateName has its name now.
+            Reply::Written { key, outcome, entry, .. } => (key, outcome, Some(entry)),
+            // A get of nothing is the API server's 404 (`Reply::Failed`).
+            Reply::Read(served) if verb == Verb::Get => {
+                (key, Outcome::Ok(served.objects.into_iter().next()), Some(served.entry))
+            }
+            Reply::Read(served) => {
+                let list = ObjectList {
+                    resource_version: served.revision.to_string(),
+                    items: served.objects,
+                    continue_token: served.continue_token,
+                };
+                (key, Outcome::Listed(list), Some(served.entry))
+            }
+            Reply::Failed(status) => (key, Outcome::Err(status), None),
+            Reply::WatchOpened { .. } | Reply::Events { .. } => return,
+        };
+        self.deliver(env, InputEvent::Result(ActionResult { verb, key, outcome, id }), cause);
     }
 
     fn on_reflector_reply(&mut self, env: &mut Env<'_>, server: ServerId, w: usize, reply: Reply) {
@@ -623,6 +667,15 @@ impl Component {
             Ok(output) => output,
             Err(crash) => return self.crashed(env, crash.reason, causes),
         };
+        if output.request_ids.len() > output.actions.len() {
+            let reason = format!(
+                "{}: its output names {} request ids for {} actions",
+                instance.manifest.name,
+                output.request_ids.len(),
+                output.actions.len()
+            );
+            return self.crashed(env, reason, causes);
+        }
         let actions: Vec<String> = output.actions.iter().map(describe_action).collect();
         env.engine.listed_items += (inputs.len() + actions.len()) as u64;
         let entry = env.engine.record(
@@ -630,8 +683,10 @@ impl Component {
             Event::Reconcile { component: self.spec.name.clone(), view_revision, inputs, actions },
             causes,
         );
-        for action in output.actions {
-            self.carry_out(env, action, entry);
+        let ids = output.request_ids;
+        for (i, action) in output.actions.into_iter().enumerate() {
+            let id = ids.get(i).copied().flatten();
+            self.carry_out(env, action, id, entry);
         }
     }
 
@@ -646,9 +701,22 @@ impl Component {
         );
     }
 
-    fn carry_out(&mut self, env: &mut Env<'_>, action: Action, entry: EntryId) {
+    /// Numbers a request of the current instance and remembers it until it is answered.
+    fn request(&mut self, action: &Action, id: Option<RequestId>) -> Option<Client> {
+        let (component, epoch) = (self.id, self.epoch);
+        let (verb, key) = action.request_target()?;
+        let instance = self.instance_mut()?;
+        instance.next_request += 1;
+        let request = instance.next_request;
+        instance.requests.insert(request, Pending { verb, key, id });
+        Some(Client::Writer { component, epoch, request })
+    }
+
+    fn carry_out(&mut self, env: &mut Env<'_>, action: Action, id: Option<RequestId>, entry: EntryId) {
         let epoch = self.epoch;
-        let Some(instance) = self.instance() else { return };
+        if self.instance().is_none() {
+            return;
+        }
         match &action {
             Action::Create { .. }
             | Action::Update { .. }
@@ -659,7 +727,15 @@ impl Component {
                 // Permissions are checked by the API server, like RBAC: a
                 // refusal costs a round trip, so a controller that answers
                 // every refusal with another write still lets time pass.
-                self.send(env, Client::Writer { component: self.id, epoch }, Request::Write(action), Some(entry));
+                let Some(client) = self.request(&action, id) else { return };
+                self.send(env, client, Request::Write(action), Some(entry));
+            }
+            Action::Get { .. } | Action::List { .. } => {
+                // A direct read, served by the API server like any read
+                // (controller-runtime's API reader): no informer sees it.
+                let Some(read) = Request::direct_read(&action) else { return };
+                let Some(client) = self.request(&action, id) else { return };
+                self.send(env, client, read, Some(entry));
             }
             Action::RequeueAfter { key, after_ms } => {
                 // At least 1ms: a controller requeueing itself "now" forever
@@ -668,6 +744,7 @@ impl Component {
                 env.engine.schedule(at, Scheduled::Timer { component: self.id, epoch, key: key.clone() });
             }
             Action::StartContainer { pod } | Action::StopContainer { pod } => {
+                let Some(instance) = self.instance() else { return };
                 let node = self.spec.node.as_deref().filter(|_| instance.manifest.node_agent);
                 let Some(n) = node.and_then(|name| env.nodes.iter().position(|x| x.name == name)).map(NodeId) else {
                     if node.is_some() {
@@ -727,6 +804,13 @@ fn describe_input(e: &InputEvent) -> String {
         ),
         InputEvent::Result(r) => match &r.outcome {
             Outcome::Ok(_) => format!("{} {}: ok", r.verb, r.key),
+            Outcome::Listed(list) => format!(
+                "list {}s{}: {} objects at revision {}",
+                r.key.kind,
+                if r.key.namespace.is_empty() { String::new() } else { format!(" in {}", r.key.namespace) },
+                list.items.len(),
+                list.resource_version
+            ),
             Outcome::Err(s) => format!("{} {}: {:?} ({})", r.verb, r.key, s.reason, s.message),
         },
         InputEvent::Timer { key } => format!("timer {key}"),
@@ -781,6 +865,9 @@ pub(crate) fn describe_action(a: &Action) -> String {
                 s += &format!(" if at revision {rv}");
             }
             s
+        }
+        Action::Get { .. } | Action::List { .. } => {
+            Request::direct_read(a).map(|r| format!("direct {r}")).unwrap_or_default()
         }
         Action::RequeueAfter { key, after_ms } => format!("requeue {key} after {after_ms}ms"),
         Action::StartContainer { pod } => {

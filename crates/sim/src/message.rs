@@ -89,12 +89,16 @@ pub enum Client {
         /// Index of the watch in the manifest.
         watch: usize,
     },
-    /// A component's write.
+    /// A component's own request: a write, or a direct read.
     Writer {
         /// The component.
         component: ComponentId,
         /// Instance epoch.
         epoch: u64,
+        /// The host's number for the request within the instance, which
+        /// finds the request (and the controller's id for it) when the
+        /// answer comes back, whatever the order of answers.
+        request: u64,
     },
     /// A component's leader-election client, reading and writing its Lease.
     Elector {

@@ -272,9 +272,9 @@ impl Sim {
             Scheduled::CacheResync { server } => self.servers[server.index()].cache_resync(&mut self.engine),
             Scheduled::Request { server, client, request, cause } => {
                 // The API server's RBAC: what the writer's manifest allows.
-                let forbidden = match (&client, &request) {
-                    (Client::Writer { component, epoch }, Request::Write(action)) => {
-                        self.components[component.index()].forbidden(*epoch, action)
+                let forbidden = match &client {
+                    Client::Writer { component, epoch, .. } => {
+                        self.components[component.index()].forbidden(*epoch, &request)
                     }
                     _ => None,
                 };

@@ -102,7 +102,7 @@ impl Instance for Agent {
                 _ => {}
             }
         }
-        Ok(recon_abi::Output { actions })
+        Ok(recon_abi::Output::new(actions))
     }
 }
 
@@ -446,7 +446,7 @@ impl Instance for Creator {
                 _ => {}
             }
         }
-        Ok(recon_abi::Output { actions })
+        Ok(recon_abi::Output::new(actions))
     }
 }
 

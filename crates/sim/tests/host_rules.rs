@@ -150,7 +150,7 @@ fn writes_outside_the_manifest_are_refused_as_forbidden() {
                 propagation_policy: None,
             })
             .collect();
-        Ok(Output { actions })
+        Ok(Output::new(actions))
     }
     let may_update = vec![WritePermission { kind: "Pod".into(), verbs: vec![Verb::Update] }];
     let (mut sim, seen) = sim(delete_everything, may_update);
@@ -173,7 +173,7 @@ fn writes_outside_the_manifest_are_refused_as_forbidden() {
 fn only_node_agents_may_start_containers() {
     fn start(_: usize, _: &Input) -> Result<Output, Crash> {
         let pod = PodRef { namespace: "default".into(), name: "p".into(), uid: "u".into() };
-        Ok(Output { actions: vec![Action::StartContainer { pod }] })
+        Ok(Output::new(vec![Action::StartContainer { pod }]))
     }
     let (mut sim, _) = sim(start, vec![]);
     sim.run_until(1_000);

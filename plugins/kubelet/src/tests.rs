@@ -138,6 +138,7 @@ fn kubelet_deletes_a_terminating_pod_once_its_container_stopped() {
         verb: Verb::Delete,
         key: dying.key(),
         outcome: recon_abi::Outcome::Ok(None),
+        id: None,
     });
     assert_eq!(kubelet.handle(&node_input(3, vec![answer], vec![])).actions, vec![]);
     assert_eq!(kubelet.handle(&node_input(4, vec![deleted(0, dying.at_version("9"))], vec![])).actions, vec![]);

@@ -196,7 +196,7 @@ impl Reconciler for ReplicaSets {
     /// [`RETRY_AFTER_MS`].
     fn keys_for_result(&mut self, result: &ActionResult, _cache: &Cache, now: u64) -> Vec<ObjectKey> {
         let failed = match &result.outcome {
-            Outcome::Ok(_) => None,
+            Outcome::Ok(_) | Outcome::Listed(_) => None,
             Outcome::Err(status) => Some(status.reason),
         };
         let transient = failed.is_some_and(|reason| {
@@ -239,8 +239,10 @@ impl Reconciler for ReplicaSets {
                 }
                 set
             }
-            // Status writes are the runtime's to track.
-            (Verb::UpdateStatus | Verb::Update | Verb::Patch | Verb::PatchStatus, _) => return Vec::new(),
+            // Status writes are the runtime's to track; it sends no reads.
+            (Verb::UpdateStatus | Verb::Update | Verb::Patch | Verb::PatchStatus | Verb::Get | Verb::List, _) => {
+                return Vec::new();
+            }
         };
         if transient && let Some(expected) = self.expectations.get_mut(&set) {
             // The reconcile this wakes sees the back-off and sets the timer.

@@ -35,7 +35,7 @@ fn a_well_behaved_plugin_round_trips_manifest_input_output_and_logs() {
     assert!(instance.fuel_used() > 0);
     for n in [0, 5] {
         let out = instance.handle(&input(n)).unwrap();
-        assert_eq!(out, Output { actions: vec![Action::RequeueAfter { key: "again".into(), after_ms: 250 }] });
+        assert_eq!(out, Output::new(vec![Action::RequeueAfter { key: "again".into(), after_ms: 250 }]));
         assert_eq!(instance.take_logs(), [serde_json::to_string(&input(n)).unwrap()]);
     }
     assert!(instance.take_logs().is_empty());
