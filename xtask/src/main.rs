@@ -243,14 +243,17 @@ fn bench(args: &[String]) -> Result<(), String> {
     })
 }
 
-/// Builds every crate under `plugins/` for wasm32 (release) and returns the
-/// directory holding the `.wasm` files.
+/// Builds every crate under `plugins/` and `tests/plugins/` for wasm32
+/// (release) and returns the directory holding the `.wasm` files.
 fn build_plugins() -> Result<PathBuf, String> {
     tools::ensure_wasm_target()?;
     let root = workspace_root();
     let mut build = cargo();
     build.args(["build", "--release", "--target", WASM_TARGET]);
-    for name in plugin_packages(&root.join("plugins"))? {
+    // The test plugins (`tests/plugins/`) too, beside the shipped ones:
+    // tests find both in the one directory.
+    for name in plugin_packages(&root.join("plugins"))?.into_iter().chain(plugin_packages(&root.join("tests/plugins"))?)
+    {
         build.args(["--package", &name]);
     }
     run(&mut build)?;

@@ -41,6 +41,14 @@ pub trait Instance {
 
     /// See [`Controller::handle`].
     fn handle(&mut self, input: &Input) -> Result<Output, Crash>;
+
+    /// The lines the instance logged since this was last called (a Wasm
+    /// plugin's `recon.log` lines), for the trace; the simulator takes
+    /// them after every call. None by default: a controller linked in
+    /// natively has no log.
+    fn take_logs(&mut self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 impl<T: Controller> Instance for T {

@@ -1,6 +1,6 @@
 //! The human-readable summary of a run.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use recon_scenario::{Check, Scenario};
 use recon_trace::text::{describe, fmt_time};
@@ -78,6 +78,7 @@ pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
             }
         }
     }
+    print_logs(trace, timeline);
     let seen: BTreeSet<Check> = trace.violations().map(|(_, c, _)| c).collect();
     let expected: BTreeSet<Check> = scenario.expect.violations.iter().copied().collect();
     let as_expected = seen == expected;
@@ -95,4 +96,32 @@ pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
         say!("Outcome differs from the scenario's expectation: expected {}, saw {}.", names(&expected), names(&seen));
     }
     Outcome { violated: !seen.is_empty(), as_expected }
+}
+
+/// What plugins logged (`recon.log`), per component: how many lines and
+/// the last one. The timeline has every line in place.
+fn print_logs(trace: &Trace, timeline: bool) {
+    // Component → (lines, time of the last, the last line).
+    let mut logs: BTreeMap<&str, (usize, u64, &str)> = BTreeMap::new();
+    for e in &trace.entries {
+        if let Event::Logged { component, lines } = &e.event {
+            let log = logs.entry(component.as_str()).or_insert((0, 0, ""));
+            log.0 += lines.len();
+            if let Some(last) = lines.last() {
+                (log.1, log.2) = (e.time_ms, last.as_str());
+            }
+        }
+    }
+    if logs.is_empty() {
+        return;
+    }
+    say!();
+    if timeline {
+        say!("Plugin logs (every line is in the timeline above):");
+    } else {
+        say!("Plugin logs (--timeline shows every line in place):");
+    }
+    for (component, (n, at, last)) in logs {
+        say!("- {component}: {n} line(s), the last at {}: {}", fmt_time(at), recon_trace::text::one_line(last));
+    }
 }

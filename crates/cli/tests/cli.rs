@@ -316,3 +316,21 @@ fn a_reader_that_stops_reading_ends_the_output_quietly_and_the_status_still_tell
     assert_eq!(status, Some(0), "{err}");
     assert!(err.is_empty(), "nothing on standard error: {err}");
 }
+
+#[test]
+fn a_plugins_log_lines_are_printed_in_the_timeline_and_counted_in_the_summary() {
+    // Issue 20: lines a plugin logged appeared nowhere.
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("plugin-logs.yaml");
+    std::fs::write(
+        &path,
+        "name: logs\nduration: 3s\napiServers: [ { name: a } ]\ncomponents:\n  - { name: logger, controller: replicaset, apiServer: a }\n",
+    )
+    .unwrap();
+    let plugin = format!("logger={}", built_plugin("recon_test_plugin_logging").display());
+    let out = recon(&["run", "--timeline", path.to_str().unwrap(), "--plugin", &plugin]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(text.contains("logger                   logger logs: init logger"), "{text}");
+    assert!(text.contains("logger logs: handle at "), "{text}");
+    assert!(text.contains("Plugin logs (every line is in the timeline above):\n- logger: "), "{text}");
+}

@@ -251,8 +251,8 @@ impl Machine for Browser {
         }
     }
 
-    fn take_logs(&mut self) -> Vec<String> {
-        self.logs.borrow_mut().take()
+    fn logs(&mut self) -> impl std::ops::DerefMut<Target = Logs> + '_ {
+        self.logs.borrow_mut()
     }
 }
 

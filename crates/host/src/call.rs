@@ -16,6 +16,10 @@ const MAX_LOG_LINES: usize = 1_000;
 /// How much of one `recon.log` line is kept.
 const MAX_LOG_LINE_BYTES: u64 = 4_096;
 
+/// How a panic hook's log line begins (the Rust SDK's, and any other
+/// language's that follows the ABI): `panicked at src/lib.rs:12:5: message`.
+pub(crate) const PANIC_PREFIX: &str = "panicked at ";
+
 /// The two calls that carry JSON.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Call {
@@ -90,11 +94,14 @@ pub(crate) fn one_line(error: &impl Display) -> String {
 }
 
 /// The lines an instance logged through `recon.log`, bounded: at most 1,000
-/// lines of at most 4 KiB are kept, then lines are only counted.
+/// lines of at most 4 KiB are kept, then lines are only counted. It also
+/// remembers whether the last line of the current call was a panic, which
+/// words the crash if the call then traps.
 #[derive(Debug, Default)]
 pub(crate) struct Logs {
     lines: Vec<String>,
     dropped: usize,
+    panic: Option<String>,
 }
 
 impl Logs {
@@ -103,18 +110,20 @@ impl Logs {
     /// always in bounds).
     /// Never fails, so a bad pointer cannot turn logging into a crash; it is
     /// logged instead.
-    pub(crate) fn log<'m>(
-        &mut self,
-        ptr: i32,
-        len: i32,
-        memory_bytes: u64,
-        read: impl FnOnce(u64, u64) -> Cow<'m, [u8]>,
-    ) {
-        if self.lines.len() >= MAX_LOG_LINES {
+    pub(crate) fn log<'m>(&mut self, ptr: i32, len: i32, memory_bytes: u64, read: impl Fn(u64, u64) -> Cow<'m, [u8]>) {
+        let (start, len) = (u64::from(ptr as u32), u64::from(len as u32));
+        let full = self.lines.len() >= MAX_LOG_LINES;
+        // A line past the cap is only counted, unless it is a panic: its
+        // words still make the crash reason (read once, at most 4 KiB).
+        let prefix = PANIC_PREFIX.len() as u64;
+        let is_panic = in_bounds(start, len, memory_bytes)
+            && len >= prefix
+            && read(start, prefix).as_ref() == PANIC_PREFIX.as_bytes();
+        if full && !is_panic {
             self.dropped += 1;
+            self.panic = None;
             return;
         }
-        let (start, len) = (u64::from(ptr as u32), u64::from(len as u32));
         let line = if !in_bounds(start, len, memory_bytes) {
             format!("(recon.log was given {len} bytes at {start:#x}, outside memory)")
         } else if len > MAX_LOG_LINE_BYTES {
@@ -123,7 +132,24 @@ impl Logs {
         } else {
             String::from_utf8_lossy(&read(start, len)).into_owned()
         };
-        self.lines.push(line);
+        self.panic = is_panic.then(|| line.clone());
+        if full {
+            self.dropped += 1;
+        } else {
+            self.lines.push(line);
+        }
+    }
+
+    /// A call begins: a panic logged by an earlier call no longer explains
+    /// a trap.
+    pub(crate) fn start_call(&mut self) {
+        self.panic = None;
+    }
+
+    /// The current call's last line, if it is a panic (it begins with
+    /// `panicked at `).
+    pub(crate) fn panic(&self) -> Option<&str> {
+        self.panic.as_deref()
     }
 
     /// The lines logged since the last call; a last line says how many more

@@ -197,8 +197,8 @@ impl Machine for Wasmtime {
         }
     }
 
-    fn take_logs(&mut self) -> Vec<String> {
-        self.store.data_mut().logs.take()
+    fn logs(&mut self) -> impl std::ops::DerefMut<Target = Logs> + '_ {
+        &mut self.store.data_mut().logs
     }
 }
 

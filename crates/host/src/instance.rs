@@ -10,7 +10,8 @@ use recon_abi::{ABI_VERSION, ComponentConfig, Crash, Input, Instance, Manifest, 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::call::{Call, crash, one_line};
+use crate::Trap;
+use crate::call::{Call, Logs, crash, one_line};
 use crate::{CompiledPlugin, Engine, Limits, Module, PluginError};
 
 /// The engine's side of an instance on this target.
@@ -55,8 +56,8 @@ pub(crate) trait Machine {
     /// The trap that failed a call, as every engine names it.
     fn trap(error: &Self::Error) -> crate::Trap;
 
-    /// The `recon.log` lines since the last time they were taken.
-    fn take_logs(&mut self) -> Vec<String>;
+    /// The `recon.log` lines the instance keeps.
+    fn logs(&mut self) -> impl std::ops::DerefMut<Target = Logs> + '_;
 }
 
 /// One instance of a plugin: one component's life between (re)starts.
@@ -100,7 +101,7 @@ impl WasmInstance {
     /// this method. At most 1,000 lines of at most 4 KiB are kept; a last
     /// line says how many more were dropped.
     pub fn take_logs(&mut self) -> Vec<String> {
-        self.machine.take_logs()
+        self.machine.logs().take()
     }
 
     fn call<T: DeserializeOwned>(&mut self, call: Call, input: &impl Serialize) -> Result<T, Crash> {
@@ -120,6 +121,7 @@ impl WasmInstance {
 
         // The input's allocation and the call share one budget.
         self.reset_meters()?;
+        self.machine.logs().start_call();
         let ptr = self.machine.alloc(len).map_err(|e| self.trapped("recon_alloc", e))?;
         if ptr == 0 {
             return Err(self.crash("recon_alloc", format!("returned 0 (could not allocate {len} bytes)")));
@@ -155,7 +157,14 @@ impl WasmInstance {
     fn trapped(&mut self, export: &str, error: <EngineInstance as Machine>::Error) -> Crash {
         let (fuel_left, depth) = self.read_meters();
         let memory_bytes = self.machine.memory_bytes();
-        let reason = EngineInstance::trap(&error).explain(&self.limits, fuel_left, depth, memory_bytes);
+        let mut reason = EngineInstance::trap(&error).explain(&self.limits, fuel_left, depth, memory_bytes);
+        // A plain `unreachable` right after a panic hook's line is that
+        // panic (Rust's abort): the line says far more than the trap.
+        let plain = format!("trapped: {}", Trap::Unreachable);
+        let panic = self.machine.logs().panic().map(str::to_owned);
+        if let Some(panic) = panic.filter(|_| reason.starts_with(&plain)) {
+            reason = reason.replacen(&plain, &one_line(&panic), 1);
+        }
         self.crash(export, reason)
     }
 
@@ -187,6 +196,10 @@ impl Instance for WasmInstance {
             return Err(self.crash("recon_handle", detail));
         }
         Ok(output)
+    }
+
+    fn take_logs(&mut self) -> Vec<String> {
+        WasmInstance::take_logs(self)
     }
 }
 

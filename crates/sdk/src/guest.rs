@@ -195,8 +195,11 @@ mod instance {
     /// The `recon_init` export.
     pub fn init(make: Make, address: i32, len: i32) -> i64 {
         // A panic traps without a word on wasm32; say why in the
-        // component's log first, so the host can show the reason.
-        std::panic::set_hook(Box::new(|info| crate::log(&info.to_string())));
+        // component's log first, so the host can show the reason. Once:
+        // an instance is initialised once, but a hook set twice would
+        // drop the first for nothing.
+        static HOOK: std::sync::Once = std::sync::Once::new();
+        HOOK.call_once(|| std::panic::set_hook(Box::new(|info| crate::log(&super::panic_line(info)))));
         GUEST.with_borrow_mut(|guest| packed(guest.init(make, from_i32(address), from_i32(len))))
     }
 
@@ -208,6 +211,15 @@ mod instance {
 
 #[cfg(target_arch = "wasm32")]
 pub use instance::{alloc, handle, init};
+
+/// The line the SDK's panic hook logs before a wasm32 plugin traps, and
+/// the host's crash reason carries: `panicked at src/lib.rs:12:5: message`
+/// (on one line for the reason; the log keeps the message as it was).
+pub fn panic_line(info: &std::panic::PanicHookInfo<'_>) -> String {
+    let location = info.location().map_or_else(|| "an unknown location".to_owned(), ToString::to_string);
+    let message = info.payload_as_str().unwrap_or("a panic with a non-string payload");
+    format!("panicked at {location}: {message}")
+}
 
 /// Writes a line to the component's log: the `recon.log` import on wasm32
 /// (imported only by plugins that call this; the SDK calls it when a
@@ -317,6 +329,21 @@ mod tests {
     use super::*;
     use crate::testing::{input, listed, pod};
     use recon_abi::{Action, ListMode, Manifest, Output, WatchSpec};
+
+    #[test]
+    fn the_panic_line_names_the_location_and_the_message_as_the_host_expects() {
+        // Issue 20: the line the hook logs is what the crash reason carries.
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let shared = seen.clone();
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| *shared.lock().unwrap() = panic_line(info)));
+        let line = line!() + 1;
+        let _ = std::panic::catch_unwind(|| panic!("the pod {} has no node", "web-0"));
+        std::panic::set_hook(previous);
+        let seen = seen.lock().unwrap();
+        assert!(seen.starts_with(&format!("panicked at {}:{line}:", file!())), "{seen}");
+        assert!(seen.ends_with(": the pod web-0 has no node"), "{seen}");
+    }
 
     /// Echoes the names of the pods it is given as creates, to see data
     /// cross the glue both ways.

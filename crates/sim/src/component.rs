@@ -44,6 +44,13 @@ pub const CRASH_BACKOFF_MAX_MS: u64 = 16_000;
 /// A controller that ran this long without crashing starts its back-off afresh.
 pub const CRASH_BACKOFF_RESET_MS: u64 = 60_000;
 
+/// How many lines a component's plugin may log into the trace in one run,
+/// over all its instances; a marker line says when it is reached, and
+/// later lines are dropped. The host bounds each call (1,000 lines of
+/// 4 KiB), this bounds the run: a plugin that logs on every call cannot
+/// grow the trace without end.
+pub const MAX_LOG_LINES_PER_RUN: usize = 10_000;
+
 /// Creates a fresh controller instance for a component (usually by its
 /// `controller` name; a host may also swap in a plugin for one component),
 /// or `None` if it cannot. Called at every (re)start of a component.
@@ -126,6 +133,8 @@ pub(crate) struct Component {
     crashes: u32,
     /// Failed list/watch requests in a row, for the back-off and failover.
     failures: u32,
+    /// Lines its plugin has logged into the trace this run.
+    logged: usize,
     rng: Rng,
 }
 
@@ -151,6 +160,7 @@ impl Component {
             started_at: 0,
             crashes: 0,
             failures: 0,
+            logged: 0,
             rng,
         }
     }
@@ -241,7 +251,9 @@ impl Component {
             node: self.spec.node.clone(),
             params: self.spec.params.clone(),
         };
-        let manifest = match controller.init(&config) {
+        let manifest = controller.init(&config);
+        self.record_logs(env, controller.take_logs(), &[started]);
+        let manifest = match manifest {
             Ok(m) => m,
             Err(crash) => return self.crashed(env, crash.reason, vec![started]),
         };
@@ -663,7 +675,10 @@ impl Component {
         let causes: Vec<EntryId> = inbox.iter().filter_map(|(_, e)| *e).collect();
         let inputs: Vec<String> = inbox.iter().map(|(e, _)| describe_input(e)).collect();
         let input = Input { time_ms: now, events: inbox.into_iter().map(|(e, _)| e).collect(), containers };
-        let output = match instance.controller.handle(&input) {
+        let output = instance.controller.handle(&input);
+        let lines = instance.controller.take_logs();
+        self.record_logs(env, lines, &causes);
+        let output = match output {
             Ok(output) => output,
             Err(crash) => return self.crashed(env, crash.reason, causes),
         };
@@ -688,6 +703,32 @@ impl Component {
             let id = ids.get(i).copied().flatten();
             self.carry_out(env, action, id, entry);
         }
+    }
+
+    /// Records what its plugin logged during the call that just ended,
+    /// before what the call led to, with the same causes; at most
+    /// [`MAX_LOG_LINES_PER_RUN`] lines over the run, then a marker line
+    /// and nothing more.
+    fn record_logs(&mut self, env: &mut Env<'_>, mut lines: Vec<String>, causes: &[EntryId]) {
+        if lines.is_empty() || self.logged > MAX_LOG_LINES_PER_RUN {
+            return;
+        }
+        let room = MAX_LOG_LINES_PER_RUN - self.logged;
+        if lines.len() > room {
+            lines.truncate(room);
+            lines.push(format!(
+                "(log limit reached: {MAX_LOG_LINES_PER_RUN} lines per component per run; later lines are dropped)"
+            ));
+            self.logged = MAX_LOG_LINES_PER_RUN + 1;
+        } else {
+            self.logged += lines.len();
+        }
+        env.engine.listed_items += lines.len() as u64;
+        env.engine.record(
+            env.engine.lanes.component(self.id),
+            Event::Logged { component: self.spec.name.clone(), lines },
+            causes.to_vec(),
+        );
     }
 
     /// Refuses an action the host itself must not carry out (containers

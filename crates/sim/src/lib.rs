@@ -40,7 +40,7 @@ mod world;
 pub use component::Instantiate;
 pub use component::{
     BACKOFF_INITIAL_MS, BACKOFF_MAX_MS, CRASH_BACKOFF_INITIAL_MS, CRASH_BACKOFF_MAX_MS, CRASH_BACKOFF_RESET_MS,
-    FAILOVER_AFTER,
+    FAILOVER_AFTER, MAX_LOG_LINES_PER_RUN,
 };
 pub use error::SimError;
 pub use message::{Reply, Served};

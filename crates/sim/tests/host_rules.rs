@@ -48,6 +48,22 @@ fn sim(
     behaviour: fn(usize, &Input) -> Result<Output, Crash>,
     writes: Vec<WritePermission>,
 ) -> (Sim, Rc<RefCell<Vec<InputEvent>>>) {
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let shared = seen.clone();
+    let m = manifest(writes);
+    let sim = Sim::new(
+        &scenario(),
+        Box::new(move |_| {
+            Some(Box::new(Scripted { manifest: m.clone(), behaviour, calls: 0, seen: shared.clone() })
+                as Box<dyn Instance>)
+        }),
+    )
+    .unwrap();
+    (sim, seen)
+}
+
+/// The scenario of [`sim`].
+fn scenario() -> recon_scenario::Scenario {
     let mut script = String::from("  - { at: 100ms, create: { apiVersion: v1, kind: Pod, metadata: { name: p } } }\n");
     for (i, t) in (4..60).step_by(4).enumerate() {
         script += &format!(
@@ -57,19 +73,7 @@ fn sim(
     let yaml = format!(
         "name: host-rules\nduration: 60s\napiServers: [ {{ name: a }} ]\nnodes: [ {{ name: node-1 }} ]\ncomponents:\n  - {{ name: c, controller: scripted, apiServer: a }}\nscript:\n{script}"
     );
-    let scenario = recon_scenario::parse("t.yaml", &yaml).unwrap();
-    let seen = Rc::new(RefCell::new(Vec::new()));
-    let shared = seen.clone();
-    let m = manifest(writes);
-    let sim = Sim::new(
-        &scenario,
-        Box::new(move |_| {
-            Some(Box::new(Scripted { manifest: m.clone(), behaviour, calls: 0, seen: shared.clone() })
-                as Box<dyn Instance>)
-        }),
-    )
-    .unwrap();
-    (sim, seen)
+    recon_scenario::parse("t.yaml", &yaml).unwrap()
 }
 
 fn crashes(sim: &Sim) -> Vec<(u64, String)> {
@@ -184,4 +188,80 @@ fn only_node_agents_may_start_containers() {
     let status = refused.expect("the start was refused");
     assert_eq!(status.reason, StatusReason::Forbidden);
     assert!(!sim.trace().entries.iter().any(|e| matches!(e.event, Event::ContainerStarted { .. })));
+}
+
+/// A controller that logs `LINES_PER_CALL` lines at every call and does
+/// nothing else.
+struct Chatty {
+    manifest: Manifest,
+    calls: usize,
+    unread: usize,
+}
+
+const LINES_PER_CALL: usize = 1_001;
+
+impl Instance for Chatty {
+    fn init(&mut self, _: &ComponentConfig) -> Result<Manifest, Crash> {
+        Ok(self.manifest.clone())
+    }
+    fn handle(&mut self, _: &Input) -> Result<Output, Crash> {
+        self.calls += 1;
+        self.unread = LINES_PER_CALL;
+        Ok(Output::default())
+    }
+    fn take_logs(&mut self) -> Vec<String> {
+        let call = self.calls;
+        (0..std::mem::take(&mut self.unread)).map(|i| format!("call {call} line {i}")).collect()
+    }
+}
+
+#[test]
+fn a_plugins_log_lines_are_recorded_on_its_lane_before_the_reconcile_they_came_from() {
+    let m = manifest(vec![]);
+    let mut sim = Sim::new(
+        &scenario(),
+        Box::new(move |_| Some(Box::new(Chatty { manifest: m.clone(), calls: 0, unread: 0 }) as Box<dyn Instance>)),
+    )
+    .unwrap();
+    sim.run();
+    let trace = sim.trace();
+    let logged: Vec<_> = trace.entries.iter().filter(|e| matches!(e.event, Event::Logged { .. })).collect();
+    assert!(!logged.is_empty(), "the controller's lines are in the trace");
+    for e in &logged {
+        assert_eq!(trace.lane_name(e), "c");
+        let next = trace.get(e.id + 1).expect("the call's reconcile follows");
+        assert!(matches!(next.event, Event::Reconcile { .. }), "{:?}", next.event);
+        assert_eq!(next.causes, e.causes, "a log entry has its call's causes");
+    }
+    let Event::Logged { component, lines } = &logged[0].event else { unreachable!() };
+    assert_eq!(component, "c");
+    assert_eq!((lines.len(), lines[0].as_str()), (LINES_PER_CALL, "call 1 line 0"));
+}
+
+#[test]
+fn a_plugin_logs_at_most_the_run_limit_and_a_last_line_says_so() {
+    let m = manifest(vec![]);
+    let mut sim = Sim::new(
+        &scenario(),
+        Box::new(move |_| Some(Box::new(Chatty { manifest: m.clone(), calls: 0, unread: 0 }) as Box<dyn Instance>)),
+    )
+    .unwrap();
+    sim.run();
+    let lines: Vec<&String> = sim
+        .trace()
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Logged { lines, .. } => Some(lines),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    // More than ten calls of 1,001 lines each were logged: the trace keeps the limit, then the marker.
+    assert_eq!(lines.len(), recon_sim::MAX_LOG_LINES_PER_RUN + 1);
+    assert_eq!(lines[recon_sim::MAX_LOG_LINES_PER_RUN - 1], "call 10 line 990");
+    assert_eq!(
+        lines.last().unwrap().as_str(),
+        "(log limit reached: 10000 lines per component per run; later lines are dropped)"
+    );
 }

@@ -321,6 +321,18 @@ pub enum Event {
         /// Why.
         reason: String,
     },
+    /// A component's plugin wrote lines with `recon.log` during one call
+    /// (`recon_init` or `recon_handle`): recorded before what the call
+    /// led to (its reconcile, or its crash), with the same causes. Bounded
+    /// by the host (lines per call, bytes per line) and by the simulator
+    /// (lines per component per run); a cut is said in a last line.
+    #[serde(rename_all = "camelCase")]
+    Logged {
+        /// The component.
+        component: String,
+        /// The lines, in the order they were written.
+        lines: Vec<String>,
+    },
     /// A component won (or lost) its Lease: its controller starts (or stops).
     Leadership {
         /// The component.

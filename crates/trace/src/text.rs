@@ -91,6 +91,14 @@ pub fn describe(e: &Entry) -> String {
             format!("{component} restarts with empty memory, connected to {api_server}")
         }
         Event::ComponentCrashed { component, reason } => format!("{component} stops: {reason}"),
+        Event::Logged { component, lines } => match lines.as_slice() {
+            [line] => format!("{component} logs: {}", one_line(line)),
+            lines => format!(
+                "{component} logs {} lines: {}",
+                lines.len(),
+                lines.iter().map(|l| one_line(l)).collect::<Vec<_>>().join(" | ")
+            ),
+        },
         Event::Failover { component, from, to } => format!("{component} gives up on {from} and fails over to {to}"),
         Event::Leadership { component, lease, leading: true } => {
             format!("{component} wins Lease {lease} and starts its controller")
@@ -110,6 +118,12 @@ pub fn describe(e: &Entry) -> String {
         Event::ContainerStopped { node, pod } => format!("{node} stops the container of {pod}"),
         Event::Violation { message, .. } => message.clone(),
     }
+}
+
+/// A logged line on one line: a plugin may write line breaks (a panic
+/// message often has them), which a one-line description cannot show.
+pub fn one_line(line: &str) -> String {
+    line.lines().map(str::trim_end).collect::<Vec<_>>().join(" ⏎ ")
 }
 
 /// A step in the words a user would use.

@@ -396,3 +396,71 @@ fn the_output_limit_applies_to_the_manifest_too_and_the_action_limit_is_inclusiv
     instance.init(&config()).unwrap();
     assert_eq!(instance.handle(&input(0)).unwrap().actions.len(), 1);
 }
+
+/// A plugin that logs `panic` (at `JUNK_AT`), then runs `then`.
+fn panicking(panic: &'static str, then: &str) -> Plugin {
+    Plugin {
+        junk: panic,
+        handle: format!("(call $log (i32.const {JUNK_AT}) (i32.const {})) {then}", panic.len()),
+        ..Plugin::default()
+    }
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn a_trap_right_after_a_panic_line_is_worded_as_the_panic() {
+    // Issue 20: a panicking Rust plugin crashed with only "executed an
+    // unreachable instruction".
+    let line = "panicked at src/lib.rs:12:5: the   pod has  no node";
+    let mut instance = panicking(line, "unreachable").compile(&Limits::default()).instantiate().unwrap();
+    instance.init(&config()).unwrap();
+    let crash = instance.handle(&input(0)).unwrap_err();
+    assert_eq!(crash.reason, "test.wasm: recon_handle panicked at src/lib.rs:12:5: the pod has no node");
+    assert_eq!(instance.take_logs(), [line]);
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn a_panic_line_words_the_crash_even_past_the_log_limit() {
+    let line = "panicked at src/lib.rs:1:1: late";
+    let spam = format!(
+        "(local.set $i (i32.const 1500))
+         (loop $again
+           (call $log (i32.const {MANIFEST_AT}) (i32.const 4))
+           (br_if $again (local.tee $i (i32.sub (local.get $i) (i32.const 1)))))"
+    );
+    let plugin = Plugin { handle: format!("{spam} {}", panicking(line, "unreachable").handle), ..panicking(line, "") };
+    let mut instance = plugin.compile(&Limits::default()).instantiate().unwrap();
+    instance.init(&config()).unwrap();
+    let crash = instance.handle(&input(0)).unwrap_err();
+    assert_eq!(crash.reason, "test.wasm: recon_handle panicked at src/lib.rs:1:1: late");
+    let logs = instance.take_logs();
+    assert_eq!(logs.len(), 1_001);
+    assert_eq!(logs[1_000], "(501 more log lines dropped)");
+}
+
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn a_panic_line_words_only_a_plain_trap_that_follows_it_at_once() {
+    let line = "panicked at src/lib.rs:12:5: boom";
+    let cases = [
+        // Another line after it: the panic was not the last word.
+        (
+            format!("(call $log (i32.const {MANIFEST_AT}) (i32.const 4)) unreachable"),
+            "trapped: executed an unreachable instruction",
+        ),
+        // Fuel and the depth limit are worded as themselves.
+        ("(loop (br 0)) unreachable".to_owned(), "ran out of fuel (budget 1000000000 per call)"),
+        // Another trap is that trap.
+        (
+            "(drop (i32.div_u (i32.const 1) (i32.const 0))) unreachable".to_owned(),
+            "trapped: divided an integer by zero",
+        ),
+    ];
+    for (then, reason) in cases {
+        let mut instance = panicking(line, &then).compile(&Limits::default()).instantiate().unwrap();
+        instance.init(&config()).unwrap();
+        let crash = instance.handle(&input(0)).unwrap_err();
+        assert_eq!(crash.reason, format!("test.wasm: recon_handle {reason}"), "after {then}");
+    }
+}

@@ -28,6 +28,9 @@ pub fn entry_tooltip(trace: &Trace, model: &TimelineModel, id: EntryId) -> Optio
         }
         (_, Some(MarkKind::TimeTravel)) => lines.push("Time travel: this component's view went backwards".into()),
         (_, Some(MarkKind::Violation)) => lines.push("Safety violation".into()),
+        // The lines as the plugin wrote them, one tooltip line each, in
+        // place of the description that has them all on one line.
+        (Event::Logged { component, lines: logged }, _) => lines = logged_lines(component, logged),
         _ => {}
     }
     if !entry.causes.is_empty() {
@@ -35,6 +38,22 @@ pub fn entry_tooltip(trace: &Trace, model: &TimelineModel, id: EntryId) -> Optio
         lines.push(format!("Caused by {}", causes.join(", ")));
     }
     Some(Tooltip { heading: format!("{} · {} · #{id}", fmt_time(entry.time_ms), lane), lines })
+}
+
+/// The most log lines a tooltip shows; the rest are counted.
+const MAX_TOOLTIP_LOG_LINES: usize = 20;
+
+/// A log entry's tooltip lines: who logged, then the lines as written
+/// (line breaks in a line start new tooltip lines), at most
+/// [`MAX_TOOLTIP_LOG_LINES`].
+fn logged_lines(component: &str, logged: &[String]) -> Vec<String> {
+    let all: Vec<&str> = logged.iter().flat_map(|l| l.lines()).collect();
+    let mut lines = vec![format!("{component} logged:")];
+    lines.extend(all.iter().take(MAX_TOOLTIP_LOG_LINES).map(|l| (*l).to_owned()));
+    if all.len() > MAX_TOOLTIP_LOG_LINES {
+        lines.push(format!("… and {} more lines", all.len() - MAX_TOOLTIP_LOG_LINES));
+    }
+    lines
 }
 
 /// A staleness band's tooltip at a moment: how far behind the cache is then,

@@ -38,6 +38,9 @@ pub enum MarkKind {
     Partition,
     /// A step of the scenario's script.
     Script,
+    /// A component's plugin logged lines (`recon.log`): drawn above its
+    /// reconcile, which happens at the same moment, so the author sees it.
+    Log,
     /// A controller was called.
     Reconcile,
     /// A list answered with current state.
@@ -50,7 +53,7 @@ pub enum MarkKind {
 
 impl MarkKind {
     /// Every kind, most important first (the legend's order).
-    pub const ALL: [MarkKind; 14] = [
+    pub const ALL: [MarkKind; 15] = [
         MarkKind::Violation,
         MarkKind::TimeTravel,
         MarkKind::Crash,
@@ -61,6 +64,7 @@ impl MarkKind {
         MarkKind::Lifecycle,
         MarkKind::Partition,
         MarkKind::Script,
+        MarkKind::Log,
         MarkKind::Reconcile,
         MarkKind::Read,
         MarkKind::Cache,
@@ -81,6 +85,7 @@ impl MarkKind {
             Event::ComponentStarted { .. } | Event::Failover { .. } | Event::Leadership { .. } => MarkKind::Lifecycle,
             Event::Partition { .. } => MarkKind::Partition,
             Event::Script { .. } | Event::Halted { .. } => MarkKind::Script,
+            Event::Logged { .. } => MarkKind::Log,
             Event::Reconcile { .. } => MarkKind::Reconcile,
             Event::CacheApply { .. } | Event::CacheRelist { .. } | Event::Compaction { .. } => MarkKind::Cache,
             Event::WatchDelivered { .. } => MarkKind::Watch,
@@ -115,6 +120,7 @@ impl MarkKind {
             MarkKind::Lifecycle => "start / failover",
             MarkKind::Partition => "partition",
             MarkKind::Script => "script",
+            MarkKind::Log => "plugin log",
             MarkKind::Reconcile => "reconcile",
             MarkKind::Read => "list",
             MarkKind::Cache => "cache",

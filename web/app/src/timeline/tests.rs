@@ -360,6 +360,22 @@ fn band_samples_are_one_per_change() {
     assert!(tip.lines[1].contains("2 revisions; longest lag 5 ms"), "{tip:?}");
 }
 
+#[test]
+fn a_plugins_log_is_a_mark_in_its_lane_whose_tooltip_lists_the_lines() {
+    // Issue 20: what a plugin logs is shown where it ran.
+    let logged = Event::Logged { component: "rs".into(), lines: vec!["first".into(), "two\nlines".into()] };
+    let many = Event::Logged { component: "rs".into(), lines: (0..25).map(|i| format!("line {i}")).collect() };
+    let trace = trace_of(&lanes_with(&["rs"]), vec![(5, "rs", logged, vec![]), (9, "rs", many, vec![])]);
+    let model = TimelineModel::build(&trace);
+    assert_eq!(model.kind_of(0), Some(MarkKind::Log));
+    assert_eq!(model.lanes[model.lane_of(0).unwrap()].name, "rs");
+    let tip = entry_tooltip(&trace, &model, 0).unwrap();
+    assert_eq!(tip.lines, ["rs logged:", "first", "two", "lines"]);
+    let tip = entry_tooltip(&trace, &model, 1).unwrap();
+    assert_eq!(tip.lines.len(), 22, "{tip:?}");
+    assert_eq!(tip.lines.last().unwrap(), "… and 5 more lines");
+}
+
 // ---- viewport ----
 
 fn span() -> Span {
