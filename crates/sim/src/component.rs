@@ -677,18 +677,22 @@ impl Component {
         let input = Input { time_ms: now, events: inbox.into_iter().map(|(e, _)| e).collect(), containers };
         let output = instance.controller.handle(&input);
         let lines = instance.controller.take_logs();
+        // Judged while the instance is at hand; carried out after its log
+        // lines are on the trace.
+        let too_many_ids = output.as_ref().ok().filter(|o| o.request_ids.len() > o.actions.len()).map(|o| {
+            format!(
+                "{}: its output names {} request ids for {} actions",
+                instance.manifest.name,
+                o.request_ids.len(),
+                o.actions.len()
+            )
+        });
         self.record_logs(env, lines, &causes);
         let output = match output {
             Ok(output) => output,
             Err(crash) => return self.crashed(env, crash.reason, causes),
         };
-        if output.request_ids.len() > output.actions.len() {
-            let reason = format!(
-                "{}: its output names {} request ids for {} actions",
-                instance.manifest.name,
-                output.request_ids.len(),
-                output.actions.len()
-            );
+        if let Some(reason) = too_many_ids {
             return self.crashed(env, reason, causes);
         }
         let actions: Vec<String> = output.actions.iter().map(describe_action).collect();
