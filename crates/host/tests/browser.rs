@@ -42,7 +42,9 @@ macro_rules! plugin {
 
 /// Every built-in controller's plugin, by crate name.
 const PLUGINS: &[(&str, &[u8])] = &[
+    plugin!("recon_plugin_database_operator"),
     plugin!("recon_plugin_deployment"),
+    plugin!("recon_plugin_garbage_collector"),
     plugin!("recon_plugin_kubelet"),
     plugin!("recon_plugin_kubelet_fixed"),
     plugin!("recon_plugin_replicaset"),
