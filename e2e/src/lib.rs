@@ -46,6 +46,11 @@ static PROFILES: AtomicU32 = AtomicU32::new(0);
 impl Browser {
     /// A fresh browser (new profile) at the playground's `path`, e.g. `""`
     /// or `"?scenario=pod-safety-59848-quorum"`.
+    #[allow(
+        clippy::await_holding_lock,
+        reason = "each test runs its own single-threaded runtime on its own thread, so the turn is held by one \
+                  thread and released when the browser is dropped; nothing else on that runtime waits for it"
+    )]
     pub async fn open(path: &str) -> Browser {
         // A test that panicked with a browser open poisons the lock; the
         // next test's browser is a fresh one all the same.
