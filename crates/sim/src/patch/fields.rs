@@ -503,11 +503,17 @@ pub(crate) fn merge_applied(doc: &mut Value, applied: &Value, path: &mut Path, s
 /// Drops `null`s from an apply configuration: a field set to null is a
 /// field the configuration does not state.
 pub(crate) fn without_nulls(value: &Value) -> Value {
+    retain_fields(value, &|_, v| !v.is_null())
+}
+
+/// A copy of `value` keeping, at every depth, only the object fields
+/// `keep` accepts (array items are all kept, their fields filtered alike).
+pub(crate) fn retain_fields(value: &Value, keep: &dyn Fn(&str, &Value) -> bool) -> Value {
     match value {
         Value::Object(map) => Value::Object(
-            map.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), without_nulls(v))).collect(),
+            map.iter().filter(|(k, v)| keep(k, v)).map(|(k, v)| (k.clone(), retain_fields(v, keep))).collect(),
         ),
-        Value::Array(items) => Value::Array(items.iter().map(without_nulls).collect()),
+        Value::Array(items) => Value::Array(items.iter().map(|v| retain_fields(v, keep)).collect()),
         other => other.clone(),
     }
 }

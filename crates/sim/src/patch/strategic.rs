@@ -124,13 +124,7 @@ fn merge_list(doc: &mut Value, items: &[Value], path: &mut Path, schema: Schema<
 
 /// A patch value without its directives, as stored.
 fn strip(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => {
-            Value::Object(map.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), strip(v))).collect())
-        }
-        Value::Array(items) => Value::Array(items.iter().map(strip).collect()),
-        other => other.clone(),
-    }
+    super::fields::retain_fields(value, &|k, _| !k.starts_with('$'))
 }
 
 #[cfg(test)]
