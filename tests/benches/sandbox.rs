@@ -80,6 +80,7 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
         },
         spec: serde_json::json!({ "nodeName": "node-1", "containers": [{ "name": "web", "image": "nginx" }] }),
         status: serde_json::json!({ "phase": "Running" }),
+        other: Default::default(),
     };
     let listed = Input {
         time_ms: 0,

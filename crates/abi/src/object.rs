@@ -6,27 +6,124 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// A Kubernetes object: type information, metadata, and untyped `spec` and `status`.
+/// A Kubernetes object: type information, metadata, `spec` and `status`, and
+/// whatever other top-level fields its kind has.
 ///
 /// Only the metadata is typed, because the simulator itself only reasons
 /// about identity, versions, ownership and deletion; what a spec means is up
-/// to the controllers that read it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+/// to the controllers that read it. Most kinds keep their content in `spec`
+/// and `status`; the rest (a ConfigMap's `data`, an Event's `involvedObject`
+/// and `reason`, a Secret's `type`) keep it in top-level fields of their
+/// own, which [`Object::other`] carries unchanged.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Object {
     /// Group and version, e.g. `v1` or `apps/v1`.
     pub api_version: String,
     /// Kind, e.g. `Pod` or `StatefulSet`.
     pub kind: String,
     /// Identity, versions, labels, ownership and deletion state.
-    #[serde(default)]
     pub metadata: ObjectMeta,
     /// Desired state, as written by users and controllers.
-    #[serde(default, skip_serializing_if = "Value::is_null")]
+    #[serde(skip_serializing_if = "Value::is_null")]
     pub spec: Value,
     /// Observed state, written through the status subresource.
-    #[serde(default, skip_serializing_if = "Value::is_null")]
+    #[serde(skip_serializing_if = "Value::is_null")]
     pub status: Value,
+    /// Every other top-level field, by name (`data`, `involvedObject`, …).
+    /// Serialized after `status`, in key order. Which names a kind may have
+    /// is the scenario's concern (an unknown field of a built-in kind is a
+    /// scenario error there); the wire carries them all.
+    #[serde(flatten)]
+    pub other: BTreeMap<String, Value>,
+}
+
+/// Written by hand rather than derived: a derived `flatten` buffers every
+/// field before deciding where it goes, and objects cross the plugin
+/// boundary on every call.
+impl<'de> Deserialize<'de> for Object {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(ObjectVisitor)
+    }
+}
+
+struct ObjectVisitor;
+
+/// A top-level key: one of the five every object may have, or another.
+enum TopLevel {
+    ApiVersion,
+    Kind,
+    Metadata,
+    Spec,
+    Status,
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for TopLevel {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl serde::de::Visitor<'_> for KeyVisitor {
+            type Value = TopLevel;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<TopLevel, E> {
+                Ok(match key {
+                    "apiVersion" => TopLevel::ApiVersion,
+                    "kind" => TopLevel::Kind,
+                    "metadata" => TopLevel::Metadata,
+                    "spec" => TopLevel::Spec,
+                    "status" => TopLevel::Status,
+                    other => TopLevel::Other(other.to_owned()),
+                })
+            }
+        }
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ObjectVisitor {
+    type Value = Object;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Kubernetes object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Object, A::Error> {
+        use serde::de::Error;
+        fn once<T, E: Error>(slot: &mut Option<T>, value: T, name: &str) -> Result<(), E> {
+            match slot.replace(value) {
+                Some(_) => Err(E::custom(format_args!("duplicate field `{name}`"))),
+                None => Ok(()),
+            }
+        }
+        let (mut api_version, mut kind, mut metadata, mut spec, mut status) = (None, None, None, None, None);
+        let mut other = BTreeMap::new();
+        while let Some(key) = map.next_key::<TopLevel>()? {
+            match key {
+                TopLevel::ApiVersion => once(&mut api_version, map.next_value()?, "apiVersion")?,
+                TopLevel::Kind => once(&mut kind, map.next_value()?, "kind")?,
+                TopLevel::Metadata => once(&mut metadata, map.next_value()?, "metadata")?,
+                TopLevel::Spec => once(&mut spec, map.next_value()?, "spec")?,
+                TopLevel::Status => once(&mut status, map.next_value()?, "status")?,
+                TopLevel::Other(name) => {
+                    let value = map.next_value()?;
+                    if other.contains_key(&name) {
+                        return Err(A::Error::custom(format_args!("duplicate field `{name}`")));
+                    }
+                    other.insert(name, value);
+                }
+            }
+        }
+        Ok(Object {
+            api_version: api_version.ok_or_else(|| A::Error::missing_field("apiVersion"))?,
+            kind: kind.ok_or_else(|| A::Error::missing_field("kind"))?,
+            metadata: metadata.unwrap_or_default(),
+            spec: spec.unwrap_or_default(),
+            status: status.unwrap_or_default(),
+            other,
+        })
+    }
 }
 
 /// Standard object metadata (the subset the simulator gives meaning to).

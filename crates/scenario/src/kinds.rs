@@ -72,6 +72,63 @@ const BUILTIN: &[(&str, &str, bool, bool)] = &[
     ("CustomResourceDefinition", "apiextensions.k8s.io", true, true),
 ];
 
+/// The top-level fields, besides `apiVersion`, `kind`, `metadata`, `spec`
+/// and `status`, of the built-in kinds that keep their content outside a
+/// spec (per the Kubernetes API reference of each kind; `Event` lists the
+/// fields of both `v1` and `events.k8s.io/v1`). A built-in kind not listed
+/// has none.
+const TOP_LEVEL_FIELDS: &[(&str, &[&str])] = &[
+    ("ConfigMap", &["binaryData", "data", "immutable"]),
+    ("Secret", &["data", "immutable", "stringData", "type"]),
+    ("ServiceAccount", &["automountServiceAccountToken", "imagePullSecrets", "secrets"]),
+    ("Endpoints", &["subsets"]),
+    (
+        "Event",
+        &[
+            "action",
+            "count",
+            "deprecatedCount",
+            "deprecatedFirstTimestamp",
+            "deprecatedLastTimestamp",
+            "deprecatedSource",
+            "eventTime",
+            "firstTimestamp",
+            "involvedObject",
+            "lastTimestamp",
+            "message",
+            "note",
+            "reason",
+            "regarding",
+            "related",
+            "reportingComponent",
+            "reportingController",
+            "reportingInstance",
+            "series",
+            "source",
+            "type",
+        ],
+    ),
+    ("ControllerRevision", &["data", "revision"]),
+    ("EndpointSlice", &["addressType", "endpoints", "ports"]),
+    ("Role", &["rules"]),
+    ("ClusterRole", &["aggregationRule", "rules"]),
+    ("RoleBinding", &["roleRef", "subjects"]),
+    ("ClusterRoleBinding", &["roleRef", "subjects"]),
+    (
+        "StorageClass",
+        &[
+            "allowVolumeExpansion",
+            "allowedTopologies",
+            "mountOptions",
+            "parameters",
+            "provisioner",
+            "reclaimPolicy",
+            "volumeBindingMode",
+        ],
+    ),
+    ("PriorityClass", &["description", "globalDefault", "preemptionPolicy", "value"]),
+];
+
 /// The kind of a CustomResourceDefinition manifest.
 pub const CRD_KIND: &str = "CustomResourceDefinition";
 
@@ -124,6 +181,19 @@ impl Kinds {
     /// Whether `kind` has a status subresource.
     pub fn has_status(&self, kind: &str) -> bool {
         self.get(kind).is_some_and(|k| k.status_subresource)
+    }
+
+    /// The top-level fields besides apiVersion, kind, metadata, spec and
+    /// status that objects of `kind` may have: `None` when any may (a
+    /// custom resource's schema is its own, and an unknown kind is
+    /// reported as such).
+    pub fn top_level_fields(&self, kind: &str) -> Option<&'static [&'static str]> {
+        match self.get(kind) {
+            Some(k) if !k.custom => {
+                Some(TOP_LEVEL_FIELDS.iter().find(|(name, _)| *name == kind).map_or(&[][..], |(_, fields)| fields))
+            }
+            _ => None,
+        }
     }
 
     /// The custom kinds, by name.

@@ -120,6 +120,13 @@ impl SourceMap {
         }
     }
 
+    /// Line and column of the mapping key whose value is at `path`, for
+    /// problems with a key itself (an unknown field); falls back to
+    /// [`SourceMap::locate`].
+    pub fn locate_key(&self, path: &str) -> Option<(usize, usize)> {
+        self.keys.iter().find(|(_, key)| key.as_str() == path).map(|(&at, _)| at).or_else(|| self.locate(path))
+    }
+
     /// The path of the mapping key that starts exactly at `(line, column)`.
     pub(crate) fn key_at(&self, line: usize, column: usize) -> Option<&str> {
         self.keys.get(&(line, column)).map(String::as_str)

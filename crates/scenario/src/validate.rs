@@ -242,6 +242,25 @@ impl<'a> Validator<'a> {
         } else {
             self.kind(&format!("{path}.kind"), &object.kind);
         }
+        if let Some(allowed) = self.kinds.top_level_fields(&object.kind) {
+            for field in object.other.keys().filter(|field| !allowed.contains(&field.as_str())) {
+                let own = match allowed {
+                    [] => "spec and status".to_owned(),
+                    [fields @ .., last] => format!("{} and {last}", fields.join(", ")),
+                };
+                let at = format!("{path}.{field}");
+                let (line, column) = self.source.locate_key(&at).unwrap_or((1, 1));
+                self.found.push(Diagnostic {
+                    line,
+                    column,
+                    path: at,
+                    message: format!(
+                        "unknown field `{field}`: besides apiVersion, kind and metadata, a {} has {own}",
+                        object.kind
+                    ),
+                });
+            }
+        }
         let meta = &object.metadata;
         if needs_name && meta.name.is_empty() {
             self.report(

@@ -120,6 +120,42 @@ apiServers:
     );
 }
 
+/// The Kubernetes API reference gives each kind its top-level fields: most
+/// keep their content in `spec` and `status`, some (ConfigMap's `data`,
+/// Event's `involvedObject`) in fields of their own. A misspelt `spec` of a
+/// built-in kind is reported where it is; a ConfigMap's `data` is kept.
+#[test]
+fn a_built_in_kind_has_its_own_top_level_fields_and_no_others() {
+    let text = "\
+name: x
+apiServers: [{name: a}]
+objects:
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: settings, namespace: default}
+    data: {mode: fast}
+  - apiVersion: apps/v1
+    kind: ReplicaSet
+    metadata: {name: web, namespace: default}
+    sepc: {replicas: 1}
+";
+    assert_problem(
+        text,
+        11,
+        5,
+        "objects[1].sepc",
+        "unknown field `sepc`: besides apiVersion, kind and metadata, a ReplicaSet has spec and status",
+    );
+    let text = text.split("  - apiVersion: apps/v1").next().unwrap();
+    let scenario = parse("test.yaml", text).expect("a ConfigMap with data parses");
+    assert_eq!(scenario.objects[0].other["data"], serde_json::json!({"mode": "fast"}));
+    assert_eq!(
+        serde_json::to_value(&scenario.objects[0]).unwrap()["data"]["mode"],
+        "fast",
+        "the field is written back where it was read"
+    );
+}
+
 #[test]
 fn an_unknown_field_in_a_step_lists_the_step_keys() {
     let text = "\

@@ -30,6 +30,7 @@ pub fn object(kind: &str, namespace: &str, name: &str) -> Object {
         metadata: ObjectMeta { name: name.into(), namespace: namespace.into(), ..ObjectMeta::default() },
         spec: Value::Null,
         status: Value::Null,
+        other: Default::default(),
     }
 }
 

@@ -113,6 +113,7 @@ impl<S: Spec> Typed<S> {
             metadata: self.metadata.clone(),
             spec: encode(&self.spec),
             status: encode(&self.status),
+            other: Default::default(),
         }
     }
 

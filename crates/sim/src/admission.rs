@@ -250,7 +250,9 @@ fn plan_update(kinds: &Kinds, current: &Object, object: Object) -> Result<Change
         // A write that carries no managedFields keeps the stored ones.
         next.metadata.managed_fields = current.metadata.managed_fields.clone();
     }
-    let changed = next.spec != current.spec || (!status_subresource && next.status != current.status);
+    let changed = next.spec != current.spec
+        || next.other != current.other
+        || (!status_subresource && next.status != current.status);
     next.metadata.generation = current.metadata.generation + i64::from(changed);
     if deletion_complete(&next) {
         // The last finalizer is gone from an object marked for deletion

@@ -135,6 +135,7 @@ impl Candidacy {
                     metadata: ObjectMeta { name: key.name, namespace: key.namespace, ..Default::default() },
                     spec: json!({}),
                     status: Value::Null,
+                    other: Default::default(),
                 };
                 lease.spec["holderIdentity"] = json!(identity);
                 lease.spec["leaseDurationSeconds"] = json!(duration.div_ceil(1000));

@@ -425,6 +425,7 @@ fn node_object(n: &recon_scenario::Node) -> Object {
             "capacity": { "pods": n.pods.to_string() },
             "conditions": [{ "type": "Ready", "status": "True" }],
         }),
+        other: Default::default(),
     }
 }
 

@@ -115,6 +115,7 @@ fn desired(api_version: &str, kind: &str, key: &ObjectKey, db: Option<&Object>, 
         },
         spec,
         status: Value::Null,
+        other: Default::default(),
     }
 }
 

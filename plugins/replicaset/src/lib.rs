@@ -367,6 +367,7 @@ fn new_pod(set: &Object) -> Object {
         },
         spec,
         status: Value::Null,
+        other: Default::default(),
     }
 }
 

@@ -92,6 +92,7 @@ fn replicaset_creates_missing_pods_from_its_template_with_generate_name() {
         },
         spec: json!({"containers": [{"name": "web", "image": "web:1"}]}),
         status: Value::Null,
+        other: Default::default(),
     };
     let mut status = set.clone();
     status.status = json!({"replicas": 0, "readyReplicas": 0, "observedGeneration": 1});

@@ -311,6 +311,7 @@ fn new_pod(set: &Object, ordinal: u32, update_revision: &str) -> Object {
         },
         spec,
         status: Value::Null,
+        other: Default::default(),
     }
 }
 

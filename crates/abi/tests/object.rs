@@ -1,0 +1,47 @@
+//! How an [`Object`] reads and writes its JSON.
+
+use recon_abi::Object;
+use serde_json::json;
+
+/// Kinds such as ConfigMap and Event keep their content in top-level fields
+/// of their own; those survive a round trip unchanged and in key order,
+/// after `status`.
+#[test]
+fn other_top_level_fields_round_trip_after_status() {
+    let text = r#"{"apiVersion":"v1","kind":"Event","metadata":{"name":"e"},"reason":"Created","involvedObject":{"kind":"Pod","name":"p"}}"#;
+    let object: Object = serde_json::from_str(text).unwrap();
+    assert_eq!(object.other["reason"], json!("Created"));
+    assert_eq!(object.other["involvedObject"]["name"], json!("p"));
+    assert_eq!(
+        serde_json::to_string(&object).unwrap(),
+        r#"{"apiVersion":"v1","kind":"Event","metadata":{"name":"e"},"involvedObject":{"kind":"Pod","name":"p"},"reason":"Created"}"#
+    );
+}
+
+/// An object with only the usual fields writes exactly what it did before
+/// the other fields existed (the trace hashes depend on it).
+#[test]
+fn an_object_without_other_fields_writes_the_usual_five() {
+    let text = r#"{"apiVersion":"apps/v1","kind":"ReplicaSet","metadata":{"name":"web"},"spec":{"replicas":2},"status":{"replicas":1}}"#;
+    let object: Object = serde_json::from_str(text).unwrap();
+    assert!(object.other.is_empty());
+    assert_eq!(serde_json::to_string(&object).unwrap(), text);
+}
+
+#[test]
+fn a_missing_kind_or_a_repeated_field_is_an_error() {
+    let missing = serde_json::from_str::<Object>(r#"{"apiVersion":"v1","metadata":{}}"#).unwrap_err();
+    assert!(missing.to_string().contains("missing field `kind`"), "{missing}");
+    for field in ["spec", "kind", "data"] {
+        let text = format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","{field}":"a","{field}":"b"}}"#);
+        let repeated = serde_json::from_str::<Object>(&text).unwrap_err();
+        assert!(repeated.to_string().contains(&format!("duplicate field `{field}`")), "{repeated}");
+    }
+}
+
+/// A missing metadata, spec or status reads as empty, as before.
+#[test]
+fn missing_metadata_spec_and_status_default() {
+    let object: Object = serde_json::from_str(r#"{"apiVersion":"v1","kind":"Node"}"#).unwrap();
+    assert_eq!(object, Object { api_version: "v1".into(), kind: "Node".into(), ..Object::default() });
+}
