@@ -1,5 +1,6 @@
 //! Kubernetes-shaped objects and watch events.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -300,11 +301,17 @@ impl Object {
     /// Metadata paths read the typed fields; other paths walk the JSON.
     /// Missing fields read as `None`; numbers and booleans are rendered as text.
     pub fn field(&self, path: &str) -> Option<String> {
+        self.field_str(path).map(Cow::into_owned)
+    }
+
+    /// [`Object::field`], borrowing where the value is a string already
+    /// (field selectors ask this of every object a watch could see).
+    pub fn field_str(&self, path: &str) -> Option<Cow<'_, str>> {
         match path {
-            "metadata.name" => return Some(self.metadata.name.clone()),
-            "metadata.namespace" => return Some(self.metadata.namespace.clone()),
-            "metadata.uid" => return Some(self.metadata.uid.clone()),
-            "kind" => return Some(self.kind.clone()),
+            "metadata.name" => return Some(Cow::Borrowed(&self.metadata.name)),
+            "metadata.namespace" => return Some(Cow::Borrowed(&self.metadata.namespace)),
+            "metadata.uid" => return Some(Cow::Borrowed(&self.metadata.uid)),
+            "kind" => return Some(Cow::Borrowed(&self.kind)),
             _ => {}
         }
         let (root, rest) = path.split_once('.')?;
@@ -317,9 +324,9 @@ impl Object {
             value = value.get(part)?;
         }
         match value {
-            Value::String(s) => Some(s.clone()),
-            Value::Bool(b) => Some(b.to_string()),
-            Value::Number(n) => Some(n.to_string()),
+            Value::String(s) => Some(Cow::Borrowed(s)),
+            Value::Bool(b) => Some(Cow::Owned(b.to_string())),
+            Value::Number(n) => Some(Cow::Owned(n.to_string())),
             _ => None,
         }
     }

@@ -6,6 +6,7 @@
 //! Set-based label requirements (`in`, `notin`) are not supported and are
 //! rejected when parsed.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -90,18 +91,29 @@ impl Selector {
         self.requirements.is_empty()
     }
 
+    /// The first `key=value` requirement, if there is one: every object
+    /// the selector matches has `value` at `key`, so watchers can be found
+    /// by it (as the API server's watch cache finds a kubelet's watch by
+    /// `spec.nodeName`) instead of by asking each.
+    pub fn equality(&self) -> Option<(&str, &str)> {
+        self.requirements.iter().find_map(|r| match r {
+            Requirement::Equals(key, value) => Some((key.as_str(), value.as_str())),
+            _ => None,
+        })
+    }
+
     /// Matches the requirements against an object's fields (see [`Object::field`]).
     /// A missing field reads as the empty string, as in Kubernetes.
     pub fn matches_fields(&self, object: &Object) -> bool {
-        self.matches_with(|key| Some(object.field(key).unwrap_or_default()))
+        self.matches_with(|key| Some(object.field_str(key).unwrap_or_default()))
     }
 
     /// Matches the requirements against a label map.
     pub fn matches_labels(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.matches_with(|key| labels.get(key).cloned())
+        self.matches_with(|key| labels.get(key).map(|v| Cow::Borrowed(v.as_str())))
     }
 
-    fn matches_with(&self, lookup: impl Fn(&str) -> Option<String>) -> bool {
+    fn matches_with<'a>(&self, lookup: impl Fn(&str) -> Option<Cow<'a, str>>) -> bool {
         self.requirements.iter().all(|r| match r {
             Requirement::Equals(k, v) => lookup(k).as_deref() == Some(v.as_str()),
             Requirement::NotEquals(k, v) => lookup(k).as_deref() != Some(v.as_str()),

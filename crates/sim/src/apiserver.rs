@@ -20,15 +20,7 @@ use crate::ids::{ComponentId, ServerId};
 use crate::message::{Client, ReadTarget, Reply, Scheduled, Served, StoreOp, StoreOpKind, client_component};
 use crate::network::Endpoint;
 use crate::rng::Rng;
-
-/// An open watch.
-#[derive(Clone, Debug)]
-pub(crate) struct Watcher {
-    client: Client,
-    filter: Filter,
-    /// Events up to this revision have been sent.
-    sent: u64,
-}
+use crate::watchers::{Watcher, Watchers};
 
 /// The BOOKMARK a watch of `kind` is sent at `revision`: no object, only
 /// the revision it has been brought up to.
@@ -96,7 +88,7 @@ pub(crate) struct ApiServer {
     kinds: Kinds,
     /// Its watch cache.
     pub cache: WatchCache,
-    watchers: BTreeMap<u64, Watcher>,
+    watchers: Watchers,
     waits: BTreeMap<u64, Wait>,
     next_id: u64,
     /// For uids and generated names of objects created through this server.
@@ -123,7 +115,7 @@ impl ApiServer {
             max_object_bytes,
             kinds,
             cache,
-            watchers: BTreeMap::new(),
+            watchers: Watchers::default(),
             waits: BTreeMap::new(),
             next_id: 0,
             rng,
@@ -493,7 +485,7 @@ impl ApiServer {
     /// at the cache's revision (if it has caught up with the watch's
     /// start), and the next one is scheduled an interval later.
     pub(crate) fn on_bookmark_due(&mut self, engine: &mut Engine, watcher: u64) {
-        let Some(w) = self.watchers.get(&watcher) else { return }; // closed since
+        let Some(w) = self.watchers.get(watcher) else { return }; // closed since
         let revision = self.cache.revision;
         let due = self.cache.revision_entry.filter(|_| revision >= w.sent);
         let (client, kind) = (w.client.clone(), w.filter.kind.clone());
@@ -507,7 +499,7 @@ impl ApiServer {
 
     /// Closes every watch (and pending read) a component has open here.
     pub(crate) fn close_watches(&mut self, component: ComponentId) {
-        self.watchers.retain(|_, w| client_component(&w.client) != Some(component));
+        self.watchers.close_for(component);
         self.waits.retain(|_, w| client_component(&w.client) != Some(component));
     }
 
@@ -697,38 +689,42 @@ impl ApiServer {
         }
     }
 
+    /// The store event at `revision` reaches this server's cache: the cache
+    /// applies it (if it is the next one) and sends it to the watches it
+    /// concerns. The event is read from the store where it lies, not copied.
     pub(crate) fn cache_feed(&mut self, engine: &mut Engine, revision: u64) {
-        let Some(event) = engine.store.event(revision).cloned() else { return };
-        self.cache_apply(engine, &event);
-    }
-
-    fn cache_apply(&mut self, engine: &mut Engine, event: &recon_store::StoreEvent) {
+        let Some(event) = engine.store.event(revision) else { return };
         if event.revision != self.cache.revision + 1 {
             return; // a duplicate after a resync, or a gap a resync will fill
         }
-        let api_server = self.config.name.clone();
         let key = event.value.key();
-        let cause = engine.store_entries.get(&event.revision).copied();
         let event_type = match (event.kind, &event.prev) {
             (recon_store::EventKind::Delete, _) => EventType::Deleted,
             (_, None) => EventType::Added,
             _ => EventType::Modified,
         };
+        let api_server = self.config.name.clone();
+        let cause = engine.store_entries.get(&revision).copied();
         let entry = engine.record(
             engine.lanes.cache(self.id),
-            Event::CacheApply { api_server, revision: event.revision, key, event_type },
+            Event::CacheApply { api_server, revision, key, event_type },
             cause.into_iter().collect(),
         );
+        let event = engine.store.event(revision).expect("read above");
         let s = &mut *self;
-        let applied = s.cache.apply_at(event, entry, engine.now).expect("revision checked above").clone();
+        let applied = s.cache.apply_at(event, entry, engine.now).expect("revision checked above");
         let mut deliveries = Vec::new();
-        for (id, w) in s.watchers.iter_mut() {
+        // Only the watches this event can concern are looked at: one that
+        // cannot see it would neither be sent it nor need its `sent` moved
+        // (it only matters for revisions this cache has not reached).
+        for id in s.watchers.concerned(&applied.object.kind, applied.prev.as_ref(), &applied.object) {
+            let w = s.watchers.get_mut(id).expect("concerned watches are open");
             if applied.revision <= w.sent {
                 continue;
             }
             w.sent = applied.revision;
-            if let Some(view) = w.filter.view(&applied) {
-                deliveries.push((*id, w.client.clone(), view));
+            if let Some(view) = w.filter.view(applied) {
+                deliveries.push((id, w.client.clone(), view));
             }
         }
         for (watcher, client, view) in deliveries {
@@ -770,8 +766,7 @@ impl ApiServer {
                     cause.into_iter().collect(),
                 );
                 self.cache.replace(revision, state.into_iter().map(|kv| (kv.key, kv.value)), Some(entry));
-                let watchers = std::mem::take(&mut self.watchers);
-                for (_, w) in watchers {
+                for w in self.watchers.take_all() {
                     let status = Status::new(StatusReason::Gone, "watch closed: the API server's cache was rebuilt");
                     self.reply(engine, w.client, Reply::Failed(status), 0);
                 }

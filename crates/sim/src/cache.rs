@@ -41,6 +41,13 @@ impl Filter {
         recon_store::prefix_for(&self.kind, &self.namespace)
     }
 
+    /// The field every selected object has at a given value, if the field
+    /// selector requires one (`spec.nodeName=node-1`): how the API server
+    /// finds the watchers an event concerns without asking each.
+    pub fn indexed_field(&self) -> Option<(&str, &str)> {
+        self.fields.equality()
+    }
+
     /// Whether the object is selected.
     pub fn matches(&self, o: &Object) -> bool {
         o.kind == self.kind

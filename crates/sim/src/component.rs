@@ -820,7 +820,7 @@ fn start_container(env: &mut Env<'_>, n: NodeId, pod: &PodRef, object: Option<Ob
     }
     let started = Event::ContainerStarted { node: env.nodes[n.index()].name.clone(), pod: pod.clone() };
     let entry = env.engine.record(env.engine.lanes.node(n), started, vec![cause]);
-    env.nodes[n.index()].running.insert(pod.clone(), Running { started_at: env.engine.now, entry });
+    env.nodes[n.index()].running.insert(pod.clone(), Running { started_at: env.engine.now });
     let start = ContainerStart { node: n, pod, object: object.as_ref(), entry };
     env.checks.container_started(env.engine, env.nodes, &start);
 }

@@ -35,6 +35,7 @@ mod node;
 pub mod patch;
 mod reflector;
 pub mod rng;
+mod watchers;
 mod world;
 
 pub use component::Instantiate;

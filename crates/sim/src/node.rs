@@ -5,15 +5,12 @@
 use std::collections::BTreeMap;
 
 use recon_abi::{Container, PodRef};
-use recon_trace::EntryId;
 
 /// A container running on a node.
 #[derive(Clone, Debug)]
 pub(crate) struct Running {
     /// When it started.
     pub started_at: u64,
-    /// The ContainerStarted entry.
-    pub entry: EntryId,
 }
 
 /// One node's runtime.

@@ -87,6 +87,15 @@ pub struct PodBinder {
     assumed: BTreeMap<ObjectKey, String>,
     /// How many assumed pods each node has.
     assumed_per_node: BTreeMap<String, usize>,
+    /// The nodes a pod may be bound to (schedulable, with room), by load
+    /// and then name: the first is the one to bind to. Kept up to date
+    /// node by node, so binding a pod does not look at every node.
+    room: BTreeSet<(usize, String)>,
+    /// Each node's load as entered in `room`.
+    in_room: BTreeMap<String, usize>,
+    /// Nodes whose load, capacity or schedulability may have changed since
+    /// `room` last looked at them.
+    stale_room: BTreeSet<String>,
 }
 
 impl Default for PodBinder {
@@ -96,6 +105,9 @@ impl Default for PodBinder {
             unschedulable: BTreeSet::new(),
             assumed: BTreeMap::new(),
             assumed_per_node: BTreeMap::new(),
+            room: BTreeSet::new(),
+            in_room: BTreeMap::new(),
+            stale_room: BTreeSet::new(),
         }
     }
 }
@@ -146,12 +158,19 @@ impl Reconciler for PodBinder {
         if change.watch == NODES {
             // A node appeared, changed (uncordoned, grew) or went away: pods
             // that fit nowhere may fit now.
+            self.stale_room.insert(change.key.name.clone());
             return std::mem::take(&mut self.unschedulable).into_iter().collect();
         }
         let key = &change.key;
         let current = cache.get(PODS, key);
         let mut keys = Vec::new();
-        if self.bound.update(key, current).is_some() {
+        let before = self.bound.value(key).map(str::to_string);
+        let left = self.bound.update(key, current).is_some();
+        if before.as_deref() != self.bound.value(key) {
+            self.stale_room.extend(before);
+            self.stale_room.extend(self.bound.value(key).map(str::to_string));
+        }
+        if left {
             // The pod stopped occupying a node: room for one more there.
             keys.extend(std::mem::take(&mut self.unschedulable));
         }
@@ -190,13 +209,14 @@ impl Reconciler for PodBinder {
         if !needs_scheduling(pod) || self.assumed.contains_key(key) || ctx.is_pending(key) {
             return Requeue::AwaitChange;
         }
-        let Some(node) = self.least_loaded_node(ctx.cache()) else {
+        let Some(node) = self.least_loaded_node(ctx.cache()).map(str::to_string) else {
             self.unschedulable.insert(key.clone());
             ctx.set_timer(UNSCHEDULABLE_TIMER, UNSCHEDULABLE_RETRY_MS);
             return Requeue::AwaitChange;
         };
         ctx.update(binding(pod, &node));
         *self.assumed_per_node.entry(node.clone()).or_default() += 1;
+        self.stale_room.insert(node.clone());
         self.assumed.insert(key.clone(), node);
         Requeue::AwaitChange
     }
@@ -211,6 +231,7 @@ impl PodBinder {
             if *count == 0 {
                 self.assumed_per_node.remove(&node);
             }
+            self.stale_room.insert(node);
         }
     }
 
@@ -220,22 +241,20 @@ impl PodBinder {
     }
 
     /// The schedulable node with room and the fewest pods, ties by name.
-    fn least_loaded_node(&self, cache: &Cache) -> Option<String> {
-        let mut best: Option<(usize, &str)> = None;
-        for node in cache.list(NODES) {
-            if is_cordoned(node) || node.is_terminating() {
+    fn least_loaded_node(&mut self, cache: &Cache) -> Option<&str> {
+        for name in std::mem::take(&mut self.stale_room) {
+            if let Some(load) = self.in_room.remove(&name) {
+                self.room.remove(&(load, name.clone()));
+            }
+            let Some(node) = cache.get(NODES, &ObjectKey::new("Node", "", &name)) else { continue };
+            let load = self.load(&name);
+            if is_cordoned(node) || node.is_terminating() || load >= capacity(node) {
                 continue;
             }
-            let name = node.metadata.name.as_str();
-            let load = self.load(name);
-            // Only a less loaded node wins (ties go to the first name), and
-            // that is cheaper to ask than the node's capacity.
-            if best.is_some_and(|(least, _)| load >= least) || load >= capacity(node) {
-                continue;
-            }
-            best = Some((load, name));
+            self.room.insert((load, name.clone()));
+            self.in_room.insert(name, load);
         }
-        best.map(|(_, name)| name.to_string())
+        self.room.first().map(|(_, name)| name.as_str())
     }
 }
 

@@ -137,7 +137,7 @@ impl Checks {
             }
             observers.push(match check {
                 Check::TimeTravel => Box::new(time_travel::TimeTravel::default()),
-                Check::PodIdentity => Box::new(pod_identity::PodIdentity),
+                Check::PodIdentity => Box::new(pod_identity::PodIdentity::default()),
                 Check::StatefulSetOrdinals => Box::new(ordinals::StatefulSetOrdinals::default()),
                 Check::ReplicaCount => Box::new(replica_count::ReplicaCount::default()),
                 Check::Convergence => Box::new(convergence::Convergence),

@@ -2,37 +2,59 @@
 //! namespace/name at once. A StatefulSet pod's name is its identity; two
 //! copies of it are two writers to the same volume.
 
+use std::collections::BTreeMap;
+
+use recon_abi::PodRef;
 use recon_scenario::Check;
+use recon_trace::EntryId;
+
+use crate::ids::NodeId;
 
 use super::{ContainerStart, Finding, Observer, Truth};
 
-/// Judged after every container start, against every node's runtime.
-pub(super) struct PodIdentity;
+/// Judged after every container start, against what runs on the other
+/// nodes. Keeps its own index of the running containers by identity, so a
+/// start costs the containers of that one name, not of the whole cluster.
+#[derive(Default)]
+pub(super) struct PodIdentity {
+    /// (namespace, name) → the containers of that identity, by node and
+    /// incarnation (the order findings are reported in).
+    running: BTreeMap<(String, String), BTreeMap<(NodeId, PodRef), EntryId>>,
+}
 
 impl Observer for PodIdentity {
     fn container_started(&mut self, truth: &Truth<'_>, start: &ContainerStart<'_>) -> Vec<Finding> {
         let pod = start.pod;
         let here = &truth.nodes[start.node.index()].name;
-        truth
-            .nodes
+        let same = self.running.entry((pod.namespace.clone(), pod.name.clone())).or_default();
+        let findings = same
             .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != start.node.index())
-            .flat_map(|(_, node)| {
-                node.running
-                    .iter()
-                    .filter(|(p, _)| p.namespace == pod.namespace && p.name == pod.name)
-                    .map(move |(other, r)| (node, other, r.entry))
-            })
-            .map(|(node, other, other_entry)| Finding {
+            .filter(|((node, _), _)| *node != start.node)
+            .map(|((node, other), other_entry)| Finding {
                 check: Check::PodIdentity,
                 message: format!(
                     "pod {}/{} runs on two nodes at once: {here} (uid {}) and {} (uid {})",
-                    pod.namespace, pod.name, pod.uid, node.name, other.uid
+                    pod.namespace,
+                    pod.name,
+                    pod.uid,
+                    truth.nodes[node.index()].name,
+                    other.uid
                 ),
-                causes: vec![start.entry, other_entry],
+                causes: vec![start.entry, *other_entry],
                 component: None,
             })
-            .collect()
+            .collect();
+        same.insert((start.node, pod.clone()), start.entry);
+        findings
+    }
+
+    fn container_stopped(&mut self, node: NodeId, pod: &PodRef) {
+        let identity = (pod.namespace.clone(), pod.name.clone());
+        if let Some(same) = self.running.get_mut(&identity) {
+            same.remove(&(node, pod.clone()));
+            if same.is_empty() {
+                self.running.remove(&identity);
+            }
+        }
     }
 }
