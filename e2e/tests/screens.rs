@@ -214,6 +214,9 @@ async fn touch_drags_to_pan_pinches_to_zoom_and_taps_to_select() {
     // One finger dragging 40 px (towards the plot's middle, so the mark
     // stays in view) moves the selected violation's mark with it.
     page.find("#tl-first-violation").await.click().await.unwrap();
+    // The canvas marks the selection when it next draws, not within the click.
+    let marked = "return document.getElementById('timeline-canvas').getAttribute('data-selected-x') !== null";
+    wait_until(&page, marked, "the first violation marked on the canvas").await;
     let before = canvas_number(&page, "data-selected-x").await;
     let dx = if before > width * 0.6 { -40.0 } else { 40.0 };
     touch(&page, "touchstart", &[(middle, y)], &[(middle, y)]).await;
