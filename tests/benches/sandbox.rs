@@ -112,6 +112,36 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
     report("kubelet handle() call", "call", calls as usize, times);
 }
 
+/// What loading a module costs (validation, metering and wasmtime's
+/// compile): a built-in controller's release build, and the deepest
+/// nesting validation lets through (1,000 blocks in one function, 3 KB),
+/// whose compile time grows faster than its size.
+fn load_case() {
+    let dir = std::path::PathBuf::from(std::env::var_os("RECON_PLUGIN_DIR").expect("set by cargo xtask bench"));
+    let replicaset = std::fs::read(dir.join("recon_plugin_replicaset.wasm")).unwrap();
+    let skeleton = r#"(memory (export "memory") 1)
+        (func (export "recon_abi_version") (result i32) i32.const 1)
+        (func (export "recon_alloc") (param i32) (result i32) i32.const 0)
+        (func (export "recon_init") (param i32 i32) (result i64) i64.const 0)
+        (func (export "recon_handle") (param i32 i32) (result i64) i64.const 0)"#;
+    let nested =
+        wat::parse_str(format!("(module {skeleton} (func {}{}))", "(block ".repeat(1_000), ")".repeat(1_000))).unwrap();
+    let engine = recon_host::Engine::new().unwrap();
+    let load = |bytes: &[u8]| {
+        let module = recon_host::Module::load("bench.wasm", bytes, &recon_host::Limits::default()).unwrap();
+        engine.compile(&module).unwrap();
+    };
+    let (real, deep) = compare(|| load(&replicaset), || load(&nested));
+    println!(
+        "{:<40} replicaset plugin ({} KB) {:>9.1} ms   1,000 nested blocks ({} KB) {:>9.1} ms",
+        "load and compile",
+        replicaset.len() / 1024,
+        real.as_secs_f64() * 1e3,
+        nested.len() / 1024,
+        deep.as_secs_f64() * 1e3
+    );
+}
+
 fn main() {
     let plugins = recon_tests::wasm_plugins();
     if !std::env::args().any(|a| a == "--bench") {
@@ -121,9 +151,24 @@ fn main() {
         return;
     }
     println!("sandbox overhead: medians of {ROUNDS} alternating rounds; speed ratio = native time / wasm time");
-    call_case(&plugins);
-    scenario_case("pod-safety-59848 (whole run)", &recon_tests::load("pod-safety-59848"), &plugins);
-    scenario_case("scaled 10 nodes / 100 pods", &recon_tests::scaled_59848(10, 100), &plugins);
-    scenario_case("scaled 50 nodes / 500 pods", &recon_tests::scaled_59848(50, 500), &plugins);
-    scenario_case("scaled 100 nodes / 2000 pods", &recon_tests::scaled_59848(100, 2000), &plugins);
+    // `cargo xtask bench -- load` (any word after the flags) runs the cases it names.
+    let only = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let wanted = |case: &str| only.as_deref().is_none_or(|o| case.contains(o));
+    if wanted("load") {
+        load_case();
+    }
+    if wanted("call") {
+        call_case(&plugins);
+    }
+    let scenarios = [
+        ("pod-safety-59848 (whole run)", 0, 0),
+        ("scaled 10 nodes / 100 pods", 10, 100),
+        ("scaled 50 nodes / 500 pods", 50, 500),
+        ("scaled 100 nodes / 2000 pods", 100, 2000),
+    ];
+    for (case, nodes, pods) in scenarios.into_iter().filter(|(case, ..)| wanted(case)) {
+        let scenario =
+            if nodes == 0 { recon_tests::load("pod-safety-59848") } else { recon_tests::scaled_59848(nodes, pods) };
+        scenario_case(case, &scenario, &plugins);
+    }
 }

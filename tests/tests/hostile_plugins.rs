@@ -65,4 +65,5 @@ in_59848!(
     many_functions,
     huge_function,
     too_many_locals,
+    nested_blocks,
 );

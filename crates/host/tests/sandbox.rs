@@ -80,6 +80,21 @@ fn memory_declared_above_the_cap_is_refused_and_at_the_cap_is_accepted() {
     assert!(Module::load("ok.wasm", &wat::parse_str(wat).unwrap(), &Limits::default()).is_ok());
 }
 
+/// The catalogue's `nested_blocks` (1,001 levels) is refused; the deepest
+/// nesting allowed loads and compiles. How long that takes is measured by
+/// `cargo bench -p recon-tests --bench sandbox` (BENCHMARKS.md), not here.
+#[test]
+fn blocks_nested_to_the_limit_compile_and_one_more_level_is_refused() {
+    let deepest = hostile::nested(1_000);
+    let module = Module::load("deepest.wasm", &deepest, &Limits::default()).expect("the limit itself is allowed");
+    recon_host::Engine::new().unwrap().compile(&module).expect("and compiles");
+    let refused = Module::load("deeper.wasm", &hostile::nested(1_001), &Limits::default()).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "deeper.wasm has a function (index 4) nested 1001 blocks deep, above the limit of 1000"
+    );
+}
+
 #[test]
 fn shared_64_bit_and_second_memories_are_refused() {
     let memory = r#"(memory (export "memory") 1)"#;

@@ -94,6 +94,7 @@ catalogue!(
     many_functions,
     huge_function,
     too_many_locals,
+    nested_blocks,
 );
 
 #[cfg_attr(not(target_arch = "wasm32"), test)]

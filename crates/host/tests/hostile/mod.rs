@@ -42,6 +42,7 @@
 //! | `many_functions` | 20,001 functions | refused at load |
 //! | `huge_function` | a function too large once metered | refused at load |
 //! | `too_many_locals` | a function with too many locals once metered | refused at load |
+//! | `nested_blocks` | a function of 1,001 nested blocks (compiling nesting costs more than its bytes) | refused at load |
 
 #![allow(dead_code, reason = "each test file uses a part")]
 
@@ -468,7 +469,27 @@ pub const CASES: &[Case] = &[
         whole: true,
         refused: &[],
     },
+    Case {
+        name: "nested_blocks",
+        item: "a small module that is slow to compile (blocks nested past the limit)",
+        module: nested_blocks,
+        limits: DEFAULT,
+        stage: Stage::Load,
+        message: "nested_blocks.wasm has a function (index 4) nested 1001 blocks deep, above the limit of 1000",
+        whole: true,
+        refused: &[],
+    },
 ];
+
+/// A function whose blocks nest `depth` deep: 3 bytes a level, and the
+/// native compiler's time grows faster than that.
+pub fn nested(depth: usize) -> Vec<u8> {
+    generated(&format!("(func {}{})", "(block ".repeat(depth), ")".repeat(depth)))
+}
+
+fn nested_blocks() -> Vec<u8> {
+    nested(1_001)
+}
 
 /// The well-behaved part of every generated module, with `extra` fields.
 fn generated(extra: &str) -> Vec<u8> {
