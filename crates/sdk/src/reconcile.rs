@@ -294,6 +294,21 @@ impl<'a> Context<'a> {
         })
     }
 
+    /// Publishes an Event about `regarding` (see [`crate::events::event_about`]):
+    /// an ordinary create, untracked (the API server names it, so there is
+    /// no key to wait for) and not retried; its result comes back like any
+    /// write's. The manifest must allow `create` on `Event`.
+    pub fn publish_event(
+        &mut self,
+        regarding: &Object,
+        reporter: &crate::events::Reporter,
+        event_type: crate::events::EventType,
+        (reason, action, note): (&str, &str, &str),
+    ) {
+        let event = crate::events::event_about(regarding, reporter, event_type, reason, action, note, self.now_ms);
+        self.push(Action::Create { object: event });
+    }
+
     /// Sends a write with whatever options it carries (a delete with a grace
     /// period, say), tracked like the ones above: not sent while a write to
     /// its key is in flight, and remembered until it settles; returns

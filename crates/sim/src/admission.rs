@@ -6,13 +6,14 @@
 
 use recon_abi::{
     Action, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Object, ObjectKey, ObjectMeta, Patch, PatchParams,
-    PropagationPolicy, Status, StatusReason,
+    PropagationPolicy, Status, StatusReason, event::EVENT_KIND,
 };
 use recon_store::{Store, StoreError, StoreEvent};
 use serde_json::Value;
 
 use recon_scenario::Kinds;
 
+use crate::event_api::{self, Version};
 use crate::patch::{self, Target};
 use crate::rng::Rng;
 
@@ -135,6 +136,17 @@ pub(crate) fn admit(
     if kinds.get(&key.kind).is_none() {
         return Err(not_served(&key.kind));
     }
+    let action = match action {
+        Action::Create { object } if object.kind == EVENT_KIND => {
+            let version = Version::of(&object);
+            Action::Create { object: event_api::admit(object, version, true)? }
+        }
+        Action::Update { object } if object.kind == EVENT_KIND => {
+            let version = Version::of(&object);
+            Action::Update { object: event_api::admit(object, version, false)? }
+        }
+        action => action,
+    };
     match action {
         Action::Delete { key, uid, resource_version, grace_period_seconds, propagation_policy } => {
             delete(store, now, key, uid, resource_version, grace_period_seconds, propagation_policy)
@@ -316,7 +328,16 @@ fn admit_patch(
         status,
         time: &time,
     };
-    let next = patch::apply(current.as_ref(), body, params, target).map_err(|e| e.status())?;
+    // An Event is patched in the version the patch speaks, and stored in the core form.
+    let version = (key.kind == EVENT_KIND).then(|| Version::of_patch(body));
+    let view = match version {
+        Some(v) => current.as_ref().map(|c| v.view(c)),
+        None => current.clone(),
+    };
+    let mut next = patch::apply(view.as_ref(), body, params, target).map_err(|e| e.status())?;
+    if let Some(v) = version {
+        next = event_api::admit(next, v, current.is_none())?;
+    }
     if let Some(status) = too_large(limit, &Action::Update { object: next.clone() }) {
         return Err(status);
     }

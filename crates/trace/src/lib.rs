@@ -333,6 +333,25 @@ pub enum Event {
         /// The lines, in the order they were written.
         lines: Vec<String>,
     },
+    /// A Kubernetes Event (`v1` or `events.k8s.io/v1`, one stored
+    /// resource) was written: created, or updated as a recorder does when
+    /// it sees the same thing again. Recorded after its store write (its
+    /// cause) on the lane of the object it is about: a Node's lane, a
+    /// pod's node's lane once it is bound; otherwise its writer's lane.
+    #[serde(rename_all = "camelCase")]
+    EventPublished {
+        /// `Normal` or `Warning` (empty if the Event has no type).
+        event_type: String,
+        /// Why, in one CamelCase word (`Scheduled`, `FailedMount`).
+        reason: String,
+        /// What happened, for people (`note`; `message` in `v1`).
+        note: String,
+        /// The object it is about, if it names one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        regarding: Option<ObjectKey>,
+        /// Who wrote it (component name, or `kubectl`).
+        by: String,
+    },
     /// A component won (or lost) its Lease: its controller starts (or stops).
     Leadership {
         /// The component.

@@ -99,6 +99,11 @@ pub fn describe(e: &Entry) -> String {
                 lines.iter().map(|l| one_line(l)).collect::<Vec<_>>().join(" | ")
             ),
         },
+        Event::EventPublished { event_type, reason, note, regarding, by } => {
+            let kind = if event_type.is_empty() { String::new() } else { format!(" {event_type}") };
+            let about = regarding.as_ref().map(|k| format!(" about {k}")).unwrap_or_default();
+            format!("{by} reports{kind} Event {reason}{about}: {}", one_line(note))
+        }
         Event::Failover { component, from, to } => format!("{component} gives up on {from} and fails over to {to}"),
         Event::Leadership { component, lease, leading: true } => {
             format!("{component} wins Lease {lease} and starts its controller")
