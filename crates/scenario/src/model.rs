@@ -610,11 +610,20 @@ pub enum Check {
     /// stale cache and brings back the children of a deleted custom
     /// resource). Judged against the store when the create commits.
     DependentOfDeletedOwner,
+    /// A component never puts a field of an object back to the value it
+    /// had in a version older than one the component had already observed:
+    /// a write computed from a view that went back in time (a relist from a
+    /// lagging cache) and sent without a precondition. A component that
+    /// sets a field back on purpose after seeing it change acted on the
+    /// newest version it knew and is not flagged. Judged against the store
+    /// when the write commits; the exact definition is in the simulator's
+    /// `checks/lost_work.rs`.
+    LostWork,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 9] = [
+    pub const ALL: [Check; 10] = [
         Check::PodIdentity,
         Check::StatefulSetOrdinals,
         Check::TimeTravel,
@@ -624,6 +633,7 @@ impl Check {
         Check::DeletedLiveDependent,
         Check::OrphanedDependent,
         Check::DependentOfDeletedOwner,
+        Check::LostWork,
     ];
 
     /// The checks a scenario runs when it does not say: every safety check.
@@ -649,6 +659,7 @@ impl fmt::Display for Check {
             Check::DeletedLiveDependent => "deleted a live dependent",
             Check::OrphanedDependent => "orphaned dependent",
             Check::DependentOfDeletedOwner => "dependent of a deleted owner",
+            Check::LostWork => "lost work",
         })
     }
 }
