@@ -617,7 +617,12 @@ impl ApiServer {
         let limit = self.max_object_bytes;
         let result = admit(&mut engine.store, &mut self.rng, &self.kinds, engine.now, limit, action);
         match result {
-            Ok(Admitted::Unchanged(object) | Admitted::DryRun(object)) => {
+            Ok(admitted @ (Admitted::Unchanged(_) | Admitted::DryRun(_))) => {
+                // A patch's note says it was a dry run; other verbs say it here.
+                let dry_run = matches!(admitted, Admitted::DryRun(_)) && patch.is_none();
+                let (Admitted::Unchanged(object) | Admitted::DryRun(object)) = admitted else {
+                    unreachable!("matched above")
+                };
                 let lane = client_component(&client).map_or(engine.lanes.script, |c| engine.lanes.component(c));
                 let unchanged = Event::WriteUnchanged {
                     verb,
@@ -627,6 +632,7 @@ impl ApiServer {
                     by: engine.client_name(&client),
                     via: self.config.name.clone(),
                     patch,
+                    dry_run,
                 };
                 let entry = engine.record(lane, unchanged, cause.into_iter().collect());
                 let reply =
@@ -855,7 +861,9 @@ fn etcd_backlog(engine: &Engine, filter: &Filter, after: u64) -> Result<Vec<(Wat
 /// core `v1`: a client of `events.k8s.io/v1` reads its answer in that form.
 fn event_request_version(action: &Action) -> Option<Version> {
     let version = match action {
-        Action::Create { object } | Action::Update { object } | Action::UpdateStatus { object } => Version::of(object),
+        Action::Create { object, .. } | Action::Update { object, .. } | Action::UpdateStatus { object, .. } => {
+            Version::of(object)
+        }
         Action::Patch { key, patch, .. } | Action::PatchStatus { key, patch, .. } if key.kind == EVENT_KIND => {
             Version::of_patch(patch)
         }

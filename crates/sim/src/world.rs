@@ -330,11 +330,13 @@ impl Sim {
         };
         use recon_abi::Action;
         match action {
-            StepAction::Create { object, via } => kubectl(self, &via, Request::Write(Action::Create { object })),
+            StepAction::Create { object, via } => {
+                kubectl(self, &via, Request::Write(Action::Create { object, dry_run: false }))
+            }
             StepAction::Apply { object, via } => {
                 kubectl(self, &via, Request::Write(crate::admission::apply_action(object)))
             }
-            StepAction::Delete { target, via } => {
+            StepAction::Delete { target, via, .. } => {
                 let key = ObjectKey::new(target.kind, target.namespace, target.name);
                 let action = Action::Delete {
                     key,
@@ -342,6 +344,7 @@ impl Sim {
                     resource_version: None,
                     grace_period_seconds: None,
                     propagation_policy: None,
+                    dry_run: false,
                 };
                 kubectl(self, &via, Request::Write(action))
             }

@@ -430,7 +430,7 @@ impl Instance for Creator {
                         pod.metadata.namespace = "default".into();
                         pod.metadata.name = format!("rs-{i}");
                         pod.metadata.owner_references = vec![owner.clone()];
-                        actions.push(Action::Create { object: pod });
+                        actions.push(Action::Create { object: pod, dry_run: false });
                     }
                     if let Some(after_ms) = self.delete_after.take() {
                         actions.push(Action::RequeueAfter { key: "delete".into(), after_ms });
@@ -442,6 +442,7 @@ impl Instance for Creator {
                     resource_version: None,
                     grace_period_seconds: Some(0),
                     propagation_policy: None,
+                    dry_run: false,
                 }),
                 _ => {}
             }
@@ -644,7 +645,7 @@ impl Instance for Stamper {
         if self.stamp != Stamp::WithPrecondition {
             next.metadata.resource_version.clear();
         }
-        Ok(recon_abi::Output::new(vec![Action::Update { object: next }]))
+        Ok(recon_abi::Output::new(vec![Action::Update { object: next, dry_run: false }]))
     }
 }
 

@@ -89,7 +89,8 @@ fn an_events_v1_write_is_stored_as_one_core_event_and_answered_in_its_own_versio
     let mut sim = cluster();
     let about = pod(&sim, "bound");
     let event = event_about(&about, &reporter(), EventType::Warning, "Failed", "Mount", "no volume", 1_000);
-    let answer = write(&mut sim, 1_000, Action::Create { object: event }).expect("accepted").expect("an object");
+    let answer =
+        write(&mut sim, 1_000, Action::Create { object: event, dry_run: false }).expect("accepted").expect("an object");
     assert_eq!(answer.api_version, EVENTS_V1, "the writer reads its own version back");
     assert_eq!(answer.other["note"], "no volume");
     let name = answer.metadata.name.clone();
@@ -103,7 +104,7 @@ fn an_events_v1_write_is_stored_as_one_core_event_and_answered_in_its_own_versio
     // A core v1 writer's Event is the same resource: a reader of the new
     // version sees it through the conversion.
     let core = core_event("by-core", json!({"kind": "Pod", "namespace": "default", "name": "pending"}), "hello");
-    write(&mut sim, 2_000, Action::Create { object: core }).expect("accepted");
+    write(&mut sim, 2_000, Action::Create { object: core, dry_run: false }).expect("accepted");
     let seen = recon_abi::event::to_events_v1(&crate::stored(&sim, &ObjectKey::new("Event", "default", "by-core")));
     assert_eq!(
         (seen.other["note"].clone(), seen.other["regarding"]["name"].clone()),
@@ -133,12 +134,13 @@ fn an_event_that_kubernetes_would_refuse_is_422_and_nothing_is_stored() {
     for (i, (field, spoil)) in cases.into_iter().enumerate() {
         let mut bad = good.clone();
         spoil(&mut bad);
-        let status = write(&mut sim, 1_000 + 200 * i as u64, Action::Create { object: bad }).expect_err("refused");
+        let status = write(&mut sim, 1_000 + 200 * i as u64, Action::Create { object: bad, dry_run: false })
+            .expect_err("refused");
         assert_eq!(status.reason, StatusReason::Invalid, "{status}");
         assert!(status.message.contains(&format!(": {field}:")), "names {field}: {status}");
     }
     let elsewhere = core_event("x", json!({"kind": "Pod", "namespace": "other", "name": "bound"}), "m");
-    let status = write(&mut sim, 3_000, Action::Create { object: elsewhere }).expect_err("refused");
+    let status = write(&mut sim, 3_000, Action::Create { object: elsewhere, dry_run: false }).expect_err("refused");
     assert!(status.message.contains("involvedObject"), "{status}");
     assert_eq!(sim.store().revision(), revision, "nothing stored");
     assert!(published(&sim).is_empty(), "no Event on the timeline");
@@ -151,7 +153,7 @@ fn a_patch_of_an_event_in_the_new_version_updates_the_stored_core_fields() {
     let mut sim = cluster();
     let about = pod(&sim, "pending");
     let event = event_about(&about, &reporter(), EventType::Normal, "Waiting", "Wait", "first", 1_000);
-    let name = write(&mut sim, 1_000, Action::Create { object: event }).unwrap().unwrap().metadata.name;
+    let name = write(&mut sim, 1_000, Action::Create { object: event, dry_run: false }).unwrap().unwrap().metadata.name;
     let key = ObjectKey::new("Event", "default", &name);
     let body = json!({"apiVersion": EVENTS_V1, "note": "again", "series": {"count": 2, "lastObservedTime": "x"}});
     let patch = Action::Patch { key: key.clone(), patch: Patch::Merge(body), params: PatchParams::default() };
@@ -172,7 +174,7 @@ fn an_event_is_on_the_lane_of_its_node_or_else_of_its_writer() {
     let about_pending = core_event("b", json!({"kind": "Pod", "name": "pending"}), "not bound");
     let about_node = core_event("c", json!({"kind": "Node", "name": "node-1"}), "the node");
     for (i, event) in [about_bound, about_pending, about_node].into_iter().enumerate() {
-        write(&mut sim, 1_000 + 500 * i as u64, Action::Create { object: event }).expect("accepted");
+        write(&mut sim, 1_000 + 500 * i as u64, Action::Create { object: event, dry_run: false }).expect("accepted");
     }
     let lanes: Vec<(String, String)> = published(&sim).into_iter().map(|(lane, _, note)| (lane, note)).collect();
     assert_eq!(

@@ -47,7 +47,9 @@ fn write(sim: &mut Sim, at: u64, request: Request) -> Result<Option<Object>, rec
 }
 
 fn create(sim: &mut Sim, at: u64, object: Object) -> Object {
-    write(sim, at, Request::Write(Action::Create { object })).expect("created").expect("the stored object")
+    write(sim, at, Request::Write(Action::Create { object, dry_run: false }))
+        .expect("created")
+        .expect("the stored object")
 }
 
 fn delete(key: ObjectKey, policy: Option<PropagationPolicy>) -> Request {
@@ -57,6 +59,7 @@ fn delete(key: ObjectKey, policy: Option<PropagationPolicy>) -> Request {
         resource_version: None,
         grace_period_seconds: None,
         propagation_policy: policy,
+        dry_run: false,
     })
 }
 
@@ -172,7 +175,7 @@ fn foreground_deletion_keeps_the_owner_until_its_blocking_dependents_are_gone() 
 
     let mut released = held;
     released.metadata.finalizers.clear();
-    write(&mut sim, 5_000, Request::Write(Action::Update { object: released })).unwrap();
+    write(&mut sim, 5_000, Request::Write(Action::Update { object: released, dry_run: false })).unwrap();
     sim.run_until(7_000);
     assert_eq!(stored(&sim, &key("Pod", "held")), None);
     assert_eq!(stored(&sim, &key("ReplicaSet", "web")), None, "nothing blocks it any more");

@@ -215,6 +215,10 @@ pub enum Event {
         /// For a patch: its type, field manager and options.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         patch: Option<PatchNote>,
+        /// Whether it was a dry run of a create, update, status update or
+        /// delete (a patch's dry run is in its `patch` note).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        dry_run: bool,
     },
     /// The run stopped before its end: it reached a limit.
     #[serde(rename_all = "camelCase")]
