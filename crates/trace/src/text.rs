@@ -144,7 +144,14 @@ pub fn describe_step(action: &StepAction) -> String {
     match action {
         StepAction::Create { object, via: v } => format!("kubectl create {}{}", object.key(), via(v)),
         StepAction::Apply { object, via: v } => format!("kubectl apply {}{}", object.key(), via(v)),
-        StepAction::Delete { target, via: v, .. } => format!("kubectl delete {}{}", key(target), via(v)),
+        StepAction::Delete { target, via: v, cascade } => {
+            let cascade = cascade.map_or("", |c| match c {
+                recon_abi::PropagationPolicy::Background => " --cascade=background",
+                recon_abi::PropagationPolicy::Foreground => " --cascade=foreground",
+                recon_abi::PropagationPolicy::Orphan => " --cascade=orphan",
+            });
+            format!("kubectl delete {}{cascade}{}", key(target), via(v))
+        }
         StepAction::Scale { target, replicas, via: v } => {
             format!("kubectl scale {} --replicas={replicas}{}", key(target), via(v))
         }
