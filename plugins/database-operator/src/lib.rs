@@ -97,11 +97,10 @@ fn desired(api_version: &str, kind: &str, key: &ObjectKey, db: Option<&Object>, 
     let mut owner_references = Vec::new();
     if let Some(db) = db {
         labels.insert("app.kubernetes.io/instance".into(), db.metadata.name.clone());
-        let mut owner = owner_reference(db);
-        // As Kubernetes' own controllers do: a foreground deletion of the
+        // A controller reference blocks the owner's deletion, as
+        // Kubernetes' own controllers' do: a foreground deletion of the
         // Database waits for its children.
-        owner.block_owner_deletion = true;
-        owner_references.push(owner);
+        owner_references.push(owner_reference(db));
     }
     Object {
         api_version: api_version.into(),
