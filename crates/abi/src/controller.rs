@@ -452,6 +452,11 @@ pub enum Action {
     Create {
         /// The object to create.
         object: Object,
+        /// Dry run (`dryRun=All`): admitted and answered with what would
+        /// be stored, nothing written, nothing on any watch. Omitted from
+        /// the wire when false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        dry_run: bool,
     },
     /// Replace an object's metadata and spec. A non-empty
     /// `metadata.resourceVersion` is a compare-and-swap precondition.
@@ -459,6 +464,11 @@ pub enum Action {
     Update {
         /// The new version.
         object: Object,
+        /// Dry run (`dryRun=All`): admitted and answered with what would
+        /// be stored, nothing written, nothing on any watch. Omitted from
+        /// the wire when false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        dry_run: bool,
     },
     /// Replace an object's status. A non-empty `metadata.resourceVersion` is a
     /// compare-and-swap precondition.
@@ -466,6 +476,11 @@ pub enum Action {
     UpdateStatus {
         /// The object carrying the new status.
         object: Object,
+        /// Dry run (`dryRun=All`): admitted and answered with what would
+        /// be stored, nothing written, nothing on any watch. Omitted from
+        /// the wire when false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        dry_run: bool,
     },
     /// Delete an object.
     #[serde(rename_all = "camelCase")]
@@ -487,6 +502,11 @@ pub enum Action {
         /// the kind's default (background).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         propagation_policy: Option<PropagationPolicy>,
+        /// Dry run (`dryRun=All`): admitted and answered with what would
+        /// be stored, nothing written, nothing on any watch. Omitted from
+        /// the wire when false.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        dry_run: bool,
     },
     /// Patch an object's metadata and spec: a merge, JSON or strategic
     /// merge patch, or server-side apply (see [`Patch`]). A
@@ -619,9 +639,9 @@ impl Action {
     /// The verb and object key of a write, `None` for other actions.
     pub fn write_target(&self) -> Option<(Verb, ObjectKey)> {
         match self {
-            Action::Create { object } => Some((Verb::Create, object.key())),
-            Action::Update { object } => Some((Verb::Update, object.key())),
-            Action::UpdateStatus { object } => Some((Verb::UpdateStatus, object.key())),
+            Action::Create { object, .. } => Some((Verb::Create, object.key())),
+            Action::Update { object, .. } => Some((Verb::Update, object.key())),
+            Action::UpdateStatus { object, .. } => Some((Verb::UpdateStatus, object.key())),
             Action::Delete { key, .. } => Some((Verb::Delete, key.clone())),
             Action::Patch { key, .. } => Some((Verb::Patch, key.clone())),
             Action::PatchStatus { key, .. } => Some((Verb::PatchStatus, key.clone())),
@@ -646,6 +666,20 @@ impl Action {
     }
 }
 
+impl Action {
+    /// Whether this is a write asked as a dry run (any verb that has one).
+    pub fn is_dry_run(&self) -> bool {
+        match self {
+            Action::Create { dry_run, .. }
+            | Action::Update { dry_run, .. }
+            | Action::UpdateStatus { dry_run, .. }
+            | Action::Delete { dry_run, .. } => *dry_run,
+            Action::Patch { params, .. } | Action::PatchStatus { params, .. } => params.dry_run,
+            _ => false,
+        }
+    }
+}
+
 impl Manifest {
     /// Whether the manifest allows `verb` on `kind`. A controller may read
     /// (get, list) every kind it watches, and any kind whose permission
@@ -653,5 +687,28 @@ impl Manifest {
     pub fn allows(&self, verb: Verb, kind: &str) -> bool {
         (verb.is_read() && self.watches.iter().any(|w| w.kind == kind))
             || self.writes.iter().any(|w| w.kind == kind && w.verbs.contains(&verb))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The wire stays as it was for every write that is not a dry run, so a
+    // plugin built before `dryRun` existed reads and writes the same bytes.
+    #[test]
+    fn dry_run_is_left_off_the_wire_unless_asked_for() {
+        let object: Object = serde_json::from_str(r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}"#)
+            .expect("an object");
+        let plain = Action::Create { object: object.clone(), dry_run: false };
+        let text = serde_json::to_string(&plain).expect("encodes");
+        assert!(!text.contains("dryRun"), "{text}");
+        let old: Action = serde_json::from_str(&text).expect("decodes without the field");
+        assert_eq!(old, plain);
+        let dry: Action = serde_json::from_str(r#"{"type":"delete","key":{"kind":"Pod","name":"p"},"dryRun":true}"#)
+            .expect("decodes");
+        assert!(dry.is_dry_run());
+        assert!(serde_json::to_string(&dry).expect("encodes").ends_with(r#""dryRun":true}"#));
+        assert!(!Action::Update { object, dry_run: false }.is_dry_run());
     }
 }

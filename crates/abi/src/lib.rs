@@ -14,6 +14,7 @@
 //! whenever that encoding changes incompatibly.
 
 mod controller;
+pub mod event;
 mod object;
 mod patch;
 pub mod selector;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use recon_abi::Object;
+use recon_abi::{Object, PropagationPolicy};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -507,6 +507,10 @@ pub enum StepAction {
         target: ObjectRef,
         /// The API server the request goes to (default: the first one).
         via: Option<String>,
+        /// `--cascade`: what happens to the object's dependents (sent as
+        /// the delete's `propagationPolicy`); `None` sends none, and the
+        /// API server's default for the object applies.
+        cascade: Option<PropagationPolicy>,
     },
     /// `kubectl scale`: set `spec.replicas`.
     Scale {
@@ -610,11 +614,20 @@ pub enum Check {
     /// stale cache and brings back the children of a deleted custom
     /// resource). Judged against the store when the create commits.
     DependentOfDeletedOwner,
+    /// A component never puts a field of an object back to the value it
+    /// had in a version older than one the component had already observed:
+    /// a write computed from a view that went back in time (a relist from a
+    /// lagging cache) and sent without a precondition. A component that
+    /// sets a field back on purpose after seeing it change acted on the
+    /// newest version it knew and is not flagged. Judged against the store
+    /// when the write commits; the exact definition is in the simulator's
+    /// `checks/lost_work.rs`.
+    LostWork,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 9] = [
+    pub const ALL: [Check; 10] = [
         Check::PodIdentity,
         Check::StatefulSetOrdinals,
         Check::TimeTravel,
@@ -624,6 +637,7 @@ impl Check {
         Check::DeletedLiveDependent,
         Check::OrphanedDependent,
         Check::DependentOfDeletedOwner,
+        Check::LostWork,
     ];
 
     /// The checks a scenario runs when it does not say: every safety check.
@@ -649,6 +663,7 @@ impl fmt::Display for Check {
             Check::DeletedLiveDependent => "deleted a live dependent",
             Check::OrphanedDependent => "orphaned dependent",
             Check::DependentOfDeletedOwner => "dependent of a deleted owner",
+            Check::LostWork => "lost work",
         })
     }
 }
@@ -765,7 +780,7 @@ struct StepRepr {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     apply: Option<Object>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    delete: Option<ObjectRef>,
+    delete: Option<DeleteRepr>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     scale: Option<ScaleRepr>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -780,6 +795,46 @@ struct StepRepr {
     disconnect: Option<ComponentRepr>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     compact: Option<CompactRepr>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct DeleteRepr {
+    kind: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    namespace: String,
+    name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cascade: Option<Cascade>,
+}
+
+/// `kubectl delete --cascade=`, spelled as kubectl spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Cascade {
+    Background,
+    Foreground,
+    Orphan,
+}
+
+impl From<Cascade> for PropagationPolicy {
+    fn from(c: Cascade) -> PropagationPolicy {
+        match c {
+            Cascade::Background => PropagationPolicy::Background,
+            Cascade::Foreground => PropagationPolicy::Foreground,
+            Cascade::Orphan => PropagationPolicy::Orphan,
+        }
+    }
+}
+
+impl From<PropagationPolicy> for Cascade {
+    fn from(p: PropagationPolicy) -> Cascade {
+        match p {
+            PropagationPolicy::Background => Cascade::Background,
+            PropagationPolicy::Foreground => Cascade::Foreground,
+            PropagationPolicy::Orphan => Cascade::Orphan,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -835,8 +890,10 @@ impl TryFrom<StepRepr> for Step {
         if let Some(object) = r.apply {
             actions.push(("apply", StepAction::Apply { object, via: via.clone() }));
         }
-        if let Some(target) = r.delete {
-            actions.push(("delete", StepAction::Delete { target, via: via.clone() }));
+        if let Some(d) = r.delete {
+            let target = ObjectRef { kind: d.kind, namespace: d.namespace, name: d.name };
+            let cascade = d.cascade.map(PropagationPolicy::from);
+            actions.push(("delete", StepAction::Delete { target, via: via.clone(), cascade }));
         }
         if let Some(s) = r.scale {
             let target = ObjectRef { kind: s.kind, namespace: s.namespace, name: s.name };
@@ -887,7 +944,12 @@ impl From<Step> for StepRepr {
         match step.action {
             StepAction::Create { object, via } => (r.create, r.via) = (Some(object), via),
             StepAction::Apply { object, via } => (r.apply, r.via) = (Some(object), via),
-            StepAction::Delete { target, via } => (r.delete, r.via) = (Some(target), via),
+            StepAction::Delete { target, via, cascade } => {
+                let cascade = cascade.map(Cascade::from);
+                r.delete =
+                    Some(DeleteRepr { kind: target.kind, namespace: target.namespace, name: target.name, cascade });
+                r.via = via;
+            }
             StepAction::Scale { target, replicas, via } => {
                 r.scale =
                     Some(ScaleRepr { kind: target.kind, namespace: target.namespace, name: target.name, replicas });

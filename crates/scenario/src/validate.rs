@@ -326,7 +326,7 @@ impl<'a> Validator<'a> {
                     }
                     via
                 }
-                StepAction::Delete { via, target } => {
+                StepAction::Delete { via, target, .. } => {
                     self.kind(&format!("{path}.delete.kind"), &target.kind);
                     via
                 }

@@ -216,7 +216,7 @@ checks:
     assert_eq!((d.line, d.column), (4, 26));
     assert_eq!(
         d.message,
-        "unknown variant `split`, expected one of podIdentity, statefulSetOrdinals, timeTravel, replicaCount, convergence, stuckDeleting, deletedLiveDependent, orphanedDependent, dependentOfDeletedOwner"
+        "unknown variant `split`, expected one of podIdentity, statefulSetOrdinals, timeTravel, replicaCount, convergence, stuckDeleting, deletedLiveDependent, orphanedDependent, dependentOfDeletedOwner, lostWork"
     );
 }
 
@@ -851,4 +851,26 @@ fn a_trace_limit_above_its_ceiling_is_reported_at_its_value() {
     );
     let at_most = "name: x\napiServers: [{name: a}]\nlimits:\n  maxTraceEntries: 20000000\n";
     assert_eq!(parse("x.yaml", at_most).unwrap().limits.max_trace_entries, 20_000_000);
+}
+
+// `kubectl delete --cascade=background|foreground|orphan`: the script's
+// delete step takes the same words and sends them as the delete's
+// propagationPolicy; a word kubectl would not take is an error at its
+// line and column.
+#[test]
+fn a_delete_step_takes_kubectls_cascade_and_refuses_other_words_at_their_place() {
+    let text = |cascade: &str| {
+        format!(
+            "name: x\napiServers: [{{name: a}}]\nscript:\n  - {{at: 1s, delete: {{kind: ReplicaSet, name: web{cascade}}}}}\n"
+        )
+    };
+    let s = parse("cascade.yaml", &text(", cascade: foreground")).unwrap();
+    let StepAction::Delete { cascade, .. } = &s.script[0].action else { panic!("a delete step") };
+    assert_eq!(*cascade, Some(recon_abi::PropagationPolicy::Foreground));
+    assert_eq!(parse("again.yaml", &to_yaml(&s)).unwrap(), s, "it survives a round trip");
+    let plain = parse("plain.yaml", &text("")).unwrap();
+    assert!(matches!(plain.script[0].action, StepAction::Delete { cascade: None, .. }));
+    let d = problem(&text(", cascade: sideways"));
+    assert_eq!((d.line, d.column, d.path.as_str()), (4, 61, "script[0].delete.cascade"), "at the word: {d:?}");
+    assert_eq!(d.message, "unknown variant `sideways`, expected one of background, foreground, orphan");
 }

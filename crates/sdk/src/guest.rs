@@ -370,7 +370,7 @@ mod tests {
                     _ => None,
                 })
                 .flatten()
-                .map(|object| Action::Create { object })
+                .map(|object| Action::Create { object, dry_run: false })
                 .collect();
             Output::new(actions)
         }
@@ -401,7 +401,7 @@ mod tests {
         let bytes = serde_json::to_vec(&input(7, vec![listed(0, "5", vec![web0.clone()])])).unwrap();
         let address = send(&mut guest, &bytes);
         let output: Output = serde_json::from_slice(guest.handle(address, bytes.len())).unwrap();
-        assert_eq!(output.actions, vec![Action::Create { object: web0 }]);
+        assert_eq!(output.actions, vec![Action::Create { object: web0, dry_run: false }]);
         assert_eq!(guest.pending_inputs(), 0, "every input buffer is freed by the call it was passed to");
     }
 

@@ -33,6 +33,8 @@
 //! - [`pod`], [`meta`], [`status`] and [`hash`] are the small helpers every
 //!   workload controller needs on untyped objects (phase, readiness, node
 //!   name, owner references, conditions, template hashes).
+//! - [`events`] builds a Kubernetes Event about an object, which
+//!   [`Context::publish_event`] creates (client-go's and kube-rs's recorders).
 //! - [`testing`] builds objects and inputs for tests that drive a controller
 //!   through `init` and `handle`.
 //!
@@ -40,6 +42,7 @@
 //! ordered: a controller built on the SDK stays deterministic.
 
 pub mod cache;
+pub mod events;
 pub mod guest;
 pub mod hash;
 pub mod in_flight;

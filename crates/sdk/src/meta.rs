@@ -3,8 +3,11 @@
 use recon_abi::{Object, ObjectKey, OwnerReference, is_cluster_scoped};
 use serde_json::{Map, Value};
 
-/// A controller owner reference to `owner` (`controller: true`), to put on
-/// the objects it creates. It carries the owner's uid, so that a recreated
+/// A controller owner reference to `owner` (`controller: true`,
+/// `blockOwnerDeletion: true`), to put on the objects it creates, as
+/// controller-runtime's `SetControllerReference` and kube-rs's
+/// `controller_owner_ref` make it: a foreground deletion of the owner
+/// waits for the object. It carries the owner's uid, so that a recreated
 /// owner with the same name does not claim its predecessor's objects.
 pub fn owner_reference(owner: &Object) -> OwnerReference {
     OwnerReference {
@@ -13,7 +16,7 @@ pub fn owner_reference(owner: &Object) -> OwnerReference {
         name: owner.metadata.name.clone(),
         uid: owner.metadata.uid.clone(),
         controller: true,
-        block_owner_deletion: false,
+        block_owner_deletion: true,
     }
 }
 
@@ -66,6 +69,19 @@ mod tests {
     use super::*;
     use crate::testing::{ObjectExt, object, pod};
     use serde_json::json;
+
+    // Garbage Collection, "Foreground cascading deletion": the owner stays
+    // until every dependent with blockOwnerDeletion is gone; a controller's
+    // reference sets it, as controller-runtime and kube-rs do.
+    #[test]
+    fn a_controller_reference_blocks_its_owners_foreground_deletion() {
+        let mut owner = object("ReplicaSet", "default", "web");
+        owner.api_version = "apps/v1".into();
+        owner.metadata.uid = "uid-web".into();
+        let reference = owner_reference(&owner);
+        assert!(reference.controller && reference.block_owner_deletion, "{reference:?}");
+        assert_eq!((reference.uid.as_str(), reference.api_version.as_str()), ("uid-web", "apps/v1"));
+    }
 
     #[test]
     fn json_object_mut_replaces_non_objects_and_keeps_objects() {

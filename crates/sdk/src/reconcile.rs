@@ -236,21 +236,21 @@ impl<'a> Context<'a> {
     /// whether it was sent. A create by `generateName` has no key to track
     /// and is always sent.
     pub fn create(&mut self, object: Object) -> bool {
-        self.send(Action::Create { object })
+        self.send(Action::Create { object, dry_run: false })
     }
 
     /// Replaces the metadata and spec of `object` (compare-and-swap on its
     /// `resourceVersion` if set), unless a write to its key is in flight;
     /// returns whether it was sent.
     pub fn update(&mut self, object: Object) -> bool {
-        self.send(Action::Update { object })
+        self.send(Action::Update { object, dry_run: false })
     }
 
     /// Replaces the status of `object` (compare-and-swap on its
     /// `resourceVersion` if set), unless a write to its key is in flight;
     /// returns whether it was sent.
     pub fn update_status(&mut self, object: Object) -> bool {
-        self.send(Action::UpdateStatus { object })
+        self.send(Action::UpdateStatus { object, dry_run: false })
     }
 
     /// Patches the metadata and spec of `key` (merge, JSON or strategic
@@ -291,7 +291,23 @@ impl<'a> Context<'a> {
             resource_version: None,
             grace_period_seconds: None,
             propagation_policy: None,
+            dry_run: false,
         })
+    }
+
+    /// Publishes an Event about `regarding` (see [`crate::events::event_about`]):
+    /// an ordinary create, untracked (the API server names it, so there is
+    /// no key to wait for) and not retried; its result comes back like any
+    /// write's. The manifest must allow `create` on `Event`.
+    pub fn publish_event(
+        &mut self,
+        regarding: &Object,
+        reporter: &crate::events::Reporter,
+        event_type: crate::events::EventType,
+        (reason, action, note): (&str, &str, &str),
+    ) {
+        let event = crate::events::event_about(regarding, reporter, event_type, reason, action, note, self.now_ms);
+        self.push(Action::Create { object: event, dry_run: false });
     }
 
     /// Sends a write with whatever options it carries (a delete with a grace
@@ -565,7 +581,7 @@ mod tests {
     fn status_write(thing: &Object, seen: u64) -> Action {
         let mut object = thing.clone();
         object.status = json!({ "seen": seen });
-        Action::UpdateStatus { object }
+        Action::UpdateStatus { object, dry_run: false }
     }
 
     #[test]
@@ -708,6 +724,7 @@ mod tests {
             resource_version: None,
             grace_period_seconds: Some(grace),
             propagation_policy: None,
+            dry_run: false,
         }
     }
 

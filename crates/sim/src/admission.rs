@@ -6,13 +6,14 @@
 
 use recon_abi::{
     Action, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Object, ObjectKey, ObjectMeta, Patch, PatchParams,
-    PropagationPolicy, Status, StatusReason,
+    PropagationPolicy, Status, StatusReason, event::EVENT_KIND,
 };
 use recon_store::{Store, StoreError, StoreEvent};
 use serde_json::Value;
 
 use recon_scenario::Kinds;
 
+use crate::event_api::{self, Version};
 use crate::patch::{self, Target};
 use crate::rng::Rng;
 
@@ -50,7 +51,7 @@ pub(crate) fn prepare_create(mut object: Object, rng: &mut Rng, kinds: &Kinds) -
 pub(crate) fn apply_action(object: Object) -> Action {
     let mut object = object;
     object.metadata.annotations.insert(APPLY_MARK.into(), "true".into());
-    Action::Update { object }
+    Action::Update { object, dry_run: false }
 }
 
 /// `kubectl scale` / `cordon` as an action: set one field of `spec`.
@@ -60,7 +61,7 @@ pub(crate) fn patch_action(key: ObjectKey, field: &str, value: Value) -> Action 
     object.metadata.namespace = key.namespace;
     object.metadata.annotations.insert(PATCH_MARK.into(), field.into());
     object.spec = value;
-    Action::Update { object }
+    Action::Update { object, dry_run: false }
 }
 
 const APPLY_MARK: &str = "recon.internal/apply";
@@ -92,7 +93,7 @@ pub(crate) fn status_of(e: StoreError) -> Status {
 /// ABI's nearest status is 400).
 pub(crate) fn too_large(limit: u64, action: &Action) -> Option<Status> {
     let object = match action {
-        Action::Create { object } | Action::Update { object } | Action::UpdateStatus { object } => object,
+        Action::Create { object, .. } | Action::Update { object, .. } | Action::UpdateStatus { object, .. } => object,
         _ => return None,
     };
     let size = serde_json::to_vec(object).map_or(u64::MAX, |b| b.len() as u64);
@@ -135,9 +136,22 @@ pub(crate) fn admit(
     if kinds.get(&key.kind).is_none() {
         return Err(not_served(&key.kind));
     }
+    let dry_run = action.is_dry_run();
+    let action = match action {
+        Action::Create { object, dry_run } if object.kind == EVENT_KIND => {
+            let version = Version::of(&object);
+            Action::Create { object: event_api::admit(object, version, true)?, dry_run }
+        }
+        Action::Update { object, dry_run } if object.kind == EVENT_KIND => {
+            let version = Version::of(&object);
+            Action::Update { object: event_api::admit(object, version, false)?, dry_run }
+        }
+        action => action,
+    };
     match action {
-        Action::Delete { key, uid, resource_version, grace_period_seconds, propagation_policy } => {
-            delete(store, now, key, uid, resource_version, grace_period_seconds, propagation_policy)
+        Action::Delete { key, uid, resource_version, grace_period_seconds, propagation_policy, dry_run } => {
+            let options = DeleteOptions { uid, resource_version, grace_period_seconds, propagation_policy };
+            delete(store, now, key, options, dry_run)
         }
         Action::Patch { key, patch, params } => {
             admit_patch(store, rng, kinds, now, limit, (key, false), &patch, &params)
@@ -145,7 +159,57 @@ pub(crate) fn admit(
         Action::PatchStatus { key, patch, params } => {
             admit_patch(store, rng, kinds, now, limit, (key, true), &patch, &params)
         }
-        write => write_object(store, rng, kinds, now, write).map(Admitted::Written),
+        write => write_object(store, rng, kinds, now, write, dry_run),
+    }
+}
+
+/// What admission decided to do to the store.
+#[allow(clippy::large_enum_variant, reason = "made and matched once per write")]
+enum Write {
+    /// Create this object.
+    Create(Object),
+    /// Store this version, compare-and-swap on the revision if given.
+    Update(Object, Option<u64>),
+    /// Remove the object, compare-and-swap on the revision if given.
+    Delete(ObjectKey, Option<u64>),
+}
+
+/// Carries out what admission decided: a store write, or for a dry run the
+/// store's own checks (the object exists, or does not; the precondition
+/// holds) and the object as it would be, with nothing written, no
+/// revision used and so nothing for any watch.
+fn commit(store: &mut Store, now: u64, write: Write, dry_run: bool) -> Result<Admitted, Status> {
+    if !dry_run {
+        let event = match write {
+            Write::Create(object) => store.create(object, now),
+            Write::Update(object, precondition) => store.update(object, precondition, now),
+            Write::Delete(key, precondition) => store.delete(&key, precondition, now),
+        };
+        return event.map(Admitted::Written).map_err(status_of);
+    }
+    let checked = |store: &Store, key: &ObjectKey, precondition: Option<u64>| {
+        let kv = store.get(key, None).map_err(status_of)?;
+        let kv = kv.ok_or_else(|| status_of(StoreError::NotFound { key: recon_store::key_for(key) }))?;
+        match precondition.filter(|expected| *expected != kv.mod_revision) {
+            Some(expected) => Err(status_of(StoreError::Conflict {
+                key: recon_store::key_for(key),
+                expected,
+                actual: kv.mod_revision,
+            })),
+            None => Ok(kv.value),
+        }
+    };
+    match write {
+        Write::Create(object) => match store.get(&object.key(), None).map_err(status_of)? {
+            Some(_) => Err(status_of(StoreError::AlreadyExists { key: recon_store::key_for(&object.key()) })),
+            None => Ok(Admitted::DryRun(object)),
+        },
+        Write::Update(mut object, precondition) => {
+            let current = checked(store, &object.key(), precondition)?;
+            object.metadata.resource_version = current.metadata.resource_version;
+            Ok(Admitted::DryRun(object))
+        }
+        Write::Delete(key, precondition) => checked(store, &key, precondition).map(Admitted::DryRun),
     }
 }
 
@@ -155,9 +219,10 @@ fn write_object(
     kinds: &Kinds,
     now: u64,
     action: Action,
-) -> Result<StoreEvent, Status> {
+    dry_run: bool,
+) -> Result<Admitted, Status> {
     match action {
-        Action::Create { object } => {
+        Action::Create { object, .. } => {
             let object = prepare_create(object, rng, kinds);
             if object.metadata.name.is_empty() {
                 return Err(Status::new(
@@ -165,9 +230,9 @@ fn write_object(
                     "metadata.name or metadata.generateName is required",
                 ));
             }
-            store.create(object, now).map_err(status_of)
+            commit(store, now, Write::Create(object), dry_run)
         }
-        Action::Update { object } | Action::UpdateStatus { object }
+        Action::Update { object, .. } | Action::UpdateStatus { object, .. }
             if object.metadata.annotations.contains_key(PATCH_MARK) =>
         {
             let field = object.metadata.annotations[PATCH_MARK].clone();
@@ -181,14 +246,14 @@ fn write_object(
                 next.metadata.generation += 1;
             }
             let rev = current.revision();
-            store.update(next, rev, now).map_err(status_of)
+            commit(store, now, Write::Update(next, rev), dry_run)
         }
-        Action::Update { mut object } if object.metadata.annotations.contains_key(APPLY_MARK) => {
+        Action::Update { mut object, .. } if object.metadata.annotations.contains_key(APPLY_MARK) => {
             object.metadata.annotations.remove(APPLY_MARK);
             match store.get(&object.key(), None).map_err(status_of)? {
                 None => {
                     let object = prepare_create(object, rng, kinds);
-                    store.create(object, now).map_err(status_of)
+                    commit(store, now, Write::Create(object), dry_run)
                 }
                 Some(kv) => {
                     let mut next = kv.value.clone();
@@ -198,24 +263,24 @@ fn write_object(
                         next.metadata.generation += 1;
                         next.spec = object.spec;
                     }
-                    store.update(next, Some(kv.mod_revision), now).map_err(status_of)
+                    commit(store, now, Write::Update(next, Some(kv.mod_revision)), dry_run)
                 }
             }
         }
-        Action::Update { object } => {
+        Action::Update { object, .. } => {
             let current = current(store, &object.key())?;
             match plan_update(kinds, &current, object)? {
-                Change::Update(next, precondition) => store.update(next, precondition, now).map_err(status_of),
-                Change::Delete(key, precondition) => store.delete(&key, precondition, now).map_err(status_of),
+                Change::Update(next, precondition) => commit(store, now, Write::Update(next, precondition), dry_run),
+                Change::Delete(key, precondition) => commit(store, now, Write::Delete(key, precondition), dry_run),
             }
         }
-        Action::UpdateStatus { object } => {
+        Action::UpdateStatus { object, .. } => {
             has_status(kinds, &object.kind)?;
             let current = current(store, &object.key())?;
             let Change::Update(next, precondition) = plan_update_status(&current, object)? else {
                 unreachable!("a status update never deletes")
             };
-            store.update(next, precondition, now).map_err(status_of)
+            commit(store, now, Write::Update(next, precondition), dry_run)
         }
         other => Err(Status::new(StatusReason::BadRequest, format!("not a write: {other:?}"))),
     }
@@ -316,17 +381,23 @@ fn admit_patch(
         status,
         time: &time,
     };
-    let next = patch::apply(current.as_ref(), body, params, target).map_err(|e| e.status())?;
-    if let Some(status) = too_large(limit, &Action::Update { object: next.clone() }) {
+    // An Event is patched in the version the patch speaks, and stored in the core form.
+    let version = (key.kind == EVENT_KIND).then(|| Version::of_patch(body));
+    let view = match version {
+        Some(v) => current.as_ref().map(|c| v.view(c)),
+        None => current.clone(),
+    };
+    let mut next = patch::apply(view.as_ref(), body, params, target).map_err(|e| e.status())?;
+    if let Some(v) = version {
+        next = event_api::admit(next, v, current.is_none())?;
+    }
+    if let Some(status) = too_large(limit, &Action::Update { object: next.clone(), dry_run: false }) {
         return Err(status);
     }
     let Some(current) = current else {
         // Server-side apply of an object that does not exist creates it.
         let object = prepare_create(next, rng, kinds);
-        if params.dry_run {
-            return Ok(Admitted::DryRun(object));
-        }
-        return store.create(object, now).map(Admitted::Written).map_err(status_of);
+        return commit(store, now, Write::Create(object), params.dry_run);
     };
     // A resourceVersion the patch set is a precondition; without one the
     // patch applies to whatever is current.
@@ -348,15 +419,9 @@ fn admit_patch(
             if unchanged == current {
                 return Ok(Admitted::Unchanged(current));
             }
-            if params.dry_run {
-                return Ok(Admitted::DryRun(next));
-            }
-            store.update(next, precondition, now).map(Admitted::Written).map_err(status_of)
+            commit(store, now, Write::Update(next, precondition), params.dry_run)
         }
-        Change::Delete(..) if params.dry_run => Ok(Admitted::DryRun(current)),
-        Change::Delete(key, precondition) => {
-            store.delete(&key, precondition, now).map(Admitted::Written).map_err(status_of)
-        }
+        Change::Delete(key, precondition) => commit(store, now, Write::Delete(key, precondition), params.dry_run),
     }
 }
 
@@ -372,11 +437,10 @@ fn delete(
     store: &mut Store,
     now: u64,
     key: ObjectKey,
-    uid: Option<String>,
-    resource_version: Option<String>,
-    grace_period_seconds: Option<i64>,
-    propagation_policy: Option<PropagationPolicy>,
+    options: DeleteOptions,
+    dry_run: bool,
 ) -> Result<Admitted, Status> {
+    let DeleteOptions { uid, resource_version, grace_period_seconds, propagation_policy } = options;
     let mut current = current(store, &key)?;
     if let Some(uid) = uid.filter(|u| *u != current.metadata.uid) {
         return Err(Status::new(
@@ -411,9 +475,9 @@ fn delete(
             // Only the garbage-collection finalizer changed: the last one
             // gone with no grace left ends the deletion.
             if deletion_complete(&current) {
-                return store.delete(&key, precondition, now).map(Admitted::Written).map_err(status_of);
+                return commit(store, now, Write::Delete(key, precondition), dry_run);
             }
-            return store.update(current, revision, now).map(Admitted::Written).map_err(status_of);
+            return commit(store, now, Write::Update(current, revision), dry_run);
         }
         if grace >= pending {
             if let Some(expected) = precondition.filter(|p| Some(*p) != current.revision()) {
@@ -424,14 +488,22 @@ fn delete(
         }
         // A shorter grace period replaces the pending one.
         if grace == 0 && !finalizers {
-            return store.delete(&key, precondition, now).map(Admitted::Written).map_err(status_of);
+            return commit(store, now, Write::Delete(key, precondition), dry_run);
         }
-        return store.update(mark(current, grace), revision, now).map(Admitted::Written).map_err(status_of);
+        return commit(store, now, Write::Update(mark(current, grace), revision), dry_run);
     }
     if grace > 0 || finalizers {
-        return store.update(mark(current, grace), revision, now).map(Admitted::Written).map_err(status_of);
+        return commit(store, now, Write::Update(mark(current, grace), revision), dry_run);
     }
-    store.delete(&key, precondition, now).map(Admitted::Written).map_err(status_of)
+    commit(store, now, Write::Delete(key, precondition), dry_run)
+}
+
+/// A delete's options, as in Kubernetes' `DeleteOptions`.
+struct DeleteOptions {
+    uid: Option<String>,
+    resource_version: Option<String>,
+    grace_period_seconds: Option<i64>,
+    propagation_policy: Option<PropagationPolicy>,
 }
 
 /// The propagation policy of a delete that names none: the one the

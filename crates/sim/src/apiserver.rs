@@ -6,9 +6,10 @@
 
 use std::collections::BTreeMap;
 
+use recon_abi::event::EVENT_KIND;
 use recon_abi::{Action, EventType, Object, ObjectKey, Outcome, Patch, Status, StatusReason, Verb, WatchEvent};
 use recon_store::StoreError;
-use recon_trace::{EntryId, Event, ObjectVersion, PatchNote, ServedFrom};
+use recon_trace::{EntryId, Event, LaneId, LaneRole, ObjectVersion, PatchNote, ServedFrom};
 
 use recon_scenario::Kinds;
 
@@ -16,6 +17,7 @@ use crate::admission::{Admitted, admit, not_served, status_of, too_large};
 use crate::api::{ReadPlan, Request, WatchStart, continue_token, plan_get, plan_list, plan_watch};
 use crate::cache::{CachedEvent, Filter, WatchCache};
 use crate::engine::Engine;
+use crate::event_api::Version;
 use crate::ids::{ComponentId, ServerId};
 use crate::message::{Client, ReadTarget, Reply, Scheduled, Served, StoreOp, StoreOpKind, client_component};
 use crate::network::Endpoint;
@@ -602,10 +604,17 @@ impl ApiServer {
         if let (Action::Patch { params, .. } | Action::PatchStatus { params, .. }, Some(note)) = (&mut action, &patch) {
             params.field_manager.clone_from(&note.field_manager);
         }
+        let answer_in = event_request_version(&action);
+        let answer = |object: Object| answer_in.map_or_else(|| object.clone(), |v| v.view(&object));
         let limit = self.max_object_bytes;
         let result = admit(&mut engine.store, &mut self.rng, &self.kinds, engine.now, limit, action);
         match result {
-            Ok(Admitted::Unchanged(object) | Admitted::DryRun(object)) => {
+            Ok(admitted @ (Admitted::Unchanged(_) | Admitted::DryRun(_))) => {
+                // A patch's note says it was a dry run; other verbs say it here.
+                let dry_run = matches!(admitted, Admitted::DryRun(_)) && patch.is_none();
+                let (Admitted::Unchanged(object) | Admitted::DryRun(object)) = admitted else {
+                    unreachable!("matched above")
+                };
                 let lane = client_component(&client).map_or(engine.lanes.script, |c| engine.lanes.component(c));
                 let unchanged = Event::WriteUnchanged {
                     verb,
@@ -615,9 +624,11 @@ impl ApiServer {
                     by: engine.client_name(&client),
                     via: self.config.name.clone(),
                     patch,
+                    dry_run,
                 };
                 let entry = engine.record(lane, unchanged, cause.into_iter().collect());
-                let reply = Reply::Written { verb, key: object.key(), outcome: Outcome::Ok(Some(object)), entry };
+                let reply =
+                    Reply::Written { verb, key: object.key(), outcome: Outcome::Ok(Some(answer(object))), entry };
                 self.reply(engine, client, reply, back);
                 None
             }
@@ -646,7 +657,10 @@ impl ApiServer {
                     cause.into_iter().collect(),
                 );
                 engine.store_entries.insert(event.revision, entry);
-                let object = if removed { None } else { Some(event.value.clone()) };
+                if !removed && event.value.kind == EVENT_KIND {
+                    self.event_published(engine, &client, &event.value, entry);
+                }
+                let object = if removed { None } else { Some(answer(event.value.clone())) };
                 let reply = Reply::Written { verb, key, outcome: Outcome::Ok(object), entry };
                 Some(Committed { event, entry, client, reply, delay: back })
             }
@@ -655,6 +669,35 @@ impl ApiServer {
                 None
             }
         }
+    }
+
+    /// An Event was stored: the trace shows it on the lane of the object it
+    /// is about (see [`Event::EventPublished`]), caused by its store write.
+    fn event_published(&self, engine: &mut Engine, client: &Client, stored: &Object, write: EntryId) {
+        let regarding = recon_abi::event::regarding(stored);
+        let node = match &regarding {
+            Some(key) if key.kind == "Node" => Some(key.name.clone()),
+            Some(key) if key.kind == "Pod" => engine
+                .store
+                .get(key, None)
+                .ok()
+                .flatten()
+                .and_then(|kv| kv.value.field("spec.nodeName"))
+                .filter(|n| !n.is_empty()),
+            _ => None,
+        };
+        let node_lane = node.and_then(|name| {
+            engine.trace.lanes.iter().position(|l| l.role == LaneRole::Node && l.name == name).map(LaneId::from_index)
+        });
+        let writer = client_component(client).map_or(engine.lanes.script, |c| engine.lanes.component(c));
+        let published = Event::EventPublished {
+            event_type: recon_abi::event::event_type(stored).to_owned(),
+            reason: recon_abi::event::reason(stored).to_owned(),
+            note: recon_abi::event::note(stored).to_owned(),
+            regarding,
+            by: engine.client_name(client),
+        };
+        engine.record(node_lane.unwrap_or(writer), published, vec![write]);
     }
 
     /// A write was refused or failed: the trace says so and the writer hears back.
@@ -807,6 +850,21 @@ fn etcd_backlog(engine: &Engine, filter: &Filter, after: u64) -> Result<Vec<(Wat
             filter.view(&event).map(|w| (w, entry))
         })
         .collect())
+}
+
+/// The version an Event write is answered in, when it is not the stored
+/// core `v1`: a client of `events.k8s.io/v1` reads its answer in that form.
+fn event_request_version(action: &Action) -> Option<Version> {
+    let version = match action {
+        Action::Create { object, .. } | Action::Update { object, .. } | Action::UpdateStatus { object, .. } => {
+            Version::of(object)
+        }
+        Action::Patch { key, patch, .. } | Action::PatchStatus { key, patch, .. } if key.kind == EVENT_KIND => {
+            Version::of_patch(patch)
+        }
+        _ => Version::Core,
+    };
+    (version == Version::EventsV1).then_some(version)
 }
 
 /// A write's verb, object and, for a patch, how it was asked for: its field

@@ -872,14 +872,14 @@ pub(crate) fn describe_action(a: &Action) -> String {
         }
     };
     match a {
-        Action::Create { object } if object.metadata.name.is_empty() => {
+        Action::Create { object, .. } if object.metadata.name.is_empty() => {
             // Named by the API server from generateName: say the prefix.
             let key = object.key();
             format!("create {} {}/{}*", key.kind, key.namespace, object.metadata.generate_name)
         }
-        Action::Create { object } => format!("create {}", object.key()),
-        Action::Update { object } => format!("update {}{}", object.key(), precondition(object)),
-        Action::UpdateStatus { object } => format!("update status of {}{}", object.key(), precondition(object)),
+        Action::Create { object, .. } => format!("create {}", object.key()),
+        Action::Update { object, .. } => format!("update {}{}", object.key(), precondition(object)),
+        Action::UpdateStatus { object, .. } => format!("update status of {}{}", object.key(), precondition(object)),
         Action::Delete { key, uid, grace_period_seconds, propagation_policy, .. } => {
             let mut s = format!("delete {key}");
             if let Some(u) = uid {

@@ -118,7 +118,7 @@ impl Candidacy {
                     lease.spec["holderIdentity"] = json!(identity);
                     lease.spec["leaseDurationSeconds"] = json!(duration.div_ceil(1000));
                     lease.spec["renewTime"] = json!(micro_time(now));
-                    Action::Update { object: lease }
+                    Action::Update { object: lease, dry_run: false }
                 } else {
                     if leading {
                         // Someone else holds it: this process was deposed.
@@ -142,7 +142,7 @@ impl Candidacy {
                 lease.spec["acquireTime"] = json!(micro_time(now));
                 lease.spec["renewTime"] = json!(micro_time(now));
                 lease.spec["leaseTransitions"] = json!(0);
-                Action::Create { object: lease }
+                Action::Create { object: lease, dry_run: false }
             }
             Reply::Written { outcome: Outcome::Ok(_), entry, .. } => {
                 self.renewed_at = Some(now);

@@ -26,6 +26,7 @@ mod component;
 mod election;
 mod engine;
 mod error;
+mod event_api;
 pub mod ids;
 pub mod inspect;
 mod lanes;

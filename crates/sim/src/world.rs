@@ -330,18 +330,21 @@ impl Sim {
         };
         use recon_abi::Action;
         match action {
-            StepAction::Create { object, via } => kubectl(self, &via, Request::Write(Action::Create { object })),
+            StepAction::Create { object, via } => {
+                kubectl(self, &via, Request::Write(Action::Create { object, dry_run: false }))
+            }
             StepAction::Apply { object, via } => {
                 kubectl(self, &via, Request::Write(crate::admission::apply_action(object)))
             }
-            StepAction::Delete { target, via } => {
+            StepAction::Delete { target, via, cascade } => {
                 let key = ObjectKey::new(target.kind, target.namespace, target.name);
                 let action = Action::Delete {
                     key,
                     uid: None,
                     resource_version: None,
                     grace_period_seconds: None,
-                    propagation_policy: None,
+                    propagation_policy: cascade,
+                    dry_run: false,
                 };
                 kubectl(self, &via, Request::Write(action))
             }

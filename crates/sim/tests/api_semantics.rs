@@ -202,6 +202,7 @@ fn pages_continue_at_the_revision_of_the_first_page() {
                     },
                     ..Default::default()
                 },
+                dry_run: false,
             }),
         )
         .unwrap();
@@ -378,11 +379,18 @@ fn update_with_a_stale_resource_version_is_a_conflict() {
     stale.metadata.namespace = "default".into();
     stale.metadata.resource_version = "1".into();
     stale.spec = serde_json::json!({ "nodeName": "x" });
-    let ok = ask(&mut sim, 1_000, "apiserver-1", Request::Write(Action::Update { object: stale.clone() }), 1_100);
+    let ok = ask(
+        &mut sim,
+        1_000,
+        "apiserver-1",
+        Request::Write(Action::Update { object: stale.clone(), dry_run: false }),
+        1_100,
+    );
     assert!(
         matches!(&ok[0], Reply::Written { outcome: Outcome::Ok(Some(o)), .. } if o.metadata.resource_version == "4")
     );
-    let conflict = ask(&mut sim, 1_100, "apiserver-1", Request::Write(Action::Update { object: stale }), 1_200);
+    let conflict =
+        ask(&mut sim, 1_100, "apiserver-1", Request::Write(Action::Update { object: stale, dry_run: false }), 1_200);
     assert!(
         matches!(&conflict[0], Reply::Written { outcome: Outcome::Err(s), .. } if s.reason == StatusReason::Conflict)
     );
@@ -397,6 +405,7 @@ fn writes_through_a_partitioned_server_fail() {
         resource_version: None,
         grace_period_seconds: None,
         propagation_policy: None,
+        dry_run: false,
     };
     let replies = ask(&mut sim, 1_000, "apiserver-2", Request::Write(delete), 3_000);
     assert!(

@@ -430,7 +430,7 @@ impl Instance for Creator {
                         pod.metadata.namespace = "default".into();
                         pod.metadata.name = format!("rs-{i}");
                         pod.metadata.owner_references = vec![owner.clone()];
-                        actions.push(Action::Create { object: pod });
+                        actions.push(Action::Create { object: pod, dry_run: false });
                     }
                     if let Some(after_ms) = self.delete_after.take() {
                         actions.push(Action::RequeueAfter { key: "delete".into(), after_ms });
@@ -442,6 +442,7 @@ impl Instance for Creator {
                     resource_version: None,
                     grace_period_seconds: Some(0),
                     propagation_policy: None,
+                    dry_run: false,
                 }),
                 _ => {}
             }
@@ -580,9 +581,131 @@ fn every_check_has_a_hand_built_history_that_makes_it_fire() {
             Check::DeletedLiveDependent => library_violations("gc-stale-view", check),
             Check::OrphanedDependent => orphan_history(check),
             Check::DependentOfDeletedOwner => library_violations("database-operator-stale-cache", check),
+            Check::LostWork => lost_work_history(Stamp::FromView, true).len(),
             #[allow(unreachable_patterns, reason = "checks added later must get a history here")]
             _ => panic!("no hand-built history makes the {check} check fire: add one to this file"),
         };
         assert!(fired > 0, "the {check} check never fired");
     }
+}
+
+/// How the [`Stamper`] writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stamp {
+    /// Keeps annotation `stamped` equal to its view's `spec.replicas` by
+    /// writing the whole object as its view holds it, without a
+    /// precondition (a read-modify-write from the cache).
+    FromView,
+    /// The same, with the view's resourceVersion as a precondition.
+    WithPrecondition,
+    /// Sets `spec.replicas` back to 1 whenever it sees another value: a
+    /// controller that undoes a user's change on purpose.
+    Enforce,
+}
+
+/// A controller on the SDK's informer cache that writes Deployment `web`
+/// as [`Stamp`] says, when a list or watch event shows it something.
+struct Stamper {
+    stamp: Stamp,
+    cache: recon_sdk::Cache,
+}
+
+impl Instance for Stamper {
+    fn init(&mut self, _: &ComponentConfig) -> Result<Manifest, Crash> {
+        let watches = vec![WatchSpec { kind: "Deployment".into(), ..Default::default() }];
+        self.cache = recon_sdk::Cache::new(&watches);
+        Ok(Manifest {
+            name: "stamper".into(),
+            abi_version: recon_abi::ABI_VERSION,
+            watches,
+            writes: vec![WritePermission { kind: "Deployment".into(), verbs: vec![Verb::Update] }],
+            ..Default::default()
+        })
+    }
+
+    fn handle(&mut self, input: &Input) -> Result<recon_abi::Output, Crash> {
+        let mut saw = false;
+        for event in &input.events {
+            saw |= matches!(event, InputEvent::Listed { .. } | InputEvent::Watch { .. });
+            self.cache.apply(event);
+        }
+        let key = recon_abi::ObjectKey::new("Deployment", "default", "web");
+        let Some(view) = self.cache.find(&key).filter(|_| saw) else { return Ok(recon_abi::Output::default()) };
+        let replicas = view.spec["replicas"].as_u64().unwrap_or(1);
+        let mut next = view.clone();
+        match self.stamp {
+            Stamp::Enforce if replicas != 1 => next.spec["replicas"] = 1.into(),
+            Stamp::FromView | Stamp::WithPrecondition
+                if view.metadata.annotations.get("stamped") != Some(&replicas.to_string()) =>
+            {
+                next.metadata.annotations.insert("stamped".into(), replicas.to_string());
+            }
+            _ => return Ok(recon_abi::Output::default()),
+        }
+        if self.stamp != Stamp::WithPrecondition {
+            next.metadata.resource_version.clear();
+        }
+        Ok(recon_abi::Output::new(vec![Action::Update { object: next, dry_run: false }]))
+    }
+}
+
+/// Deployment `web` at 1 replica; kubectl scales it to 3 at 2s through
+/// API server `a`, which the stamper watches; at 2.5s (when `restart`) the
+/// stamper restarts onto `b`, whose watch cache trails the store by 3s, so
+/// its view goes back to before the scale. The lost-work findings, and
+/// how many of the stamper's writes were refused with 409 Conflict.
+fn lost_work_run(stamp: Stamp, restart: bool) -> (Vec<String>, usize) {
+    let restart = if restart { "  - { at: 2500ms, restart: { component: s, apiServer: b } }\n" } else { "" };
+    let yaml = format!(
+        "name: lost-work\nduration: 8s\napiServers:\n  - name: a\n  - name: b\n    watchCache: {{ lag: 3s }}\n\
+         components:\n  - {{ name: s, controller: stamper, apiServer: a }}\n\
+         objects:\n  - {{ apiVersion: apps/v1, kind: Deployment, metadata: {{ name: web, namespace: default }}, spec: {{ replicas: 1 }} }}\n\
+         script:\n  - {{ at: 2s, scale: {{ kind: Deployment, name: web, replicas: 3 }} }}\n{restart}\
+         checks:\n  enabled: [lostWork, timeTravel]\n"
+    );
+    let scenario = recon_scenario::parse("lost-work.yaml", &yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    let instantiate = move |_: &recon_scenario::Component| {
+        Some(Box::new(Stamper { stamp, cache: recon_sdk::Cache::default() }) as Box<dyn Instance>)
+    };
+    let mut sim = Sim::new(&scenario, Box::new(instantiate)).unwrap();
+    sim.run();
+    let trace = sim.into_trace();
+    let found: Vec<String> =
+        trace.violations().filter(|(_, c, _)| *c == Check::LostWork).map(|(_, _, m)| m.to_string()).collect();
+    if let Some((entry, _, _)) = trace.violations().find(|(_, c, _)| *c == Check::LostWork) {
+        let explained = recon_trace::explain(&trace, entry.id).expect("a violation explains");
+        assert!(explained.steps.len() >= 4, "the write, the reconcile, the stale list and the newest: {explained:#?}");
+    }
+    let conflicts = trace
+        .entries
+        .iter()
+        .filter(|e| matches!(&e.event, Event::WriteFailed { status, .. } if status.code == 409))
+        .count();
+    (found, conflicts)
+}
+
+fn lost_work_history(stamp: Stamp, restart: bool) -> Vec<String> {
+    lost_work_run(stamp, restart).0
+}
+
+// The lost-work check (docs/API-SEMANTICS.md, "Checks"): a read-modify-write
+// without a precondition from a view that went back in time puts back a
+// field the writer had seen changed.
+#[test]
+fn lost_work_fires_when_a_write_from_a_stale_view_undoes_what_its_author_had_seen() {
+    let found = lost_work_history(Stamp::FromView, true);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].starts_with("s put spec.replicas of Deployment default/web"), "{found:#?}");
+    assert!(found[0].contains("its view had gone back"), "{found:#?}");
+}
+
+#[test]
+fn lost_work_stays_quiet_for_a_precondition_a_fresh_view_and_a_deliberate_revert() {
+    // The same stale write with a resourceVersion precondition: 409, nothing lost.
+    let (found, conflicts) = lost_work_run(Stamp::WithPrecondition, true);
+    assert_eq!((found, conflicts > 0), (Vec::<String>::new(), true));
+    // No restart: every write is computed from the newest version it saw.
+    assert_eq!(lost_work_history(Stamp::FromView, false), Vec::<String>::new());
+    // Undoing the user's scale on purpose, having seen it, is not lost work.
+    assert_eq!(lost_work_history(Stamp::Enforce, false), Vec::<String>::new());
 }

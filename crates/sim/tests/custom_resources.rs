@@ -73,9 +73,11 @@ fn write(sim: &mut Sim, at: u64, action: Action) -> Result<Object, recon_abi::St
 #[test]
 fn a_custom_kind_has_the_scope_its_definition_declares() {
     let mut sim = cluster();
-    let widget = write(&mut sim, 1_000, Action::Create { object: object("Widget", "w", serde_json::json!({})) });
+    let widget =
+        write(&mut sim, 1_000, Action::Create { object: object("Widget", "w", serde_json::json!({})), dry_run: false });
     assert_eq!(widget.unwrap().metadata.namespace, "default");
-    let realm = write(&mut sim, 1_200, Action::Create { object: object("Realm", "r", serde_json::json!({})) });
+    let realm =
+        write(&mut sim, 1_200, Action::Create { object: object("Realm", "r", serde_json::json!({})), dry_run: false });
     assert_eq!(realm.unwrap().metadata.namespace, "");
     let list = Request::List(ListRequest {
         selection: Selection { kind: "Widget".into(), ..Default::default() },
@@ -94,21 +96,28 @@ fn a_custom_kind_has_the_scope_its_definition_declares() {
 #[test]
 fn with_a_status_subresource_status_and_spec_are_written_apart() {
     let mut sim = cluster();
-    let w = write(&mut sim, 1_000, Action::Create { object: object("Widget", "w", serde_json::json!({"size": 1})) })
-        .unwrap();
+    let w = write(
+        &mut sim,
+        1_000,
+        Action::Create { object: object("Widget", "w", serde_json::json!({"size": 1})), dry_run: false },
+    )
+    .unwrap();
     let mut with_status = w.clone();
     with_status.status = serde_json::json!({"ready": true});
-    let updated = write(&mut sim, 1_200, Action::Update { object: with_status }).unwrap();
+    let updated = write(&mut sim, 1_200, Action::Update { object: with_status, dry_run: false }).unwrap();
     assert_eq!(updated.status, serde_json::Value::Null, "an update leaves status alone");
     assert_eq!(updated.metadata.generation, 1, "nothing but status changed");
     let mut report = updated;
     report.status = serde_json::json!({"ready": true});
-    let status = write(&mut sim, 1_400, Action::UpdateStatus { object: report }).unwrap();
+    let status = write(&mut sim, 1_400, Action::UpdateStatus { object: report, dry_run: false }).unwrap();
     assert_eq!(status.status["ready"], true);
     assert_eq!(status.metadata.generation, 1, "status is not counted");
     let mut bigger = status.clone();
     bigger.spec = serde_json::json!({"size": 2});
-    assert_eq!(write(&mut sim, 1_600, Action::Update { object: bigger }).unwrap().metadata.generation, 2);
+    assert_eq!(
+        write(&mut sim, 1_600, Action::Update { object: bigger, dry_run: false }).unwrap().metadata.generation,
+        2
+    );
 }
 
 // Same page: without a status subresource, status is an ordinary part of
@@ -117,13 +126,15 @@ fn with_a_status_subresource_status_and_spec_are_written_apart() {
 #[test]
 fn without_a_status_subresource_status_is_part_of_the_object() {
     let mut sim = cluster();
-    let g = write(&mut sim, 1_000, Action::Create { object: object("Gizmo", "g", serde_json::json!({})) }).unwrap();
+    let g =
+        write(&mut sim, 1_000, Action::Create { object: object("Gizmo", "g", serde_json::json!({})), dry_run: false })
+            .unwrap();
     let mut with_status = g.clone();
     with_status.status = serde_json::json!({"phase": "Ready"});
-    let updated = write(&mut sim, 1_200, Action::Update { object: with_status }).unwrap();
+    let updated = write(&mut sim, 1_200, Action::Update { object: with_status, dry_run: false }).unwrap();
     assert_eq!(updated.status["phase"], "Ready");
     assert_eq!(updated.metadata.generation, 2);
-    let refused = write(&mut sim, 1_400, Action::UpdateStatus { object: updated }).unwrap_err();
+    let refused = write(&mut sim, 1_400, Action::UpdateStatus { object: updated, dry_run: false }).unwrap_err();
     assert_eq!(refused.reason, StatusReason::NotFound);
 }
 
@@ -132,7 +143,8 @@ fn without_a_status_subresource_status_is_part_of_the_object() {
 #[test]
 fn an_undeclared_kind_is_not_found() {
     let mut sim = cluster();
-    let refused = write(&mut sim, 1_000, Action::Create { object: object("Gadget", "x", serde_json::json!({})) });
+    let refused =
+        write(&mut sim, 1_000, Action::Create { object: object("Gadget", "x", serde_json::json!({})), dry_run: false });
     assert_eq!(refused.unwrap_err().reason, StatusReason::NotFound);
     let delete = Action::Delete {
         key: ObjectKey::new("Gadget", "default", "x"),
@@ -140,6 +152,7 @@ fn an_undeclared_kind_is_not_found() {
         resource_version: None,
         grace_period_seconds: None,
         propagation_policy: None,
+        dry_run: false,
     };
     assert_eq!(write(&mut sim, 1_200, delete).unwrap_err().reason, StatusReason::NotFound);
     let list = Request::List(ListRequest {

@@ -44,6 +44,7 @@ fn delete(key: ObjectKey, grace: Option<i64>) -> Request {
         resource_version: None,
         grace_period_seconds: grace,
         propagation_policy: None,
+        dry_run: false,
     })
 }
 
@@ -65,7 +66,7 @@ fn stored(sim: &Sim, key: &ObjectKey) -> Option<Object> {
 
 fn without_finalizers(mut object: Object, keep: &[&str]) -> Request {
     object.metadata.finalizers = keep.iter().map(|f| f.to_string()).collect();
-    Request::Write(Action::Update { object })
+    Request::Write(Action::Update { object, dry_run: false })
 }
 
 // Finalizers (kubernetes.io, "Finalizers"): deleting an object that has
@@ -116,7 +117,8 @@ fn a_finalizer_cannot_be_added_to_an_object_being_deleted() {
     // Clearing deletionTimestamp in an update does not take it back.
     let mut revived = marked;
     revived.metadata.deletion_timestamp = None;
-    let after = write(&mut sim, 3_000, Request::Write(Action::Update { object: revived })).unwrap().unwrap();
+    let after =
+        write(&mut sim, 3_000, Request::Write(Action::Update { object: revived, dry_run: false })).unwrap().unwrap();
     assert!(after.is_terminating());
 }
 
@@ -150,6 +152,7 @@ fn delete_preconditions_on_uid_and_resource_version() {
             resource_version: rv.map(Into::into),
             grace_period_seconds: None,
             propagation_policy: None,
+            dry_run: false,
         })
     };
     assert_eq!(write(&mut sim, 1_000, with(Some("not-its-uid"), None)).unwrap_err().reason, StatusReason::Conflict);

@@ -280,7 +280,10 @@ fn a_write_result_carries_its_request_id_and_a_request_without_one_gets_none() {
     let mut config_map = Object { api_version: "v1".into(), kind: "ConfigMap".into(), ..Default::default() };
     config_map.metadata.name = "cm".into();
     config_map.metadata.namespace = "default".into();
-    let plan = vec![ask(1_000, 42, Action::Create { object: config_map }), (1_100, Output::new(vec![get("a", None)]))];
+    let plan = vec![
+        ask(1_000, 42, Action::Create { object: config_map, dry_run: false }),
+        (1_100, Output::new(vec![get("a", None)])),
+    ];
     let (sim, results) = cluster("", plan);
     let (_, got) = run(sim, &results);
     let ids: Vec<(Verb, Option<u64>)> = got.iter().map(|(_, r)| (r.verb, r.id)).collect();

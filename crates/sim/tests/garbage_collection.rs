@@ -47,7 +47,9 @@ fn write(sim: &mut Sim, at: u64, request: Request) -> Result<Option<Object>, rec
 }
 
 fn create(sim: &mut Sim, at: u64, object: Object) -> Object {
-    write(sim, at, Request::Write(Action::Create { object })).expect("created").expect("the stored object")
+    write(sim, at, Request::Write(Action::Create { object, dry_run: false }))
+        .expect("created")
+        .expect("the stored object")
 }
 
 fn delete(key: ObjectKey, policy: Option<PropagationPolicy>) -> Request {
@@ -57,6 +59,7 @@ fn delete(key: ObjectKey, policy: Option<PropagationPolicy>) -> Request {
         resource_version: None,
         grace_period_seconds: None,
         propagation_policy: policy,
+        dry_run: false,
     })
 }
 
@@ -172,7 +175,7 @@ fn foreground_deletion_keeps_the_owner_until_its_blocking_dependents_are_gone() 
 
     let mut released = held;
     released.metadata.finalizers.clear();
-    write(&mut sim, 5_000, Request::Write(Action::Update { object: released })).unwrap();
+    write(&mut sim, 5_000, Request::Write(Action::Update { object: released, dry_run: false })).unwrap();
     sim.run_until(7_000);
     assert_eq!(stored(&sim, &key("Pod", "held")), None);
     assert_eq!(stored(&sim, &key("ReplicaSet", "web")), None, "nothing blocks it any more");
@@ -312,4 +315,86 @@ fn a_dependent_the_collector_never_collects_is_reported_orphaned_at_the_end() {
     let found = violations(&sim, Check::OrphanedDependent);
     assert_eq!(found.len(), 1, "{found:#?}");
     assert!(found[0].starts_with("orphaned dependent: Pod default/web-a"), "{}", found[0]);
+}
+
+/// A ReplicaSet, the collector, and the script's `kubectl delete` of the
+/// ReplicaSet at 1s with `cascade` (if any); its pod is created at 100ms,
+/// owned by it (by uid).
+fn script_delete(cascade: Option<&str>) -> Sim {
+    let cascade = cascade.map(|c| format!(", cascade: {c}")).unwrap_or_default();
+    let yaml = format!(
+        r#"
+name: cascade
+duration: 10s
+network: {{ latency: {{ min: 1ms, max: 1ms }} }}
+apiServers: [ {{ name: apiserver-1 }} ]
+components:
+  - {{ name: garbage-collector, controller: garbage-collector, apiServer: apiserver-1 }}
+objects:
+  - {{ apiVersion: apps/v1, kind: ReplicaSet, metadata: {{ name: web, namespace: default }} }}
+script:
+  - {{ at: 1s, delete: {{ kind: ReplicaSet, name: web{cascade} }} }}
+"#
+    );
+    let scenario = recon_scenario::parse("cascade.yaml", &yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    let mut sim = Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).expect("built in");
+    sim.run_until(100);
+    let owner = sim.store().get(&ObjectKey::new("ReplicaSet", "default", "web"), None).unwrap().unwrap().value;
+    let mut pod = Object { api_version: "v1".into(), kind: "Pod".into(), ..Default::default() };
+    pod.metadata.name = "web-0".into();
+    pod.metadata.namespace = "default".into();
+    pod.metadata.owner_references = vec![OwnerReference {
+        api_version: "apps/v1".into(),
+        kind: "ReplicaSet".into(),
+        name: "web".into(),
+        uid: owner.metadata.uid,
+        controller: true,
+        block_owner_deletion: true,
+    }];
+    sim.request("apiserver-1", Request::Write(Action::Create { object: pod, dry_run: false })).unwrap();
+    sim
+}
+
+/// What the script's delete did to the ReplicaSet, as its first write
+/// after the step: the finalizers it set (`None`: it removed it at once).
+fn first_write_to_the_owner(sim: &mut Sim) -> Option<Vec<String>> {
+    sim.run_until(1_010);
+    let trace = sim.trace();
+    let step = trace.entries.iter().find(|e| matches!(e.event, Event::Script { .. })).expect("the step ran");
+    let Event::Script { description } = &step.event else { unreachable!() };
+    assert!(description.starts_with("kubectl delete ReplicaSet default/web"), "{description}");
+    let write = trace
+        .entries
+        .iter()
+        .find(|e| matches!(&e.event, Event::StoreWrite { key, by, .. } if key.name == "web" && by == "kubectl"))
+        .expect("the delete reached the store");
+    match &write.event {
+        Event::StoreWrite { removed: true, .. } => None,
+        Event::StoreWrite { key, revision, .. } => {
+            // The owner as that write left it (it may be gone by now).
+            let owner = sim.store().get(key, Some(*revision)).unwrap().expect("there at its revision");
+            Some(owner.value.metadata.finalizers)
+        }
+        _ => unreachable!("a store write"),
+    }
+}
+
+// "Use Cascading Deletion" (Tasks → Administer a Cluster): `kubectl delete
+// --cascade=foreground|background|orphan` sends that propagation policy;
+// the script's delete step takes the same words.
+#[test]
+fn the_scripts_delete_step_sends_its_cascade_as_the_propagation_policy() {
+    let foreground = first_write_to_the_owner(&mut script_delete(Some("foreground")));
+    assert_eq!(foreground, Some(vec![FOREGROUND_FINALIZER.to_owned()]), "marked, held for its dependents");
+    let orphan = first_write_to_the_owner(&mut script_delete(Some("orphan")));
+    assert_eq!(orphan, Some(vec![ORPHAN_FINALIZER.to_owned()]), "marked, held until the pod is orphaned");
+    assert_eq!(first_write_to_the_owner(&mut script_delete(Some("background"))), None, "removed at once");
+    assert_eq!(first_write_to_the_owner(&mut script_delete(None)), None, "the default for apps/v1: background");
+    // The orphaned pod stays and loses its owner reference.
+    let mut sim = script_delete(Some("orphan"));
+    sim.run();
+    let pod = sim.store().get(&ObjectKey::new("Pod", "default", "web-0"), None).unwrap().expect("the pod stays").value;
+    assert!(pod.metadata.owner_references.is_empty(), "{pod:?}");
+    let step = sim.trace().entries.iter().find(|e| matches!(e.event, Event::Script { .. })).unwrap();
+    assert!(recon_trace::text::describe(step).ends_with("--cascade=orphan"), "{}", recon_trace::text::describe(step));
 }

@@ -152,6 +152,7 @@ fn writes_outside_the_manifest_are_refused_as_forbidden() {
                 resource_version: None,
                 grace_period_seconds: None,
                 propagation_policy: None,
+                dry_run: false,
             })
             .collect();
         Ok(Output::new(actions))

@@ -456,6 +456,7 @@ fn finalizer_rules_hold_for_patches() {
         resource_version: None,
         grace_period_seconds: None,
         propagation_policy: None,
+        dry_run: false,
     };
     write(&mut sim, 1_000, delete).unwrap();
     let add = json!({ "metadata": { "finalizers": ["example.com/cleanup", "example.com/late"] } });
@@ -482,7 +483,7 @@ fn a_create_by_generate_name_gets_a_name_with_that_prefix() {
     let mut sim = cluster();
     let mut object = Object { api_version: "v1".into(), kind: "ConfigMap".into(), ..Default::default() };
     object.metadata.generate_name = "cfg-".into();
-    let created = ok(&mut sim, 1_000, Action::Create { object });
+    let created = ok(&mut sim, 1_000, Action::Create { object, dry_run: false });
     assert!(created.metadata.name.starts_with("cfg-") && created.metadata.name.len() == 9, "{}", created.metadata.name);
 }
 

@@ -97,6 +97,23 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
             // write that marked the object for deletion]
             steps.extend(v.causes.iter().filter_map(|id| trace.get(*id)).map(step));
         }
+        Check::LostWork => {
+            // causes: [the write, the newest version the writer had
+            // observed, the observation its stale view came from]
+            let at = |i: usize| v.causes.get(i).and_then(|id| trace.get(*id));
+            if let Some(newest) = at(1) {
+                steps.push(step(newest));
+            }
+            if let Some(view) = at(2) {
+                steps.extend(view_origin(trace, view));
+            }
+            if let Some(write) = at(0) {
+                if let Some(reconcile) = write.causes.first().and_then(|id| trace.get(*id)) {
+                    steps.push(step(reconcile));
+                }
+                steps.push(step(write));
+            }
+        }
         Check::TimeTravel => {
             let now = v.causes.first().and_then(|id| trace.get(*id));
             let before = v.causes.get(1).and_then(|id| trace.get(*id));

@@ -215,6 +215,10 @@ pub enum Event {
         /// For a patch: its type, field manager and options.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         patch: Option<PatchNote>,
+        /// Whether it was a dry run of a create, update, status update or
+        /// delete (a patch's dry run is in its `patch` note).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        dry_run: bool,
     },
     /// The run stopped before its end: it reached a limit.
     #[serde(rename_all = "camelCase")]
@@ -332,6 +336,25 @@ pub enum Event {
         component: String,
         /// The lines, in the order they were written.
         lines: Vec<String>,
+    },
+    /// A Kubernetes Event (`v1` or `events.k8s.io/v1`, one stored
+    /// resource) was written: created, or updated as a recorder does when
+    /// it sees the same thing again. Recorded after its store write (its
+    /// cause) on the lane of the object it is about: a Node's lane, a
+    /// pod's node's lane once it is bound; otherwise its writer's lane.
+    #[serde(rename_all = "camelCase")]
+    EventPublished {
+        /// `Normal` or `Warning` (empty if the Event has no type).
+        event_type: String,
+        /// Why, in one CamelCase word (`Scheduled`, `FailedMount`).
+        reason: String,
+        /// What happened, for people (`note`; `message` in `v1`).
+        note: String,
+        /// The object it is about, if it names one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        regarding: Option<ObjectKey>,
+        /// Who wrote it (component name, or `kubectl`).
+        by: String,
     },
     /// A component won (or lost) its Lease: its controller starts (or stops).
     Leadership {

@@ -45,7 +45,13 @@ pub fn describe(e: &Entry) -> String {
             format!("{by}: {verb} ({note}) {key} failed: {}", status.message)
         }
         Event::WriteFailed { verb, key, status, by, .. } => format!("{by}: {verb} {key} failed: {}", status.message),
-        Event::WriteUnchanged { verb, key, uid, revision, by, via, patch: Some(note) } if note.dry_run => format!(
+        Event::WriteUnchanged { verb, key, uid, revision, by, via, dry_run: true, .. } => format!(
+            "{by} via {via}: dry run of {verb} {key} (uid {}) accepted; nothing stored{}",
+            short_uid(uid),
+            // A dry-run create has no revision: there is nothing to stay at.
+            if *revision == 0 { String::new() } else { format!(", the object stays at revision {revision}") }
+        ),
+        Event::WriteUnchanged { verb, key, uid, revision, by, via, patch: Some(note), .. } if note.dry_run => format!(
             "{by} via {via}: {verb} ({note}) {key} (uid {}) accepted; nothing stored, the object stays at revision {revision}",
             short_uid(uid)
         ),
@@ -99,6 +105,11 @@ pub fn describe(e: &Entry) -> String {
                 lines.iter().map(|l| one_line(l)).collect::<Vec<_>>().join(" | ")
             ),
         },
+        Event::EventPublished { event_type, reason, note, regarding, by } => {
+            let kind = if event_type.is_empty() { String::new() } else { format!(" {event_type}") };
+            let about = regarding.as_ref().map(|k| format!(" about {k}")).unwrap_or_default();
+            format!("{by} reports{kind} Event {reason}{about}: {}", one_line(note))
+        }
         Event::Failover { component, from, to } => format!("{component} gives up on {from} and fails over to {to}"),
         Event::Leadership { component, lease, leading: true } => {
             format!("{component} wins Lease {lease} and starts its controller")
@@ -133,7 +144,14 @@ pub fn describe_step(action: &StepAction) -> String {
     match action {
         StepAction::Create { object, via: v } => format!("kubectl create {}{}", object.key(), via(v)),
         StepAction::Apply { object, via: v } => format!("kubectl apply {}{}", object.key(), via(v)),
-        StepAction::Delete { target, via: v } => format!("kubectl delete {}{}", key(target), via(v)),
+        StepAction::Delete { target, via: v, cascade } => {
+            let cascade = cascade.map_or("", |c| match c {
+                recon_abi::PropagationPolicy::Background => " --cascade=background",
+                recon_abi::PropagationPolicy::Foreground => " --cascade=foreground",
+                recon_abi::PropagationPolicy::Orphan => " --cascade=orphan",
+            });
+            format!("kubectl delete {}{cascade}{}", key(target), via(v))
+        }
         StepAction::Scale { target, replicas, via: v } => {
             format!("kubectl scale {} --replicas={replicas}{}", key(target), via(v))
         }

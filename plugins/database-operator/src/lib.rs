@@ -28,7 +28,8 @@
 //! 4. **Status** (`phase`, `readyReplicas`, `observedGeneration`) through the
 //!    status subresource, as a merge patch, only when it changed.
 //! 5. **Deletion.** A Database being deleted gets no more children; its
-//!    backup schedule is deleted, and once the cache shows it gone the
+//!    backup schedule is deleted (and a Normal Event `BackupScheduleDeleted`
+//!    about the Database says so), and once the cache shows it gone the
 //!    finalizer is removed (an update with a resourceVersion precondition),
 //!    which lets the API server remove the Database; the garbage collector
 //!    takes the children.
@@ -45,6 +46,7 @@ use recon_abi::{
     ABI_VERSION, ActionResult, ComponentConfig, ListMode, Manifest, Object, ObjectKey, ObjectMeta, Outcome, Patch,
     PatchParams, Verb, WatchSpec, WritePermission,
 };
+use recon_sdk::events::{EventType, Reporter};
 use recon_sdk::meta::owner_reference;
 use recon_sdk::reconcile::{Context, Reconciler, Requeue, Runtime, primary_keys};
 use recon_sdk::{Cache, Change};
@@ -78,7 +80,12 @@ pub fn controller() -> Controller {
 pub struct Databases {
     /// Child (or backup schedule) key → the body last applied to it.
     applied: BTreeMap<ObjectKey, Value>,
+    /// This instance's name, as it reports Events (`reportingInstance`).
+    instance: String,
 }
+
+/// The `reportingController` of the operator's Events.
+pub const REPORTING_CONTROLLER: &str = "example.com/database-operator";
 
 /// The key of the backup schedule registered for the Database `db`.
 pub fn schedule_key(db: &ObjectKey) -> ObjectKey {
@@ -97,11 +104,10 @@ fn desired(api_version: &str, kind: &str, key: &ObjectKey, db: Option<&Object>, 
     let mut owner_references = Vec::new();
     if let Some(db) = db {
         labels.insert("app.kubernetes.io/instance".into(), db.metadata.name.clone());
-        let mut owner = owner_reference(db);
-        // As Kubernetes' own controllers do: a foreground deletion of the
+        // A controller reference blocks the owner's deletion, as
+        // Kubernetes' own controllers' do: a foreground deletion of the
         // Database waits for its children.
-        owner.block_owner_deletion = true;
-        owner_references.push(owner);
+        owner_references.push(owner_reference(db));
     }
     Object {
         api_version: api_version.into(),
@@ -167,15 +173,19 @@ pub fn desired_objects(db: &Object) -> [Object; 3] {
 }
 
 impl Databases {
-    /// Step 5: clean up the backup schedule, then let the Database go.
-    fn finalize(ctx: &mut Context<'_>, db: &Object) -> Requeue {
+    /// Step 5: clean up the backup schedule, then let the Database go. The
+    /// delete is reported as a Kubernetes Event about the Database, as an
+    /// operator tells its users what it did outside the cluster's objects.
+    fn finalize(&self, ctx: &mut Context<'_>, db: &Object) -> Requeue {
         if !db.metadata.finalizers.iter().any(|f| f == FINALIZER) {
             return Requeue::AwaitChange;
         }
         if let Some(schedule) = ctx.cache().get(SCHEDULES, &schedule_key(&db.key())) {
             // Wait until the cache shows it gone before letting go.
-            if !schedule.is_terminating() {
-                ctx.delete(schedule);
+            if !schedule.is_terminating() && ctx.delete(schedule) {
+                let reporter = Reporter::new(REPORTING_CONTROLLER, &self.instance);
+                let note = format!("deleted backup schedule {}/{}", BACKUP_NAMESPACE, schedule.metadata.name);
+                ctx.publish_event(db, &reporter, EventType::Normal, ("BackupScheduleDeleted", "Delete", &note));
             }
             return Requeue::AwaitChange;
         }
@@ -209,8 +219,9 @@ impl Databases {
 }
 
 impl Reconciler for Databases {
-    fn init(&mut self, _config: &ComponentConfig) -> Manifest {
+    fn init(&mut self, config: &ComponentConfig) -> Manifest {
         self.applied.clear();
+        self.instance.clone_from(&config.name);
         let watch = |kind: &str| WatchSpec { kind: kind.into(), ..WatchSpec::default() };
         let may = |kind: &str, verbs: &[Verb]| WritePermission { kind: kind.into(), verbs: verbs.to_vec() };
         Manifest {
@@ -222,6 +233,7 @@ impl Reconciler for Databases {
                 may("Service", &[Verb::Patch]),
                 may("StatefulSet", &[Verb::Patch]),
                 may("BackupSchedule", &[Verb::Patch, Verb::Delete]),
+                may("Event", &[Verb::Create]),
             ],
             node_agent: false,
             list_mode: ListMode::Any,
@@ -252,7 +264,7 @@ impl Reconciler for Databases {
         // Gone: its finalizer ran, the garbage collector takes the children.
         let Some(db) = ctx.cache().get(DATABASES, key) else { return Requeue::AwaitChange };
         if db.is_terminating() {
-            return Self::finalize(ctx, db);
+            return self.finalize(ctx, db);
         }
         if !db.metadata.finalizers.iter().any(|f| f == FINALIZER) {
             let mut next = db.clone();

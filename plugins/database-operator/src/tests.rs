@@ -46,7 +46,7 @@ fn a_new_database_gets_the_finalizer_before_anything_is_created_for_it() {
     let mut controller = started();
     let actions = listed_with(&mut controller, vec![database(false)], vec![]);
     assert_eq!(actions.len(), 1, "{actions:?}");
-    let Action::Update { object } = &actions[0] else { panic!("{actions:?}") };
+    let Action::Update { object, .. } = &actions[0] else { panic!("{actions:?}") };
     assert_eq!(object.metadata.finalizers, [FINALIZER]);
     assert_eq!(object.metadata.resource_version, "5", "a compare-and-swap on the version it read");
 }
@@ -89,13 +89,18 @@ fn a_database_being_deleted_gets_no_children_and_its_backup_schedule_goes_first(
     let leaving = db.clone().terminating().at_version("10");
     let actions = listed_with(&mut controller, vec![leaving], vec![schedule.clone()]);
     assert!(applied(&actions).is_empty(), "{actions:?}");
-    assert_eq!(actions.len(), 1, "{actions:?}");
+    assert_eq!(actions.len(), 2, "{actions:?}");
     let Action::Delete { key, uid, .. } = &actions[0] else { panic!("{actions:?}") };
     assert_eq!((key, uid.as_deref()), (&schedule_key(&db.key()), Some("uid-schedule")));
+    // The delete is reported as an Event about the Database.
+    let Action::Create { object: event, .. } = &actions[1] else { panic!("{actions:?}") };
+    assert_eq!(recon_abi::event::regarding(event), Some(db.key()));
+    assert_eq!(recon_abi::event::reason(event), "BackupScheduleDeleted");
+    assert_eq!(event.other["reportingInstance"], "database-operator");
     // The finalizer stays until the cache shows the schedule gone.
     let actions = controller.handle(&input(1_100, vec![deleted(3, schedule)])).actions;
     assert_eq!(actions.len(), 1, "{actions:?}");
-    let Action::Update { object } = &actions[0] else { panic!("{actions:?}") };
+    let Action::Update { object, .. } = &actions[0] else { panic!("{actions:?}") };
     assert!(object.metadata.finalizers.is_empty());
     assert_eq!(object.metadata.resource_version, "10");
 }

@@ -27,7 +27,7 @@ fn rolling(replicas: i64, image: &str) -> Object {
 }
 
 fn creates(out: &Output) -> Vec<&Object> {
-    out.actions.iter().filter_map(|a| if let Action::Create { object } = a { Some(object) } else { None }).collect()
+    out.actions.iter().filter_map(|a| if let Action::Create { object, .. } = a { Some(object) } else { None }).collect()
 }
 
 /// The scaling writes, as (set name, replicas).
@@ -35,7 +35,7 @@ fn scales(out: &Output) -> Vec<(String, i64)> {
     out.actions
         .iter()
         .filter_map(|a| match a {
-            Action::Update { object } => Some((object.metadata.name.clone(), object.spec["replicas"].as_i64()?)),
+            Action::Update { object, .. } => Some((object.metadata.name.clone(), object.spec["replicas"].as_i64()?)),
             _ => None,
         })
         .collect()
@@ -44,7 +44,7 @@ fn scales(out: &Output) -> Vec<(String, i64)> {
 fn status_writes(out: &Output) -> Vec<&Value> {
     out.actions
         .iter()
-        .filter_map(|a| if let Action::UpdateStatus { object } = a { Some(&object.status) } else { None })
+        .filter_map(|a| if let Action::UpdateStatus { object, .. } = a { Some(&object.status) } else { None })
         .collect()
 }
 
@@ -123,7 +123,9 @@ fn a_template_change_surges_the_new_set_and_retires_the_old_within_the_defaults(
     assert_eq!(created[0].spec["replicas"], 1);
     assert_eq!(created[0].metadata.annotations[REVISION_ANNOTATION], "2");
     assert_eq!(scales(&out), vec![(old.metadata.name.clone(), 3)], "4 available, 3 must stay");
-    let Some(Action::Update { object }) = out.actions.iter().find(|a| matches!(a, Action::Update { .. })) else {
+    let Some(Action::Update { object, dry_run: false }) =
+        out.actions.iter().find(|a| matches!(a, Action::Update { .. }))
+    else {
         unreachable!()
     };
     assert_eq!(object.metadata.resource_version, "11", "scaling is compare-and-swap on the cached version");

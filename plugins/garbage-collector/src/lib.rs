@@ -127,6 +127,7 @@ impl Collector {
             resource_version: None,
             grace_period_seconds: None,
             propagation_policy: Some(PropagationPolicy::Background),
+            dry_run: false,
         });
     }
 

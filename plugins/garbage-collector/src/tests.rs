@@ -49,6 +49,7 @@ fn a_pod_whose_owner_uid_is_gone_is_deleted_with_a_uid_precondition_even_if_the_
             resource_version: None,
             grace_period_seconds: None,
             propagation_policy: Some(PropagationPolicy::Background),
+            dry_run: false
         }]
     );
 }

@@ -168,6 +168,7 @@ impl Reconciler for NodeSync {
                         resource_version: None,
                         grace_period_seconds: Some(0),
                         propagation_policy: None,
+                        dry_run: false,
                     });
                 }
                 continue;

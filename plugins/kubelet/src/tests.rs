@@ -33,6 +33,7 @@ fn final_delete(p: &Object) -> Action {
         resource_version: None,
         grace_period_seconds: Some(0),
         propagation_policy: None,
+        dry_run: false,
     }
 }
 
@@ -43,7 +44,7 @@ fn status_update(p: &Object, now: u64) -> Action {
         "conditions": [{"type": "Ready", "status": "True"}],
         "startTime": format_timestamp(now),
     });
-    Action::UpdateStatus { object: expected }
+    Action::UpdateStatus { object: expected, dry_run: false }
 }
 
 #[test]
@@ -75,7 +76,7 @@ fn kubelet_starts_a_listed_pod_that_is_not_running() {
     let p = web0("uid-1", "5");
     let out = kubelet.handle(&node_input(100, vec![listed(0, "5", vec![p.clone()])], vec![]));
     assert_eq!(out.actions, vec![start(&p), status_update(&p, 100)]);
-    let Action::UpdateStatus { object } = &out.actions[1] else { unreachable!() };
+    let Action::UpdateStatus { object, .. } = &out.actions[1] else { unreachable!() };
     assert_eq!(object.metadata.resource_version, "5", "the status write is compare-and-swap on the cached version");
 }
 

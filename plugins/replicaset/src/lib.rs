@@ -287,7 +287,7 @@ impl Reconciler for ReplicaSets {
                 for _ in 0..count {
                     // Tracked by the expectations: a create by
                     // `generateName` has no key for the runtime to track.
-                    ctx.push(Action::Create { object: new_pod(set) });
+                    ctx.push(Action::Create { object: new_pod(set), dry_run: false });
                     self.creates.push_back(PendingCreate { set: key.clone(), set_uid: set.metadata.uid.clone() });
                 }
                 expected.adds = count as i64;
@@ -301,6 +301,7 @@ impl Reconciler for ReplicaSets {
                         resource_version: None,
                         grace_period_seconds: None,
                         propagation_policy: None,
+                        dry_run: false,
                     });
                     expected.deletes.insert(pod.key(), pod.metadata.uid.clone());
                 }

@@ -37,6 +37,7 @@ fn delete(p: &Object) -> Action {
         resource_version: None,
         grace_period_seconds: None,
         propagation_policy: None,
+        dry_run: false,
     }
 }
 
@@ -99,9 +100,9 @@ fn replicaset_creates_missing_pods_from_its_template_with_generate_name() {
     assert_eq!(
         actions,
         vec![
-            Action::Create { object: expected_pod.clone() },
-            Action::Create { object: expected_pod },
-            Action::UpdateStatus { object: status },
+            Action::Create { object: expected_pod.clone(), dry_run: false },
+            Action::Create { object: expected_pod, dry_run: false },
+            Action::UpdateStatus { object: status, dry_run: false },
             // The requeue the reconcile asks for, to come back when the expectations expire.
             Action::RequeueAfter { key: "ReplicaSet/default/web".into(), after_ms: DEFAULT_EXPECTATIONS_TIMEOUT_MS },
         ]
@@ -212,7 +213,7 @@ fn replicaset_writes_status_only_when_it_changed() {
     let mut not_ready = member(&set, "web-a").at_version("21");
     not_ready.status = json!({"phase": "Running"});
     let out = c.handle(&input(1, vec![modified(1, not_ready)]));
-    let [Action::UpdateStatus { object }] = &out.actions[..] else {
+    let [Action::UpdateStatus { object, dry_run: false }] = &out.actions[..] else {
         panic!("expected a status write: {:?}", out.actions)
     };
     assert_eq!(object.status, json!({"replicas": 1, "readyReplicas": 0, "observedGeneration": 1}));

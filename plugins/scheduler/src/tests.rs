@@ -19,7 +19,7 @@ fn bound(name: &str, node: &str) -> Object {
 }
 
 fn bind(p: &Object, node: &str) -> Action {
-    Action::Update { object: p.clone().on_node(node) }
+    Action::Update { object: p.clone().on_node(node), dry_run: false }
 }
 
 fn cordoned(name: &str, pods: u32) -> Object {
@@ -53,7 +53,7 @@ fn scheduler_binds_a_pending_pod_to_the_node_with_fewest_pods() {
         vec![node("node-1", 10), node("node-2", 10)],
     );
     assert_eq!(actions, vec![bind(&p, "node-2")]);
-    let Action::Update { object } = &actions[0] else { unreachable!() };
+    let Action::Update { object, .. } = &actions[0] else { unreachable!() };
     assert_eq!(object.metadata.resource_version, "10", "binding is compare-and-swap on the cached version");
 }
 

@@ -173,7 +173,7 @@ impl Reconciler for StatefulSets {
             Some(PodChange::Create(ordinal)) => {
                 let pod = new_pod(set, ordinal, &update_revision);
                 ctx.in_flight().record(Verb::Create, pod.key(), None, key.clone());
-                ctx.push(Action::Create { object: pod });
+                ctx.push(Action::Create { object: pod, dry_run: false });
             }
             Some(PodChange::Delete(pod)) => {
                 // Only this incarnation; the pod's kubelet finishes the delete.
@@ -184,6 +184,7 @@ impl Reconciler for StatefulSets {
                     resource_version: None,
                     grace_period_seconds: None,
                     propagation_policy: None,
+                    dry_run: false,
                 });
             }
             None => {}

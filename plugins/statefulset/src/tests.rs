@@ -39,6 +39,7 @@ fn delete(pod: &Object) -> Action {
         resource_version: None,
         grace_period_seconds: None,
         propagation_policy: None,
+        dry_run: false,
     }
 }
 
@@ -46,7 +47,7 @@ fn created_names(actions: &[Action]) -> Vec<String> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::Create { object } => Some(object.metadata.name.clone()),
+            Action::Create { object, .. } => Some(object.metadata.name.clone()),
             _ => None,
         })
         .collect()
@@ -86,7 +87,7 @@ fn statefulset_creates_ordinal_zero_with_its_stable_identity_and_reports_status(
     let revision = revision_of(&set);
     assert!(revision.starts_with("web-") && revision.len() > 4);
 
-    let Action::Create { object: pod } = &actions[0] else { panic!("expected a create, got {actions:?}") };
+    let Action::Create { object: pod, .. } = &actions[0] else { panic!("expected a create, got {actions:?}") };
     assert_eq!(pod.key(), ObjectKey::new("Pod", "default", "web-0"));
     assert_eq!(pod.metadata.labels.get("app").map(String::as_str), Some("web"));
     assert_eq!(pod.metadata.labels.get(POD_NAME_LABEL).map(String::as_str), Some("web-0"));
@@ -105,7 +106,7 @@ fn statefulset_creates_ordinal_zero_with_its_stable_identity_and_reports_status(
         "observedGeneration": 1, "replicas": 0, "readyReplicas": 0, "currentReplicas": 0,
         "updatedReplicas": 0, "currentRevision": revision, "updateRevision": revision,
     });
-    assert_eq!(actions[1..], [Action::UpdateStatus { object: expected }]);
+    assert_eq!(actions[1..], [Action::UpdateStatus { object: expected, dry_run: false }]);
 }
 
 #[test]
@@ -202,7 +203,9 @@ fn statefulset_rolling_update_deletes_highest_outdated_ordinal() {
     let answer = InputEvent::Result(succeeded(Verb::Delete, &dying));
     assert_eq!(pod_actions(c.handle(&input(1, vec![answer, modified(1, dying.clone())])).actions), vec![]);
     let out = c.handle(&input(2, vec![deleted(1, dying)]));
-    let [Action::Create { object: recreated }] = &pod_actions(out.actions)[..] else { panic!("expected one create") };
+    let [Action::Create { object: recreated, dry_run: false }] = &pod_actions(out.actions)[..] else {
+        panic!("expected one create")
+    };
     assert_eq!(recreated.metadata.name, "web-2");
     assert_eq!(recreated.metadata.labels.get(REVISION_LABEL), Some(&revision_of(&new)));
     assert_eq!(recreated.spec["containers"][0]["image"], "web:2");
@@ -237,7 +240,7 @@ fn statefulset_writes_status_only_when_it_changed() {
     let set = web(2, "web:1");
     let pods = vec![member(&set, 0), member(&set, 1)];
     let (mut c, actions) = start(&set, pods.clone());
-    let [Action::UpdateStatus { object: written }] = &actions[..] else {
+    let [Action::UpdateStatus { object: written, dry_run: false }] = &actions[..] else {
         panic!("expected a status write: {actions:?}")
     };
     let revision = revision_of(&set);
@@ -262,7 +265,7 @@ fn statefulset_counts_only_pods_owned_by_this_incarnation_of_the_set() {
     let stranger = member(&web(2, "web:1").with_uid("someone-else"), 1);
     let (_, actions) = start(&set, vec![member(&set, 0), stranger]);
     let status = actions.iter().find_map(|a| match a {
-        Action::UpdateStatus { object } => Some(object.status.clone()),
+        Action::UpdateStatus { object, .. } => Some(object.status.clone()),
         _ => None,
     });
     assert_eq!(status.unwrap()["replicas"], 1);

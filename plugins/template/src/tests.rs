@@ -10,7 +10,7 @@ fn started() -> Controller {
 }
 
 fn labelled(p: &Object, node: &str) -> Action {
-    Action::Update { object: p.clone().with_label(NODE_LABEL, node) }
+    Action::Update { object: p.clone().with_label(NODE_LABEL, node), dry_run: false }
 }
 
 #[test]
@@ -20,7 +20,7 @@ fn a_bound_pod_is_labelled_with_its_node_by_a_compare_and_swap_update() {
     let unbound = pod("default", "web-1", "uid-2", "6");
     let out = controller.handle(&input(0, vec![listed(0, "6", vec![bound.clone(), unbound])]));
     assert_eq!(out.actions, vec![labelled(&bound, "node-1")]);
-    let Action::Update { object } = &out.actions[0] else { unreachable!() };
+    let Action::Update { object, .. } = &out.actions[0] else { unreachable!() };
     assert_eq!(object.metadata.resource_version, "5");
 }
 

@@ -10,6 +10,7 @@
 
 mod convergence;
 mod garbage;
+mod lost_work;
 mod ordinals;
 mod pod_identity;
 mod replica_count;
@@ -131,6 +132,7 @@ impl Checks {
             Check::DeletedLiveDependent,
             Check::OrphanedDependent,
             Check::DependentOfDeletedOwner,
+            Check::LostWork,
         ] {
             if !enabled.contains(&check) {
                 continue;
@@ -145,6 +147,7 @@ impl Checks {
                 Check::DeletedLiveDependent => Box::new(garbage::DeletedLiveDependent::new(collectors)),
                 Check::OrphanedDependent => Box::new(garbage::OrphanedDependent { collectors: !collectors.is_empty() }),
                 Check::DependentOfDeletedOwner => Box::new(garbage::DependentOfDeletedOwner::default()),
+                Check::LostWork => Box::new(lost_work::LostWork::default()),
             });
         }
         Checks { observers }

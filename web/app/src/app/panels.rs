@@ -443,9 +443,11 @@ fn components(state: &State, ctx: &Context<App>) -> Html {
 fn describe_step(action: &StepAction) -> String {
     let via = |via: &Option<String>| via.as_ref().map(|v| format!(" via {v}")).unwrap_or_default();
     match action {
-        StepAction::Create { object, via: v } => format!("create {} {}{}", object.kind, object.metadata.name, via(v)),
+        StepAction::Create { object, via: v } => {
+            format!("create {} {}{}", object.kind, object.metadata.name, via(v))
+        }
         StepAction::Apply { object, via: v } => format!("apply {} {}{}", object.kind, object.metadata.name, via(v)),
-        StepAction::Delete { target, via: v } => format!("delete {} {}{}", target.kind, target.name, via(v)),
+        StepAction::Delete { target, via: v, .. } => format!("delete {} {}{}", target.kind, target.name, via(v)),
         StepAction::Scale { target, replicas, via: v } => {
             format!("scale {} {} to {replicas}{}", target.kind, target.name, via(v))
         }

@@ -267,7 +267,7 @@ fn marks(ctx: &CanvasRenderingContext2d, f: &Frame, scratch: &mut Scratch) {
                 MarkKind::Crash => (base_width + 1.0, lane_height * 0.7),
                 MarkKind::Watch | MarkKind::Cache => (base_width, lane_height * 0.38),
                 // Small: a note beside the reconcile, its text on hover.
-                MarkKind::Log => (base_width, lane_height * 0.3),
+                MarkKind::Log | MarkKind::KubeEvent => (base_width, lane_height * 0.3),
                 _ => (base_width, lane_height * 0.55),
             };
             let x = f.gutter + mark.column as f64 + 0.5 - w / 2.0;

@@ -31,6 +31,14 @@ pub fn entry_tooltip(trace: &Trace, model: &TimelineModel, id: EntryId) -> Optio
         // The lines as the plugin wrote them, one tooltip line each, in
         // place of the description that has them all on one line.
         (Event::Logged { component, lines: logged }, _) => lines = logged_lines(component, logged),
+        // Reason and note on lines of their own: the note is for people.
+        (Event::EventPublished { event_type, reason, note, regarding, by }, _) => {
+            let about = regarding.as_ref().map(|k| format!(" about {k}")).unwrap_or_default();
+            let kind = if event_type.is_empty() { "Event" } else { event_type.as_str() };
+            lines = vec![format!("{kind} {reason}{about}")];
+            lines.extend(note.lines().take(MAX_TOOLTIP_LOG_LINES).map(str::to_owned));
+            lines.push(format!("reported by {by}"));
+        }
         _ => {}
     }
     if !entry.causes.is_empty() {

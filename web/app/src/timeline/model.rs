@@ -38,6 +38,9 @@ pub enum MarkKind {
     Partition,
     /// A step of the scenario's script.
     Script,
+    /// A Kubernetes Event was written about an object: drawn on the lane
+    /// of the object it concerns, its reason and note on hover.
+    KubeEvent,
     /// A component's plugin logged lines (`recon.log`): drawn above its
     /// reconcile, which happens at the same moment, so the author sees it.
     Log,
@@ -53,7 +56,7 @@ pub enum MarkKind {
 
 impl MarkKind {
     /// Every kind, most important first (the legend's order).
-    pub const ALL: [MarkKind; 15] = [
+    pub const ALL: [MarkKind; 16] = [
         MarkKind::Violation,
         MarkKind::TimeTravel,
         MarkKind::Crash,
@@ -64,6 +67,7 @@ impl MarkKind {
         MarkKind::Lifecycle,
         MarkKind::Partition,
         MarkKind::Script,
+        MarkKind::KubeEvent,
         MarkKind::Log,
         MarkKind::Reconcile,
         MarkKind::Read,
@@ -85,6 +89,7 @@ impl MarkKind {
             Event::ComponentStarted { .. } | Event::Failover { .. } | Event::Leadership { .. } => MarkKind::Lifecycle,
             Event::Partition { .. } => MarkKind::Partition,
             Event::Script { .. } | Event::Halted { .. } => MarkKind::Script,
+            Event::EventPublished { .. } => MarkKind::KubeEvent,
             Event::Logged { .. } => MarkKind::Log,
             Event::Reconcile { .. } => MarkKind::Reconcile,
             Event::CacheApply { .. } | Event::CacheRelist { .. } | Event::Compaction { .. } => MarkKind::Cache,
@@ -120,6 +125,7 @@ impl MarkKind {
             MarkKind::Lifecycle => "start / failover",
             MarkKind::Partition => "partition",
             MarkKind::Script => "script",
+            MarkKind::KubeEvent => "Event",
             MarkKind::Log => "plugin log",
             MarkKind::Reconcile => "reconcile",
             MarkKind::Read => "list",

@@ -376,6 +376,33 @@ fn a_plugins_log_is_a_mark_in_its_lane_whose_tooltip_lists_the_lines() {
     assert_eq!(tip.lines.last().unwrap(), "… and 5 more lines");
 }
 
+#[test]
+fn a_kubernetes_event_is_a_mark_in_the_lane_it_was_recorded_on_with_reason_and_note_on_hover() {
+    // Issue 14: an Event shows where the object it concerns is, which the
+    // trace says by the entry's lane; the timeline does not re-infer it.
+    let published = Event::EventPublished {
+        event_type: "Warning".into(),
+        reason: "FailedMount".into(),
+        note: "volume data is not ready\nretrying".into(),
+        regarding: Some(ObjectKey::new("Pod", "default", "web-0")),
+        by: "db-operator".into(),
+    };
+    let trace = trace_of(&lanes_with(&["db-operator", "node-1"]), vec![(7, "node-1", published, vec![])]);
+    let model = TimelineModel::build(&trace);
+    assert_eq!(model.kind_of(0), Some(MarkKind::KubeEvent));
+    assert_eq!(model.lanes[model.lane_of(0).unwrap()].name, "node-1");
+    let tip = entry_tooltip(&trace, &model, 0).unwrap();
+    assert_eq!(
+        tip.lines,
+        [
+            "Warning FailedMount about Pod default/web-0",
+            "volume data is not ready",
+            "retrying",
+            "reported by db-operator"
+        ]
+    );
+}
+
 // ---- viewport ----
 
 fn span() -> Span {

@@ -92,6 +92,7 @@ pub fn mark_colour(kind: MarkKind) -> &'static str {
         MarkKind::Lifecycle => "#9333ea",
         MarkKind::Partition => "#475569",
         MarkKind::Script => "#0f766e",
+        MarkKind::KubeEvent => "#0d9488",
         MarkKind::Log => "#ca8a04",
         MarkKind::Reconcile => "#16a34a",
         MarkKind::Read => "#0891b2",
