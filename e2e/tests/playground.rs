@@ -21,6 +21,32 @@ async fn the_default_scenario_opens_run_with_its_violation_explained() {
     page.close().await;
 }
 
+/// Issue 21: a first visit draws the default scenario from the page's
+/// recording, with the native trace hash and the inspector open on the
+/// violation, and never fetches the worker; the first change starts it.
+#[tokio::test(flavor = "current_thread")]
+async fn a_first_visit_shows_the_recorded_run_without_fetching_the_worker_until_something_changes() {
+    let page = Browser::open("").await;
+    let recorded = page.hash_after(None).await;
+    assert_eq!(recorded, native_hash(DEFAULT, &[]));
+    page.find("#recorded").await;
+    page.wait_text("#inspector-at", |t| t.starts_with("At ")).await;
+    let fetched_worker = "return performance.getEntriesByType('resource').map(e => e.name)\
+                          .filter(n => n.includes('recon-worker')).length";
+    assert_eq!(script(&page, fetched_worker).await, 0, "a first visit fetched the worker");
+    page.find("#tour-skip").await.click().await.unwrap();
+    let set_seed = "const e = document.getElementById('seed'); e.value = '2'; \
+                    e.dispatchEvent(new Event('change', { bubbles: true }));";
+    page.client().execute(set_seed, vec![]).await.unwrap();
+    let after = page.hash_after(Some(&recorded)).await;
+    let mut scenario = recon_scenario::parse(DEFAULT, recon_catalog::scenario(DEFAULT).unwrap().yaml).unwrap();
+    scenario.seed = 2;
+    assert_eq!(after, recon_e2e::run_scenario(&scenario, &[]).hash());
+    assert!(!page.exists("#recorded").await, "a run in the worker shows its time, not \"recorded\"");
+    assert!(script(&page, fetched_worker).await.as_u64().unwrap() > 0, "the change ran in the worker");
+    page.close().await;
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn every_library_scenario_gives_the_native_trace_hash_in_the_browser() {
     for scenario in recon_catalog::SCENARIOS {

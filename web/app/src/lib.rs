@@ -14,6 +14,7 @@ pub mod app;
 pub mod bench_page;
 pub mod crash;
 pub mod editor;
+pub mod recorded;
 pub mod share;
 pub mod shared;
 pub mod timeline;
