@@ -21,6 +21,32 @@ async fn the_default_scenario_opens_run_with_its_violation_explained() {
     page.close().await;
 }
 
+/// Issue 21: a first visit draws the default scenario from the page's
+/// recording, with the native trace hash and the inspector open on the
+/// violation, and never fetches the worker; the first change starts it.
+#[tokio::test(flavor = "current_thread")]
+async fn a_first_visit_shows_the_recorded_run_without_fetching_the_worker_until_something_changes() {
+    let page = Browser::open("").await;
+    let recorded = page.hash_after(None).await;
+    assert_eq!(recorded, native_hash(DEFAULT, &[]));
+    page.find("#recorded").await;
+    page.wait_text("#inspector-at", |t| t.starts_with("At ")).await;
+    let fetched_worker = "return performance.getEntriesByType('resource').map(e => e.name)\
+                          .filter(n => n.includes('recon-worker')).length";
+    assert_eq!(script(&page, fetched_worker).await, 0, "a first visit fetched the worker");
+    page.find("#tour-skip").await.click().await.unwrap();
+    let set_seed = "const e = document.getElementById('seed'); e.value = '2'; \
+                    e.dispatchEvent(new Event('change', { bubbles: true }));";
+    page.client().execute(set_seed, vec![]).await.unwrap();
+    let after = page.hash_after(Some(&recorded)).await;
+    let mut scenario = recon_scenario::parse(DEFAULT, recon_catalog::scenario(DEFAULT).unwrap().yaml).unwrap();
+    scenario.seed = 2;
+    assert_eq!(after, recon_e2e::run_scenario(&scenario, &[]).hash());
+    assert!(!page.exists("#recorded").await, "a run in the worker shows its time, not \"recorded\"");
+    assert!(script(&page, fetched_worker).await.as_u64().unwrap() > 0, "the change ran in the worker");
+    page.close().await;
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn every_library_scenario_gives_the_native_trace_hash_in_the_browser() {
     for scenario in recon_catalog::SCENARIOS {
@@ -581,6 +607,9 @@ async fn clicking_an_empty_moment_of_the_timeline_inspects_every_cache_then() {
     page.find("#tour-skip").await.click().await.unwrap();
     wait_gone(&page, "#tour").await;
     let selected = page.find("#timeline-selected").await.attr("data-entry").await.unwrap();
+    // The violation's moment, inspected on opening (issue 21: from the
+    // recording; the click below starts the worker, which takes a moment).
+    let before = page.wait_text("#inspector-at", |t| t.starts_with("At t=")).await;
     // Where the page draws t=12s, on a lane with no mark near it: after node-1's kubelet
     // relisted from the frozen cache (5s) and before the partition heals (20s).
     let trace = native_run(DEFAULT, &[]);
@@ -609,7 +638,7 @@ async fn clicking_an_empty_moment_of_the_timeline_inspects_every_cache_then() {
         .then(fantoccini::actions::PointerAction::Up { button: fantoccini::actions::MOUSE_BUTTON_LEFT });
     page.client().perform_actions(click).await.unwrap();
     // "At t=12.004s, etcd at revision 21."
-    let hint = page.wait_text("#inspector-at", |t| t.starts_with("At t=")).await;
+    let hint = page.wait_text("#inspector-at", |t| t.starts_with("At t=") && t != before).await;
     let seconds: f64 = hint["At t=".len()..hint.find("s,").unwrap()].parse().unwrap();
     let ms = (seconds * 1000.0).round() as u64;
     assert!((ms as f64 - at).abs() <= 2.0 * view.ms_per_px + 1.0, "clicked at {at} ms, inspected at {ms} ms");

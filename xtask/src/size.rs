@@ -1,10 +1,11 @@
 //! What a visitor downloads: the built playground's files, gzipped, and
 //! the budget `cargo xtask test` holds them to.
 //!
-//! One measurement serves three places: the budget check in `cargo xtask
-//! test`, the table `cargo xtask size` writes into BENCHMARKS.md (between
-//! the two `download-size` markers), and nothing else, so the number there
-//! cannot drift from the one CI checks.
+//! One measurement serves both places: the budget check in `cargo xtask
+//! test` and the table `cargo xtask size` writes into BENCHMARKS.md
+//! (between the two `download-size` markers), so the number there cannot
+//! drift from the one CI checks. A first visit (`index.html` and what it
+//! names) and the whole download (the worker too) each have a budget.
 
 use std::io::Write;
 use std::path::Path;
@@ -12,11 +13,23 @@ use std::path::Path;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
-/// The most a first visit may fetch, gzipped (HTML, JS glue, CSS and both
-/// wasm files; not the downloadable plugins). Set at the size reached plus
+/// What the playground may weigh, gzipped. Set at the size reached plus
 /// about 2 %; lower it as the playground shrinks, never raise it to let a
 /// change through without saying why in BENCHMARKS.md.
-pub const BUDGET_GZIPPED_BYTES: u64 = 1_800_000;
+pub const BUDGET: Budget = Budget { first_visit: 780_000, total: 1_790_000 };
+
+/// The two limits the playground's download is held to, in bytes gzipped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// What a first visit fetches: `index.html` and the files it names
+    /// (the page's program, its glue and stylesheet). The default
+    /// scenario's first run is drawn from a recording, so a first visit
+    /// that changes nothing never starts the worker.
+    pub first_visit: u64,
+    /// Everything, the worker included (fetched when the page first needs
+    /// a simulation); not the downloadable plugins.
+    pub total: u64,
+}
 
 /// Where BENCHMARKS.md's table goes.
 const START_MARKER: &str = "<!-- download-size:start (cargo xtask size writes this table) -->";
@@ -31,11 +44,18 @@ pub struct Row {
     pub bytes: u64,
     /// Its size gzipped at the best level.
     pub gzipped: u64,
+    /// Whether a first visit fetches it (`index.html` names it), rather
+    /// than the worker when it starts.
+    pub first_visit: bool,
 }
 
-/// The files a first visit fetches from `dist` (the top level only; the
-/// shipped plugins under `plugins/` are fetched on demand), sorted by name.
+/// The files the playground serves from `dist` (the top level only; the
+/// shipped plugins under `plugins/` are fetched on demand), sorted by name,
+/// each marked with whether a first visit fetches it.
 pub fn measure(dist: &Path) -> Result<Vec<Row>, String> {
+    let index = dist.join("index.html");
+    let html = std::fs::read_to_string(&index)
+        .map_err(|e| format!("cannot read {}: {e}; was the playground built?", index.display()))?;
     let entries = std::fs::read_dir(dist).map_err(|e| format!("cannot list {}: {e}", dist.display()))?;
     let mut rows = Vec::new();
     for entry in entries.flatten() {
@@ -46,44 +66,81 @@ pub fn measure(dist: &Path) -> Result<Vec<Row>, String> {
         }
         let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         let file_name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-        rows.push(Row { name: without_hash(file_name), bytes: bytes.len() as u64, gzipped: gzipped(&bytes) });
-    }
-    if rows.is_empty() {
-        return Err(format!("{} holds no playground files: was it built?", dist.display()));
+        rows.push(Row {
+            name: without_hash(file_name),
+            bytes: bytes.len() as u64,
+            gzipped: gzipped(&bytes),
+            first_visit: file_name == "index.html" || html.contains(&format!("./{file_name}")),
+        });
     }
     rows.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(rows)
 }
 
-/// Fails, naming every file's gzipped size, when the total is over `budget`.
-pub fn check(rows: &[Row], budget: u64) -> Result<(), String> {
-    let total: u64 = rows.iter().map(|r| r.gzipped).sum();
-    if total <= budget {
+/// The gzipped bytes a first visit fetches, and all of them.
+pub fn totals(rows: &[Row]) -> (u64, u64) {
+    let first_visit = rows.iter().filter(|r| r.first_visit).map(|r| r.gzipped).sum();
+    (first_visit, rows.iter().map(|r| r.gzipped).sum())
+}
+
+/// Fails, naming every file's gzipped size, when a first visit or the
+/// whole download is over its budget.
+pub fn check(rows: &[Row], budget: Budget) -> Result<(), String> {
+    let (first_visit, total) = totals(rows);
+    let mut over = Vec::new();
+    if first_visit > budget.first_visit {
+        over.push(format!(
+            "a first visit fetches {first_visit} bytes gzipped, {} over its budget of {} (BUDGET.first_visit)",
+            first_visit - budget.first_visit,
+            budget.first_visit
+        ));
+    }
+    if total > budget.total {
+        over.push(format!(
+            "the whole playground is {total} bytes gzipped, {} over its budget of {} (BUDGET.total)",
+            total - budget.total,
+            budget.total
+        ));
+    }
+    if over.is_empty() {
         return Ok(());
     }
-    let files: Vec<String> = rows.iter().map(|r| format!("  {} {} bytes gzipped", r.name, r.gzipped)).collect();
+    let files: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            format!("  {} {} bytes gzipped{}", r.name, r.gzipped, if r.first_visit { ", first visit" } else { "" })
+        })
+        .collect();
     Err(format!(
-        "the playground's download is {total} bytes gzipped, {} over its budget of {budget} \
-         (BUDGET_GZIPPED_BYTES in xtask/src/size.rs):\n{}\nmake it smaller, or raise the budget and say why in \
-         BENCHMARKS.md",
-        total - budget,
+        "the playground's download is over budget (xtask/src/size.rs):\n{}\n{}\nmake it smaller, or raise the \
+         budget and say why in BENCHMARKS.md",
+        over.join("\n"),
         files.join("\n")
     ))
 }
 
-/// The Markdown table of `rows`, with the total and the budget.
-pub fn table(rows: &[Row], budget: u64) -> String {
-    let mut out = String::from("| file | bytes | gzipped |\n|---|---:|---:|\n");
+/// The Markdown table of `rows`, with both totals and the budget.
+pub fn table(rows: &[Row], budget: Budget) -> String {
+    let mut out = String::from("| file | first visit | bytes | gzipped |\n|---|---|---:|---:|\n");
     for row in rows {
-        out.push_str(&format!("| `{}` | {} | {} |\n", row.name, thousands(row.bytes), thousands(row.gzipped)));
+        let when = if row.first_visit { "yes" } else { "when the worker starts" };
+        out.push_str(&format!("| `{}` | {when} | {} | {} |\n", row.name, thousands(row.bytes), thousands(row.gzipped)));
     }
-    let (bytes, gz) = rows.iter().fold((0, 0), |(b, g), r| (b + r.bytes, g + r.gzipped));
+    let sum = |first_only: bool| {
+        rows.iter().filter(|r| r.first_visit || !first_only).fold((0, 0), |(b, g), r| (b + r.bytes, g + r.gzipped))
+    };
+    for (label, (bytes, gz)) in [("**first visit**", sum(true)), ("**total**", sum(false))] {
+        out.push_str(&format!(
+            "| {label} | | {} | **{} ({:.2} MB)** |\n",
+            thousands(bytes),
+            thousands(gz),
+            gz as f64 / 1e6
+        ));
+    }
     out.push_str(&format!(
-        "| **total** | {} | **{} ({:.2} MB)** |\n\nBudget (checked by `cargo xtask test`): {} bytes gzipped.\n",
-        thousands(bytes),
-        thousands(gz),
-        gz as f64 / 1e6,
-        thousands(budget)
+        "\nBudget (checked by `cargo xtask test`): {} bytes gzipped for a first visit, {} in all.\n",
+        thousands(budget.first_visit),
+        thousands(budget.total)
     ));
     out
 }
@@ -154,27 +211,35 @@ mod tests {
         std::fs::write(dir.join("recon-worker_bg.wasm"), vec![0u8; 50_000]).unwrap();
         std::fs::write(dir.join("recon-web-983517126ac9581f.js"), "export function f() {}\n".repeat(100)).unwrap();
         std::fs::write(dir.join("style-cac7c4dd834f2ffd.css"), "body { margin: 0 }\n").unwrap();
-        std::fs::write(dir.join("index.html"), "<!doctype html>").unwrap();
+        let html = "<script type=\"module\">import init from './recon-web-983517126ac9581f.js'; \
+                    init('./recon-web-983517126ac9581f_bg.wasm')</script>\
+                    <link rel=\"stylesheet\" href=\"./style-cac7c4dd834f2ffd.css\"/>";
+        std::fs::write(dir.join("index.html"), html).unwrap();
         std::fs::write(dir.join("plugins/recon_plugin_kubelet.wasm"), &noise).unwrap();
         dir
     }
 
     #[test]
-    fn the_check_fails_once_the_budget_is_below_the_real_size_and_names_every_file() {
+    fn the_check_fails_once_either_budget_is_below_the_real_size_and_names_every_file() {
         let dir = fake_dist("budget");
         let rows = measure(&dir).unwrap();
-        let total: u64 = rows.iter().map(|r| r.gzipped).sum();
-        assert!(check(&rows, total).is_ok());
-        let error = check(&rows, total - 1).unwrap_err();
-        assert!(error.contains(&format!("{total} bytes gzipped, 1 over its budget of {}", total - 1)), "{error}");
+        let (first_visit, total) = totals(&rows);
+        assert!(first_visit < total);
+        assert!(check(&rows, Budget { first_visit, total }).is_ok());
+        let error = check(&rows, Budget { first_visit: first_visit - 1, total }).unwrap_err();
+        assert!(error.contains(&format!("a first visit fetches {first_visit} bytes gzipped, 1 over")), "{error}");
+        assert!(!error.contains("whole playground"), "{error}");
         for row in &rows {
             assert!(error.contains(&format!("{} {} bytes gzipped", row.name, row.gzipped)), "{error}");
         }
+        let error = check(&rows, Budget { first_visit, total: total - 1 }).unwrap_err();
+        assert!(error.contains(&format!("the whole playground is {total} bytes gzipped, 1 over")), "{error}");
+        assert!(!error.contains("a first visit fetches"), "{error}");
         std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
-    fn only_what_a_first_visit_fetches_is_measured_under_names_without_the_content_hash() {
+    fn only_what_the_page_fetches_is_measured_under_names_without_the_content_hash() {
         let dir = fake_dist("names");
         let rows = measure(&dir).unwrap();
         let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
@@ -183,19 +248,28 @@ mod tests {
         let by_name = |n: &str| rows.iter().find(|r| r.name == n).unwrap().clone();
         assert!(by_name("recon-web_bg.wasm").gzipped > 19_000);
         assert!(by_name("recon-worker_bg.wasm").gzipped < 1_000);
+        // What index.html names is fetched on a first visit; the worker is not.
+        let first: Vec<&str> = rows.iter().filter(|r| r.first_visit).map(|r| r.name.as_str()).collect();
+        assert_eq!(first, ["index.html", "recon-web.js", "recon-web_bg.wasm", "style.css"]);
         std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
     fn the_benchmarks_table_is_replaced_between_its_markers_only() {
-        let rows = vec![Row { name: "a.wasm".into(), bytes: 1_234_567, gzipped: 456_789 }];
+        let rows = vec![
+            Row { name: "a.wasm".into(), bytes: 1_234_567, gzipped: 456_789, first_visit: true },
+            Row { name: "b.wasm".into(), bytes: 1_000, gzipped: 100, first_visit: false },
+        ];
         let text = format!("# B\n\nbefore\n{START_MARKER}\nold table\n{END_MARKER}\nafter\n");
-        let new = replace_table(&text, &table(&rows, 500_000)).unwrap();
+        let new = replace_table(&text, &table(&rows, Budget { first_visit: 500_000, total: 600_000 })).unwrap();
         assert!(new.starts_with("# B\n\nbefore\n"), "{new}");
         assert!(new.ends_with(&format!("{END_MARKER}\nafter\n")), "{new}");
         assert!(!new.contains("old table"), "{new}");
-        assert!(new.contains("| `a.wasm` | 1,234,567 | 456,789 |"), "{new}");
-        assert!(new.contains("| **total** | 1,234,567 | **456,789 (0.46 MB)** |"), "{new}");
+        assert!(new.contains("| `a.wasm` | yes | 1,234,567 | 456,789 |"), "{new}");
+        assert!(new.contains("| `b.wasm` | when the worker starts | 1,000 | 100 |"), "{new}");
+        assert!(new.contains("| **first visit** | | 1,234,567 | **456,789 (0.46 MB)** |"), "{new}");
+        assert!(new.contains("| **total** | | 1,235,567 | **456,889 (0.46 MB)** |"), "{new}");
+        assert!(new.contains("500,000 bytes gzipped for a first visit, 600,000 in all"), "{new}");
         assert!(replace_table("no markers", "t").is_err());
     }
 }

@@ -153,8 +153,10 @@ pub enum FromWorker {
         /// [`Trace::hash`] of the trace, computed in the worker.
         hash: String,
         /// Wall-clock milliseconds the simulation took (for the status bar
-        /// and benchmarks; never part of the trace).
-        wall_ms: f64,
+        /// and benchmarks; never part of the trace); `None` for a run the
+        /// page replays from its recording (`recon_web::recorded`), which
+        /// did not run in this browser.
+        wall_ms: Option<f64>,
         /// The trace.
         trace: Trace,
     },
@@ -230,7 +232,8 @@ mod tests {
         sim.run();
         let trace = sim.into_trace();
         let hash = trace.hash();
-        let sent = serde_json::to_string(&FromWorker::Done { id: 7, hash: hash.clone(), wall_ms: 1.5, trace }).unwrap();
+        let sent =
+            serde_json::to_string(&FromWorker::Done { id: 7, hash: hash.clone(), wall_ms: Some(1.5), trace }).unwrap();
         let FromWorker::Done { id, hash: received_hash, trace, .. } = serde_json::from_str(&sent).unwrap() else {
             panic!("a Done message decodes as Done")
         };

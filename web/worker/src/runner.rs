@@ -99,6 +99,7 @@ impl Runner {
 
     /// Parses the scenario and builds its simulation, with uploads compiled;
     /// returns it and the scenario's duration, or the `Failed` answer.
+    #[allow(clippy::result_large_err, reason = "the error is the answer to send, made once per request")]
     fn build(&mut self, id: u64, text: &str, seed: u64, uploads: &[UploadRef]) -> Result<(Sim, u64), FromWorker> {
         let mut prepared = self.prepare(id, text, uploads)?;
         prepared.file.scenario.seed = seed;
@@ -110,6 +111,7 @@ impl Runner {
 
     /// Parses the scenario and compiles its uploads, or says why not as
     /// the `Failed` answer.
+    #[allow(clippy::result_large_err, reason = "the error is the answer to send, made once per request")]
     pub(crate) fn prepare(&mut self, id: u64, text: &str, uploads: &[UploadRef]) -> Result<Prepared, FromWorker> {
         let file = ScenarioFile::parse(SCENARIO_FILE, text).map_err(|e| FromWorker::Failed {
             id,
@@ -148,7 +150,7 @@ impl Runner {
         }
         let wall_ms = progress.now_ms() - started;
         let trace = sim.into_trace();
-        FromWorker::Done { id, hash: trace.hash(), wall_ms, trace }
+        FromWorker::Done { id, hash: trace.hash(), wall_ms: Some(wall_ms), trace }
     }
 }
 

@@ -32,8 +32,9 @@ pub struct RunView {
     pub trace: Shared<Trace>,
     /// Its hash, as computed by the worker.
     pub hash: String,
-    /// How long the worker took, in wall-clock milliseconds.
-    pub wall_ms: f64,
+    /// How long the worker took, in wall-clock milliseconds; `None` for
+    /// the recorded run (see [`crate::recorded`]), which did not run here.
+    pub wall_ms: Option<f64>,
     /// Every violation, explained.
     pub explanations: Vec<Explanation>,
     /// Components that could not read, and for how long.
@@ -47,7 +48,7 @@ pub struct RunView {
 
 impl RunView {
     /// Explains a finished trace.
-    pub fn new(trace: Trace, hash: String, wall_ms: f64) -> RunView {
+    pub fn new(trace: Trace, hash: String, wall_ms: Option<f64>) -> RunView {
         // Broken safety properties first, the time travel that led to them after:
         // the first one listed is the one a reader should see.
         let mut explanations = recon_trace::explain_all(&trace);
@@ -256,6 +257,35 @@ impl State {
         }
     }
 
+    /// The state for the library scenario `name`, with the file as
+    /// shipped as its source, before its first run.
+    pub fn library(name: &str) -> Result<State, String> {
+        let library = recon_catalog::scenario(name).ok_or_else(|| format!("there is no scenario {name:?}"))?;
+        let scenario = recon_scenario::parse(&format!("{name}.yaml"), library.yaml).map_err(|e| e.to_string())?;
+        let mut state = State::new(name, scenario);
+        // The editor shows the file as shipped, comments and all.
+        state.current.source = Some(library.yaml.to_owned());
+        state.good.source = state.current.source.clone();
+        Ok(state)
+    }
+
+    /// Runs the current setup: the request to send, with the plugins the
+    /// worker must have been sent before it; the run is pending from now.
+    pub fn run_request(&mut self) -> (ToWorker, Vec<PluginBytes>) {
+        let id = self.next_id();
+        let setup = self.current.clone();
+        let request = ToWorker::Run {
+            id,
+            scenario: setup.scenario_text(),
+            seed: setup.scenario.seed,
+            uploads: setup.upload_refs(),
+        };
+        let plugins = setup.plugins();
+        let end_ms = setup.scenario.duration.0;
+        self.pending = Some(Pending::Run { id, setup, progress: RunProgress { end_ms, ..Default::default() } });
+        (request, plugins)
+    }
+
     /// A fresh request id.
     pub fn next_id(&mut self) -> u64 {
         self.next_id += 1;
@@ -460,17 +490,12 @@ mod tests {
     }
 
     fn run(state: &mut State, runner: &mut Runner) -> Outcome {
-        let id = state.next_id();
-        let setup = state.current.clone();
-        let scenario = setup.scenario_text();
-        let seed = setup.scenario.seed;
-        let uploads = setup.upload_refs();
+        let (request, plugins) = state.run_request();
         // What the worker link does: the bytes first, then the request.
-        for plugin in setup.plugins() {
+        for plugin in plugins {
             runner.receive_plugin(plugin.bytes().to_vec());
         }
-        state.pending = Some(Pending::Run { id, setup, progress: RunProgress::default() });
-        answer(state, runner, ToWorker::Run { id, scenario, seed, uploads })
+        answer(state, runner, request)
     }
 
     /// Has the runner handle `request` and the state receive every answer,

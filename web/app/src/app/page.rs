@@ -10,7 +10,7 @@ use yew::prelude::*;
 use super::panels;
 use super::settings::Fault;
 use super::worker_link::{Event as WorkerEvent, WATCHDOG_MS, WorkerLink};
-use super::{Pending, RunProgress, State};
+use super::{Pending, State};
 use recon_web_protocol::{ToWorker, Upload};
 
 /// A change to the scenario made by a control; it may refuse with a reason.
@@ -168,23 +168,13 @@ fn state_from_link() -> Option<Result<State, String>> {
     }))
 }
 
-fn library_state(name: &str) -> Result<State, String> {
-    let library = recon_catalog::scenario(name).ok_or_else(|| format!("there is no scenario {name:?}"))?;
-    let scenario = recon_scenario::parse(&format!("{name}.yaml"), library.yaml).map_err(|e| e.to_string())?;
-    let mut state = State::new(name, scenario);
-    // The editor shows the file as shipped, comments and all.
-    state.current.source = Some(library.yaml.to_owned());
-    state.good.source = state.current.source.clone();
-    Ok(state)
-}
-
 impl Component for App {
     type Message = Msg;
     type Properties = ();
 
     fn create(ctx: &Context<Self>) -> Self {
         let name = scenario_from_url();
-        let library = || library_state(&name).unwrap_or_else(|e| panic!("the library scenario {name} is broken: {e}"));
+        let library = || State::library(&name).unwrap_or_else(|e| panic!("the library scenario {name} is broken: {e}"));
         // What the address describes: the run it asks for, unless it is a
         // damaged link (then the address should be replaced).
         let (mut state, described) = match state_from_link() {
@@ -231,7 +221,7 @@ impl Component for App {
             selftest: url_param("selftest"),
             in_address,
         };
-        app.start_worker(ctx);
+        // The worker starts with the first request it must answer (see `send`).
         app.run(ctx);
         app
     }
@@ -252,7 +242,7 @@ impl Component for App {
                     Err(error) => self.state.error = Some(error),
                 }
             }
-            Msg::PickScenario(name) => match library_state(&name) {
+            Msg::PickScenario(name) => match State::library(&name) {
                 Ok(state) => {
                     self.state.current = state.current;
                     self.state.error = None;
@@ -489,7 +479,15 @@ impl App {
 
     /// Sends a request to the worker, replacing it first if it is busy,
     /// with the plugins it names (sent once per worker).
+    ///
+    /// A request the page has a recording of (the default scenario's first
+    /// run and inspection, see [`crate::recorded`]) is answered from it,
+    /// without the worker: a first visit then never downloads the worker.
     fn send(&mut self, ctx: &Context<Self>, request: &ToWorker, plugins: &[PluginBytes]) {
+        if let Some(answer) = crate::recorded::answer(request) {
+            ctx.link().send_message(Msg::Worker(WorkerEvent::Message(answer)));
+            return;
+        }
         if let Some(worker) = self.idle_worker(ctx) {
             worker.send(request, plugins);
         }
@@ -497,20 +495,8 @@ impl App {
 
     /// Runs the current setup.
     fn run(&mut self, ctx: &Context<Self>) {
-        let id = self.state.next_id();
-        let setup = self.state.current.clone();
-        let request = ToWorker::Run {
-            id,
-            scenario: setup.scenario_text(),
-            seed: setup.scenario.seed,
-            uploads: setup.upload_refs(),
-        };
-        let plugins = setup.plugins();
-        let end_ms = setup.scenario.duration.0;
-        self.state.pending = Some(Pending::Run { id, setup, progress: RunProgress { end_ms, ..Default::default() } });
-        if let Some(worker) = self.idle_worker(ctx) {
-            worker.send(&request, &plugins);
-        }
+        let (request, plugins) = self.state.run_request();
+        self.send(ctx, &request, &plugins);
     }
 
     /// Checks an upload before it replaces a controller.

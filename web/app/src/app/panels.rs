@@ -184,9 +184,17 @@ fn status(state: &State, ctx: &Context<App>) -> Html {
                 <span class="status" id="run-status">
                     { format!("{} · {} · ", count(run.trace.entries.len(), "event"), count(run.explanations.len(), "violation")) }
                     <code id="trace-hash" title="The trace's hash: the same scenario and seed give it everywhere"
-                        data-wall-ms={format!("{:.1}", run.wall_ms)}
+                        data-wall-ms={run.wall_ms.map(|ms| format!("{ms:.1}"))}
                         data-entries={run.trace.entries.len().to_string()}>{ &run.hash }</code>
-                    <span title="How long the simulation took in this browser">{ format!(" · {:.0} ms ", run.wall_ms) }</span>
+                    { match run.wall_ms {
+                        Some(ms) => html! {
+                            <span title="How long the simulation took in this browser">{ format!(" · {ms:.0} ms ") }</span>
+                        },
+                        None => html! {
+                            <span id="recorded" title="Simulated when the playground was built, with the trace and hash \
+                                a run in this browser gives; any change runs it here">{ " · recorded " }</span>
+                        },
+                    } }
                     <button id="export-json" title="Save the trace as JSON (what recon run --trace writes)"
                         onclick={ctx.link().callback(|_| Msg::Export(Export::Json))}>{ "JSON" }</button>
                     <button id="export-perfetto" title="The trace in Chrome's trace format, for ui.perfetto.dev"

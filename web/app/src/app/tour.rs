@@ -628,7 +628,7 @@ mod tests {
         let mut out = Last(None);
         Runner::new().unwrap().handle(request, &mut out);
         let Some(FromWorker::Done { trace, hash, .. }) = out.0 else { panic!("{name} runs") };
-        RunView::new(trace, hash, 0.0)
+        RunView::new(trace, hash, None)
     }
 
     #[test]
