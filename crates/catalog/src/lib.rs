@@ -45,6 +45,12 @@ pub struct Builtin {
 /// Every built-in controller, in alphabetical order.
 pub const BUILTINS: &[Builtin] = &[
     Builtin {
+        name: "configmap-generator",
+        description: "kube-rs's ConfigMap generator example, its code unchanged (kube's API served by recon-kube): \
+                      server-side applies a ConfigMap owned by each nullable.se ConfigMapGenerator custom resource.",
+        crate_name: "recon_plugin_configmap_generator",
+    },
+    Builtin {
         name: "database-operator",
         description: "An example operator: runs each example.com Database custom resource as a StatefulSet and a \
                       Service by server-side apply, holds it with a finalizer until its backup schedule is deleted.",
@@ -137,6 +143,7 @@ pub fn unknown_controller(name: &str) -> String {
 #[cfg(feature = "controllers")]
 pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
     let instance: Box<dyn Instance> = match name {
+        "configmap-generator" => Box::new(recon_kube::Native(recon_plugin_configmap_generator::controller())),
         "database-operator" => Box::new(recon_plugin_database_operator::controller()),
         "deployment" => Box::new(recon_plugin_deployment::controller()),
         "garbage-collector" => Box::new(GarbageCollector::new()),

@@ -42,6 +42,7 @@ macro_rules! plugin {
 
 /// Every built-in controller's plugin, by crate name.
 const PLUGINS: &[(&str, &[u8])] = &[
+    plugin!("recon_plugin_configmap_generator"),
     plugin!("recon_plugin_database_operator"),
     plugin!("recon_plugin_deployment"),
     plugin!("recon_plugin_garbage_collector"),

@@ -35,6 +35,11 @@ use recon_abi::{
 
 use crate::executor::Executor;
 
+/// Writes a line to the component's log (the plugin ABI's `recon.log`;
+/// nothing when linked natively, so a line logged in a Wasm plugin only
+/// is part of its trace there).
+pub use recon_sdk::log;
+
 /// What a watch hands its reflector: a whole list, or one event.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum WatchInput<'a> {
