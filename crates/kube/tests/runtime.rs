@@ -297,3 +297,43 @@ fn the_api_outside_a_plugin_call_says_so() {
     let client = futures::executor::block_on(Client::try_default()).unwrap();
     let _ = Api::<ConfigMap>::all(client);
 }
+
+#[test]
+fn a_watched_kind_triggers_what_its_mapper_names_and_concurrency_limits_the_reconciles_at_once() {
+    use recon_kube::runtime::controller::Config;
+    use recon_kube::runtime::reflector::ObjectRef;
+    let log = Log::default();
+    let shared = log.clone();
+    let mut plugin = Plugin::new("mapped", move || {
+        let log = shared.clone();
+        async move {
+            let client = Client::try_default().await?;
+            Controller::new(Api::<ConfigMap>::all(client.clone()), watcher::Config::default())
+                .watches(Api::<Secret>::all(client.clone()), watcher::Config::default().labels("app=x"), |s: Secret| {
+                    let named = s.metadata.annotations.unwrap_or_default().get("map").cloned();
+                    named.map(|name| ObjectRef::<ConfigMap>::new(&name).within("default"))
+                })
+                .with_config(Config::default().concurrency(1))
+                .run(reconcile, error_policy, Arc::new(Data { client, log, failing: "" }))
+                .for_each(|_| futures::future::ready(()))
+                .await;
+            Ok::<(), recon_kube::Error>(())
+        }
+    });
+    let manifest = plugin.init(&recon_abi::ComponentConfig::default());
+    assert_eq!(manifest.watches[1].label_selector, "app=x");
+
+    let first = gets(&plugin.handle(&input(0, vec![listed(0, vec![map("a"), map("b")]), listed(1, vec![])])));
+    assert_eq!(first.iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>(), ["a"], "one at a time");
+    let mut secret = map("s");
+    secret.kind = "Secret".into();
+    secret.metadata.annotations.insert("map".into(), "a".into());
+    let output =
+        plugin.handle(&input(5, vec![secret_result(first[0].0, "a", false), event(1, EventType::Added, secret)]));
+    // b was waiting first; a, triggered again by the Secret, waits behind it.
+    assert_eq!(gets(&output).iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>(), ["b"]);
+    let b = gets(&output);
+    let output = plugin.handle(&input(6, vec![secret_result(b[0].0, "b", false)]));
+    assert_eq!(gets(&output).iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>(), ["a"]);
+    assert_eq!(started(&log), 3);
+}
