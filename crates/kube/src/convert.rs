@@ -55,6 +55,14 @@ pub(crate) fn from_object<K: DeserializeOwned>(object: &Object) -> Result<K, ser
     serde_json::from_value(serde_json::to_value(object)?)
 }
 
+/// Decodes what a watch delivered; an object that does not decode as the
+/// watch's type stops the instance with a message that names both.
+pub(crate) fn decode<K: DeserializeOwned>(object: &Object) -> K {
+    from_object(object).unwrap_or_else(|e| {
+        panic!("the watch delivered {} which does not decode as {}: {e}", object.key(), std::any::type_name::<K>())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,7 +30,10 @@
 //! - [`runtime`]: [`Controller`](runtime::Controller) (`new`, `owns`,
 //!   `watches`, `run`), reflector [`Store`](runtime::Store)s fed by the
 //!   host's informers (so as stale as the simulated cache), requeues on
-//!   virtual time, and [`finalizer()`](runtime::finalizer()).
+//!   virtual time, [`finalizer()`](runtime::finalizer()), and the
+//!   [`watcher()`](runtime::watcher()) stream with `reflector` and
+//!   `WatchStreamExt`. Not yet: `events::Recorder`, `reconcile_all_on`,
+//!   `reconcile_on`, `graceful_shutdown_on`, `for_stream`.
 //! - [`recon`]: [`Plugin`], the Recon controller that runs the
 //!   controller's `main` on a single-threaded, deterministic executor
 //!   ([`executor`]): a call of the plugin feeds the host's input to the

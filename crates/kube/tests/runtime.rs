@@ -337,3 +337,46 @@ fn a_watched_kind_triggers_what_its_mapper_names_and_concurrency_limits_the_reco
     assert_eq!(gets(&output).iter().map(|(_, n)| n.as_str()).collect::<Vec<_>>(), ["a"]);
     assert_eq!(started(&log), 3);
 }
+
+#[test]
+fn a_watcher_stream_sees_a_relist_as_init_events_and_a_reflected_store_follows_it() {
+    use recon_kube::runtime::{WatchStreamExt, reflector, watcher::Event, watcher::watcher};
+    let log = Log::default();
+    let shared = log.clone();
+    let mut plugin = Plugin::new("watching", move || {
+        let log = shared.clone();
+        async move {
+            let client = Client::try_default().await?;
+            let (reader, writer) = reflector::store::<ConfigMap>();
+            watcher(Api::<ConfigMap>::all(client), watcher::Config::default())
+                .default_backoff()
+                .reflect(writer)
+                .for_each(|event| {
+                    let line = match event.unwrap() {
+                        Event::Init => "init".to_owned(),
+                        Event::InitApply(m) => format!("init-apply {}", m.name_any()),
+                        Event::InitDone => "init-done".to_owned(),
+                        Event::Apply(m) => format!("apply {}", m.name_any()),
+                        Event::Delete(m) => format!("delete {}", m.name_any()),
+                    };
+                    log.lock().unwrap().push(format!("{line} (store holds {})", reader.len()));
+                    futures::future::ready(())
+                })
+                .await;
+            Ok::<(), recon_kube::Error>(())
+        }
+    });
+    let manifest = plugin.init(&recon_abi::ComponentConfig::default());
+    assert_eq!(manifest.watches.len(), 1);
+    plugin.handle(&input(0, vec![listed(0, vec![map("a"), map("b")]), event(0, EventType::Deleted, map("a"))]));
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "init (store holds 0)",
+            "init-apply a (store holds 0)",
+            "init-apply b (store holds 0)",
+            "init-done (store holds 2)",
+            "delete a (store holds 1)",
+        ]
+    );
+}

@@ -29,11 +29,11 @@ use std::time::Duration;
 
 use futures::{Stream, TryFuture};
 use kube_core::{DynamicObject, Resource};
-use recon_abi::{EventType, Object, WatchSpec};
+use recon_abi::{EventType, Object};
 use serde::de::DeserializeOwned;
 
 use super::reflector::{Key, ObjectRef, Store};
-use super::watcher;
+use super::watcher::{self, register};
 use crate::Api;
 use crate::convert;
 use crate::recon::{self, SleepUntil, WatchInput};
@@ -178,14 +178,6 @@ fn key_of(object: &Object) -> Key {
     (object.metadata.namespace.clone(), object.metadata.name.clone())
 }
 
-/// Decodes what a watch delivered; an object that does not decode as the
-/// watch's type stops the instance with a message that names both.
-fn decode<K: DeserializeOwned>(object: &Object) -> K {
-    convert::from_object(object).unwrap_or_else(|e| {
-        panic!("the watch delivered {} which does not decode as {}: {e}", object.key(), std::any::type_name::<K>())
-    })
-}
-
 /// The objects a watch input touches (a list's every object, an event's one).
 fn touched<'a>(input: WatchInput<'a>) -> Vec<&'a Object> {
     match input {
@@ -193,17 +185,6 @@ fn touched<'a>(input: WatchInput<'a>) -> Vec<&'a Object> {
         WatchInput::Event(event) if event.event_type == EventType::Bookmark => Vec::new(),
         WatchInput::Event(event) => vec![&event.object],
     }
-}
-
-/// Registers a watch of `api`'s kind and namespace, configured by `wc`.
-fn register<X: Resource>(api: &Api<X>, wc: &watcher::Config, sink: recon::Sink) {
-    let spec = WatchSpec {
-        kind: api.kind().to_owned(),
-        namespace: api.namespace().unwrap_or_default().to_owned(),
-        field_selector: wc.field_selector.clone().unwrap_or_default(),
-        label_selector: wc.label_selector.clone().unwrap_or_default(),
-    };
-    recon::with_state(|state| state.watch(spec, wc.list_mode(), sink));
 }
 
 /// A controller of kind `K`: a reflector of `K`, the watches that trigger
@@ -242,11 +223,11 @@ where
             Box::new(move |input, now| {
                 match input {
                     WatchInput::Listed(objects) => {
-                        store.replace(objects.iter().map(|o| (key_of(o), decode(o))).collect())
+                        store.replace(objects.iter().map(|o| (key_of(o), convert::decode(o))).collect())
                     }
                     WatchInput::Event(event) => match event.event_type {
                         EventType::Added | EventType::Modified => {
-                            store.apply(key_of(&event.object), decode(&event.object))
+                            store.apply(key_of(&event.object), convert::decode(&event.object))
                         }
                         EventType::Deleted => store.delete(&key_of(&event.object)),
                         EventType::Bookmark => {}
@@ -337,7 +318,7 @@ where
             &wc,
             Box::new(move |input, now| {
                 for object in touched(input) {
-                    let refs: Vec<Key> = mapper(decode(object)).into_iter().map(|r| r.key()).collect();
+                    let refs: Vec<Key> = mapper(convert::decode(object)).into_iter().map(|r| r.key()).collect();
                     let mut queue = lock(&triggered);
                     refs.into_iter().for_each(|key| queue.trigger(key, now));
                 }

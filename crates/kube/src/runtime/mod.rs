@@ -17,3 +17,5 @@ pub mod watcher;
 pub use controller::Controller;
 pub use finalizer::finalizer;
 pub use reflector::Store;
+pub use reflector::reflector;
+pub use watcher::{WatchStreamExt, watcher};

@@ -249,6 +249,69 @@ impl<K: Resource> Store<K> {
     }
 }
 
+/// The one writer of a [`Store`] made by [`store()`]: it applies a
+/// watcher's events, swapping in a relist's objects at `InitDone`.
+pub struct Writer<K: Resource> {
+    store: Store<K>,
+    /// A relist in progress: the objects since `Init`.
+    buffer: Option<Vec<(Key, K)>>,
+}
+
+impl<K: Resource> fmt::Debug for Writer<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Writer").field("store", &self.store).field("relisting", &self.buffer.is_some()).finish()
+    }
+}
+
+/// An object's key in a store, from its metadata.
+fn key_of_meta<K: Resource>(object: &K) -> Key {
+    let meta = object.meta();
+    (meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
+}
+
+impl<K: Resource + Clone> Writer<K> {
+    /// A read-only handle on the store it writes.
+    pub fn as_reader(&self) -> Store<K> {
+        self.store.clone()
+    }
+
+    /// Applies one watcher event: an `Apply` or `Delete` at once, a
+    /// relist (`Init` … `InitDone`) as a whole when it is done.
+    pub fn apply_watcher_event(&mut self, event: &super::watcher::Event<K>) {
+        use super::watcher::Event;
+        match event {
+            Event::Apply(object) => self.store.apply(key_of_meta(object), object.clone()),
+            Event::Delete(object) => self.store.delete(&key_of_meta(object)),
+            Event::Init => self.buffer = Some(Vec::new()),
+            Event::InitApply(object) => {
+                self.buffer.get_or_insert_with(Vec::new).push((key_of_meta(object), object.clone()))
+            }
+            Event::InitDone => self.store.replace(self.buffer.take().unwrap_or_default()),
+        }
+    }
+}
+
+/// A store and its one writer.
+pub fn store<K: Resource + Clone>() -> (Store<K>, Writer<K>) {
+    let store = Store::empty();
+    (store.clone(), Writer { store, buffer: None })
+}
+
+/// Passes a watcher's events through `writer` on their way, as kube's
+/// `reflector`.
+pub fn reflector<K, W>(mut writer: Writer<K>, stream: W) -> impl futures::Stream<Item = W::Item>
+where
+    K: Resource + Clone,
+    W: futures::Stream<Item = super::watcher::Result<super::watcher::Event<K>>>,
+{
+    use futures::StreamExt;
+    stream.inspect(move |event| {
+        if let Ok(event) = event {
+            writer.apply_watcher_event(event);
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +337,21 @@ mod tests {
         assert_eq!(store.len(), 1);
         assert!(store.get(&ObjectRef::new("z").within("c")).is_some());
         assert!(store.get(&ObjectRef::new("x").within("b")).is_none());
+    }
+
+    #[test]
+    fn a_writer_swaps_a_relist_in_whole_at_init_done() {
+        use super::super::watcher::Event;
+        let (reader, mut writer) = store::<ConfigMap>();
+        writer.apply_watcher_event(&Event::Apply(map("a", "old")));
+        writer.apply_watcher_event(&Event::Init);
+        writer.apply_watcher_event(&Event::InitApply(map("a", "new")));
+        assert!(reader.get(&ObjectRef::new("old").within("a")).is_some(), "the old state until the list is done");
+        writer.apply_watcher_event(&Event::InitDone);
+        let names: Vec<_> = reader.state().iter().map(|m| m.metadata.name.clone().unwrap()).collect();
+        assert_eq!(names, ["new"]);
+        writer.apply_watcher_event(&Event::Delete(map("a", "new")));
+        assert!(reader.is_empty());
     }
 
     #[test]
