@@ -6,7 +6,7 @@
 //!
 //! One call of the plugin (`recon_init` or `recon_handle`):
 //!
-//! 1. installs the instance's [`State`] as the current one for this thread;
+//! 1. installs the instance's state as the current one for this thread;
 //! 2. `handle` only: takes in the input: list results and watch events go to
 //!    the reflectors that asked for them (their stores change, their
 //!    controllers are triggered), request results to the futures waiting
