@@ -380,3 +380,39 @@ fn a_watcher_stream_sees_a_relist_as_init_events_and_a_reflected_store_follows_i
         ]
     );
 }
+
+#[test]
+fn a_reconcile_that_panics_crashes_its_instance_with_the_panic_message() {
+    async fn panicking(_map: Arc<ConfigMap>, _ctx: Arc<()>) -> Result<Action, Error> {
+        panic!("the map has no owner");
+    }
+    let mut native = recon_kube::Native(Plugin::new("panicking", || async {
+        let client = Client::try_default().await?;
+        Controller::new(Api::<ConfigMap>::all(client), watcher::Config::default())
+            .run(panicking, |_, _, _| Action::await_change(), Arc::new(()))
+            .for_each(|_| futures::future::ready(()))
+            .await;
+        Ok::<(), recon_kube::Error>(())
+    }));
+    recon_abi::Instance::init(&mut native, &recon_abi::ComponentConfig::default()).unwrap();
+    let crash = recon_abi::Instance::handle(&mut native, &input(0, vec![listed(0, vec![map("a")])])).unwrap_err();
+    assert_eq!(crash.reason, "recon_handle panicked: the map has no owner");
+    // A fresh instance (the host's restart) starts over and lists again.
+    let manifest = recon_abi::Instance::init(&mut native, &recon_abi::ComponentConfig::default()).unwrap();
+    assert_eq!(manifest.watches.len(), 1);
+}
+
+#[test]
+fn a_sleep_started_before_the_time_is_known_counts_from_the_first_input() {
+    let mut plugin = Plugin::new("sleeper", || async {
+        recon_kube::recon::sleep(Duration::from_secs(2)).await;
+        Api::<ConfigMap>::namespaced(Client::try_default().await?, "default").get("x").await?;
+        Ok::<(), recon_kube::Error>(())
+    });
+    plugin.init(&recon_abi::ComponentConfig::default());
+    let output = plugin.handle(&input(1_000, vec![]));
+    assert_eq!(output.actions, [Wire::RequeueAfter { key: "kube-timer/3000".into(), after_ms: 2_000 }]);
+    assert!(plugin.handle(&input(2_999, vec![])).actions.is_empty());
+    let output = plugin.handle(&input(3_000, vec![InputEvent::Timer { key: "kube-timer/3000".into() }]));
+    assert_eq!(gets(&output).len(), 1);
+}
