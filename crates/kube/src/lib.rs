@@ -70,7 +70,9 @@
 //! Each fresh instance (every start and restart of the component) runs
 //! `main` from the start. The watches its controllers register before
 //! `main` first waits become the manifest's watches, and every kind an
-//! `Api` was made for by then may be read and written (every verb); the
+//! `Api` was made for by then may be read and written (every verb), and
+//! so may every kind declared with [`Plugin::allow`] (the ClusterRole of a
+//! kind only used inside reconciles); the
 //! first list after a (re)start reads as the strictest
 //! [`watcher::Config`](runtime::watcher::Config) asks (`Any` by default,
 //! as kube's). A `main` that returns an error ends the instance, as the

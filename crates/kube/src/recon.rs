@@ -333,6 +333,8 @@ type Main = Box<dyn Fn() -> Pin<Box<dyn Future<Output = ()>>>>;
 pub struct Plugin {
     name: String,
     main: Main,
+    /// Kinds declared with [`Plugin::allow`].
+    allowed: Vec<String>,
     instance: Option<(Executor, Rc<RefCell<State>>)>,
 }
 
@@ -359,7 +361,17 @@ impl Plugin {
                 }
             })
         });
-        Plugin { name: name.to_owned(), main, instance: None }
+        Plugin { name: name.to_owned(), main, allowed: Vec::new(), instance: None }
+    }
+
+    /// Also allows every verb on kind `K`, as a ClusterRole would: for a
+    /// kind the controller only makes an `Api` for inside a reconcile,
+    /// which is after the manifest was sent. Without it a request on such
+    /// a kind is refused with 403 Forbidden.
+    #[must_use]
+    pub fn allow<K: kube_core::Resource<DynamicType = ()>>(mut self) -> Plugin {
+        self.allowed.push(K::kind(&()).into_owned());
+        self
     }
 
     fn state(&self) -> &Rc<RefCell<State>> {
@@ -372,6 +384,9 @@ impl recon_abi::Controller for Plugin {
         // Every init is a fresh instance: nothing survives but the code.
         let state = Rc::new(RefCell::new(State::default()));
         let mut executor = Executor::new();
+        for kind in &self.allowed {
+            state.borrow_mut().uses_kind(kind);
+        }
         executor.spawn((self.main)());
         installed(&state, || executor.run_until_stalled());
         let manifest = state.borrow().manifest(&self.name);

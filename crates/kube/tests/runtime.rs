@@ -416,3 +416,13 @@ fn a_sleep_started_before_the_time_is_known_counts_from_the_first_input() {
     let output = plugin.handle(&input(3_000, vec![InputEvent::Timer { key: "kube-timer/3000".into() }]));
     assert_eq!(gets(&output).len(), 1);
 }
+
+#[test]
+fn a_kind_used_only_inside_reconciles_is_allowed_by_declaring_it() {
+    let mut plain = Plugin::new("plain", || async {});
+    let manifest = plain.init(&recon_abi::ComponentConfig::default());
+    assert!(!manifest.allows(Verb::Create, "Secret"));
+    let mut declared = Plugin::new("declared", || async {}).allow::<Secret>();
+    let manifest = declared.init(&recon_abi::ComponentConfig::default());
+    assert!(manifest.allows(Verb::Create, "Secret") && manifest.allows(Verb::Delete, "Secret"));
+}
