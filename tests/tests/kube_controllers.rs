@@ -1,15 +1,22 @@
 //! Controllers written against kube-rs's API (issue 15), run by Recon
 //! through `recon-kube`: natively and under wasmtime, with the same trace.
 
-use recon_abi::ObjectKey;
+use recon_abi::{Object, ObjectKey};
 use recon_sim::Sim;
 use recon_tests::{load, wasm_plugins};
 use recon_trace::{Event, explain};
 
-/// Runs the scenario `name` natively or with every controller under
-/// wasmtime; returns the trace hash, the violations and the ConfigMap
-/// `default/gen` at the end.
-fn run(name: &str, wasm: bool) -> (String, usize, Option<recon_abi::Object>, Vec<String>) {
+/// What a run left: its trace hash, its violations, the objects asked
+/// for as they are at the end, and the store writes of `component`.
+struct Outcome {
+    hash: String,
+    violations: usize,
+    objects: Vec<Option<Object>>,
+    writes: Vec<String>,
+}
+
+/// Runs the scenario `name` natively or with every controller under wasmtime.
+fn run(name: &str, wasm: bool, component: &str, keys: &[ObjectKey]) -> Outcome {
     let scenario = load(name);
     let mut sim = if wasm {
         let plugins = wasm_plugins();
@@ -26,8 +33,8 @@ fn run(name: &str, wasm: bool) -> (String, usize, Option<recon_abi::Object>, Vec
     }
     .expect("scenario builds");
     sim.run();
-    let key = ObjectKey::new("ConfigMap", "default", "gen");
-    let map = sim.store().get(&key, None).expect("the store answers").map(|kv| kv.value);
+    let objects =
+        keys.iter().map(|k| sim.store().get(k, None).expect("the store answers").map(|kv| kv.value)).collect();
     let trace = sim.into_trace();
     let crashes = explain::crashes(&trace);
     assert!(crashes.is_empty(), "{:?}", crashes.iter().map(|c| &c.reason).collect::<Vec<_>>());
@@ -35,28 +42,54 @@ fn run(name: &str, wasm: bool) -> (String, usize, Option<recon_abi::Object>, Vec
         .entries
         .iter()
         .filter_map(|e| match &e.event {
-            Event::StoreWrite { verb, key, by, .. } if by == "configmap-generator" => Some(format!("{verb} {key}")),
+            Event::StoreWrite { verb, key, by, .. } if by == component => Some(format!("{verb} {key}")),
             _ => None,
         })
         .collect();
-    (trace.hash(), trace.violations().count(), map, writes)
+    Outcome { hash: trace.hash(), violations: trace.violations().count(), objects, writes }
+}
+
+/// Runs `name` natively and under wasmtime and checks the traces agree.
+fn run_both(name: &str, component: &str, keys: &[ObjectKey]) -> Outcome {
+    let native = run(name, false, component, keys);
+    let wasm = run(name, true, component, keys);
+    assert_eq!(native.hash, wasm.hash, "native and Wasm traces differ");
+    assert_eq!(native.objects, wasm.objects);
+    assert_eq!(native.violations, 0);
+    native
 }
 
 #[test]
 fn the_kube_rs_configmap_generator_gives_the_same_trace_natively_and_under_wasmtime_and_owns_its_config_map() {
-    let (native, violations, map, writes) = run("configmap-generator", false);
-    let (wasm, _, wasm_map, _) = run("configmap-generator", true);
-    assert_eq!(native, wasm, "native and Wasm traces differ");
-    assert_eq!(map, wasm_map);
-    assert_eq!(violations, 0);
-
-    let map = map.expect("the ConfigMap exists at the end");
+    let key = ObjectKey::new("ConfigMap", "default", "gen");
+    let outcome = run_both("configmap-generator", "configmap-generator", std::slice::from_ref(&key));
+    let map = outcome.objects[0].as_ref().expect("the ConfigMap exists at the end");
     assert_eq!(map.other["data"], serde_json::json!({ "content": "world" }), "the generator's last content");
     let owner = map.controller_owner().expect("a controller owner reference");
     assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("ConfigMapGenerator", "gen"));
     assert_eq!(owner.api_version, "nullable.se/v1");
     // Applied at creation, after the content changed, and again after the
     // ConfigMap was deleted by hand (the controller owns ConfigMaps).
-    let applies = writes.iter().filter(|w| w.ends_with("ConfigMap default/gen")).count();
-    assert!(applies >= 3, "{writes:?}");
+    let applies = outcome.writes.iter().filter(|w| w.ends_with("ConfigMap default/gen")).count();
+    assert!(applies >= 3, "{:?}", outcome.writes);
+}
+
+#[test]
+fn the_kube_rs_secret_syncer_cleans_up_through_its_finalizer_with_the_same_trace_natively_and_under_wasmtime() {
+    let keys =
+        [ObjectKey::new("ConfigMap", "default", "settings"), ObjectKey::new("Secret", "default", "cm---settings")];
+    let outcome = run_both("secret-syncer", "secret-syncer", &keys);
+    assert_eq!(outcome.objects, [None, None], "the ConfigMap went, and its Secret before it");
+    let writes = &outcome.writes;
+    // The finalizer first, the Secret after it; on deletion the Secret
+    // goes before the finalizer comes off. The unlabelled map is never touched.
+    assert_eq!(writes.first().map(String::as_str), Some("patch ConfigMap default/settings"), "{writes:?}");
+    assert!(writes.iter().any(|w| w == "patch Secret default/cm---settings"), "{writes:?}");
+    assert!(!writes.iter().any(|w| w.contains("plain")), "{writes:?}");
+    let n = writes.len();
+    assert_eq!(
+        writes[n - 2..],
+        ["delete Secret default/cm---settings", "patch ConfigMap default/settings"],
+        "{writes:?}"
+    );
 }

@@ -91,6 +91,13 @@ pub const BUILTINS: &[Builtin] = &[
         crate_name: "recon_plugin_scheduler",
     },
     Builtin {
+        name: "secret-syncer",
+        description: "kube-rs's secret syncer example, its code unchanged (kube's API served by recon-kube): a Secret \
+                      per labelled ConfigMap, which a finalizer (kube-runtime's finalizer()) deletes before the \
+                      ConfigMap goes.",
+        crate_name: "recon_plugin_secret_syncer",
+    },
+    Builtin {
         name: "statefulset",
         description: "Runs StatefulSet pods with stable names, one at a time in ordinal order, with rolling updates.",
         crate_name: "recon_plugin_statefulset",
@@ -151,6 +158,7 @@ pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
         "kubelet-fixed" => Box::new(KubeletFixed::new()),
         "replicaset" => Box::new(ReplicaSetController::new()),
         "scheduler" => Box::new(Scheduler::new()),
+        "secret-syncer" => Box::new(recon_kube::Native(recon_plugin_secret_syncer::controller())),
         "statefulset" => Box::new(StatefulSetController::new()),
         "template" => Box::new(recon_plugin_template::controller()),
         _ => return None,

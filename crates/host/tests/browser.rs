@@ -50,6 +50,7 @@ const PLUGINS: &[(&str, &[u8])] = &[
     plugin!("recon_plugin_kubelet_fixed"),
     plugin!("recon_plugin_replicaset"),
     plugin!("recon_plugin_scheduler"),
+    plugin!("recon_plugin_secret_syncer"),
     plugin!("recon_plugin_statefulset"),
     plugin!("recon_plugin_template"),
 ];
