@@ -16,7 +16,7 @@ use flate2::write::GzEncoder;
 /// wasm files; not the downloadable plugins). Set at the size reached plus
 /// about 2 %; lower it as the playground shrinks, never raise it to let a
 /// change through without saying why in BENCHMARKS.md.
-pub const BUDGET_GZIPPED_BYTES: u64 = 1_800_000;
+pub const BUDGET_GZIPPED_BYTES: u64 = 1_950_000;
 
 /// Where BENCHMARKS.md's table goes.
 const START_MARKER: &str = "<!-- download-size:start (cargo xtask size writes this table) -->";
