@@ -7,7 +7,7 @@
 //!
 //! | `Api` call | ABI action |
 //! |---|---|
-//! | `get`, `get_opt`, `get_with` | `get` (`get_opt`: 404 is `Ok(None)`) |
+//! | `get`, `get_opt`, `get_with`, `get_status` | `get` (`get_opt`: 404 is `Ok(None)`) |
 //! | `list` | `list` (selectors, `resourceVersion`, match, limit, continue) |
 //! | `create` | `create` |
 //! | `replace` | `update` |
@@ -192,6 +192,12 @@ where
     pub async fn get_with(&self, name: &str, gp: &GetParams) -> Result<K> {
         let action = Action::Get { key: self.key(name), resource_version: gp.resource_version.clone() };
         decode(self.send(action).await?)
+    }
+
+    /// Reads `name` with its status (in a Recon cluster, as `get`: the
+    /// status is part of the object read).
+    pub async fn get_status(&self, name: &str) -> Result<K> {
+        self.get(name).await
     }
 
     /// Reads `name`; `Ok(None)` if there is no such object.
