@@ -93,3 +93,28 @@ fn the_kube_rs_secret_syncer_cleans_up_through_its_finalizer_with_the_same_trace
         "{writes:?}"
     );
 }
+
+#[test]
+fn the_kube_rs_configmap_generator_on_a_stale_cache_brings_back_the_config_map_of_a_deleted_generator() {
+    use recon_scenario::Check;
+    let trace = recon_tests::run(&load("configmap-generator-stale-cache"));
+    let found: Vec<(u64, &str)> = trace
+        .violations()
+        .filter(|(_, check, _)| *check == Check::DependentOfDeletedOwner)
+        .map(|(e, _, message)| (e.time_ms, message))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (at, message) = found[0];
+    assert!(at >= 7_000, "after the restart: {at}");
+    assert!(message.starts_with("configmap-generator created ConfigMap default/gen"), "{message}");
+    assert!(message.contains("naming owner ConfigMapGenerator gen"), "{message}");
+    assert!(message.contains("though it had already observed revision"), "{message}");
+    // The explanation names the deletion and the stale list the reconcile acted on.
+    let explained = explain::explain_all(&trace);
+    let first = explained.iter().find(|x| x.check == Check::DependentOfDeletedOwner).expect("explained");
+    let steps: Vec<&str> = first.steps.iter().map(|s| s.text.as_str()).collect();
+    assert!(
+        steps.iter().any(|s| s.contains("resourceVersion=\"0\" to apiserver-2") && s.contains("behind")),
+        "{steps:#?}"
+    );
+}
