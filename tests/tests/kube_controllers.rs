@@ -76,10 +76,15 @@ fn the_kube_rs_configmap_generator_gives_the_same_trace_natively_and_under_wasmt
 
 #[test]
 fn the_kube_rs_secret_syncer_cleans_up_through_its_finalizer_with_the_same_trace_natively_and_under_wasmtime() {
-    let keys =
-        [ObjectKey::new("ConfigMap", "default", "settings"), ObjectKey::new("Secret", "default", "cm---settings")];
+    let keys = [
+        ObjectKey::new("ConfigMap", "default", "settings"),
+        ObjectKey::new("Secret", "default", "cm---settings"),
+        ObjectKey::new("Secret", "default", "cm---limits"),
+    ];
     let outcome = run_both("secret-syncer", "secret-syncer", &keys);
-    assert_eq!(outcome.objects, [None, None], "the ConfigMap went, and its Secret before it");
+    assert_eq!(outcome.objects[..2], [None, None], "the ConfigMap went, and its Secret before it");
+    let limits = outcome.objects[2].as_ref().expect("the live synced map keeps its Secret");
+    assert_eq!(limits.other["stringData"], serde_json::json!({ "max": "20" }), "its last data");
     let writes = &outcome.writes;
     // The finalizer first, the Secret after it; on deletion the Secret
     // goes before the finalizer comes off. The unlabelled map is never touched.
