@@ -16,7 +16,7 @@ use flate2::write::GzEncoder;
 /// What the playground may weigh, gzipped. Set at the size reached plus
 /// about 2 %; lower it as the playground shrinks, never raise it to let a
 /// change through without saying why in BENCHMARKS.md.
-pub const BUDGET: Budget = Budget { first_visit: 780_000, total: 1_790_000 };
+pub const BUDGET: Budget = Budget { first_visit: 780_000, total: 1_950_000 };
 
 /// The two limits the playground's download is held to, in bytes gzipped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,14 +158,15 @@ pub fn replace_table(text: &str, table: &str) -> Result<String, String> {
 }
 
 /// `recon-web-983517126ac9581f_bg.wasm` → `recon-web_bg.wasm`: Trunk's
-/// content hash changes with every build and says nothing here.
+/// content hash changes with every build and says nothing here. It is a
+/// 64-bit number in hex without leading zeros, so sometimes shorter than 16.
 fn without_hash(name: &str) -> String {
     let (stem, rest) = match name.find(['_', '.']) {
         Some(i) => name.split_at(i),
         None => (name, ""),
     };
     match stem.rsplit_once('-') {
-        Some((base, hash)) if hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()) => {
+        Some((base, hash)) if (8..=16).contains(&hash.len()) && hash.chars().all(|c| c.is_ascii_hexdigit()) => {
             format!("{base}{rest}")
         }
         _ => name.to_owned(),
@@ -252,6 +253,15 @@ mod tests {
         let first: Vec<&str> = rows.iter().filter(|r| r.first_visit).map(|r| r.name.as_str()).collect();
         assert_eq!(first, ["index.html", "recon-web.js", "recon-web_bg.wasm", "style.css"]);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_content_hash_is_dropped_whatever_its_leading_zeros_left_of_it() {
+        assert_eq!(without_hash("recon-worker-983517126ac9581f_bg.wasm"), "recon-worker_bg.wasm");
+        assert_eq!(without_hash("recon-worker-83517126ac9581f_bg.wasm"), "recon-worker_bg.wasm");
+        assert_eq!(without_hash("recon-web-5d2c1b0a9e8f7d6c.js"), "recon-web.js");
+        assert_eq!(without_hash("recon-worker_loader.js"), "recon-worker_loader.js");
+        assert_eq!(without_hash("style.css"), "style.css");
     }
 
     #[test]

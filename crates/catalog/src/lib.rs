@@ -45,6 +45,12 @@ pub struct Builtin {
 /// Every built-in controller, in alphabetical order.
 pub const BUILTINS: &[Builtin] = &[
     Builtin {
+        name: "configmap-generator",
+        description: "kube-rs's ConfigMap generator example, its code unchanged (kube's API served by recon-kube): \
+                      server-side applies a ConfigMap owned by each nullable.se ConfigMapGenerator custom resource.",
+        crate_name: "recon_plugin_configmap_generator",
+    },
+    Builtin {
         name: "database-operator",
         description: "An example operator: runs each example.com Database custom resource as a StatefulSet and a \
                       Service by server-side apply, holds it with a finalizer until its backup schedule is deleted.",
@@ -83,6 +89,13 @@ pub const BUILTINS: &[Builtin] = &[
         name: "scheduler",
         description: "Binds pending pods to the schedulable node with the fewest pods that has room.",
         crate_name: "recon_plugin_scheduler",
+    },
+    Builtin {
+        name: "secret-syncer",
+        description: "kube-rs's secret syncer example, its code unchanged (kube's API served by recon-kube): a Secret \
+                      per labelled ConfigMap, which a finalizer (kube-runtime's finalizer()) deletes before the \
+                      ConfigMap goes.",
+        crate_name: "recon_plugin_secret_syncer",
     },
     Builtin {
         name: "statefulset",
@@ -137,6 +150,7 @@ pub fn unknown_controller(name: &str) -> String {
 #[cfg(feature = "controllers")]
 pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
     let instance: Box<dyn Instance> = match name {
+        "configmap-generator" => Box::new(recon_kube::Native(recon_plugin_configmap_generator::controller())),
         "database-operator" => Box::new(recon_plugin_database_operator::controller()),
         "deployment" => Box::new(recon_plugin_deployment::controller()),
         "garbage-collector" => Box::new(GarbageCollector::new()),
@@ -144,6 +158,7 @@ pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
         "kubelet-fixed" => Box::new(KubeletFixed::new()),
         "replicaset" => Box::new(ReplicaSetController::new()),
         "scheduler" => Box::new(Scheduler::new()),
+        "secret-syncer" => Box::new(recon_kube::Native(recon_plugin_secret_syncer::controller())),
         "statefulset" => Box::new(StatefulSetController::new()),
         "template" => Box::new(recon_plugin_template::controller()),
         _ => return None,

@@ -42,6 +42,7 @@ macro_rules! plugin {
 
 /// Every built-in controller's plugin, by crate name.
 const PLUGINS: &[(&str, &[u8])] = &[
+    plugin!("recon_plugin_configmap_generator"),
     plugin!("recon_plugin_database_operator"),
     plugin!("recon_plugin_deployment"),
     plugin!("recon_plugin_garbage_collector"),
@@ -49,6 +50,7 @@ const PLUGINS: &[(&str, &[u8])] = &[
     plugin!("recon_plugin_kubelet_fixed"),
     plugin!("recon_plugin_replicaset"),
     plugin!("recon_plugin_scheduler"),
+    plugin!("recon_plugin_secret_syncer"),
     plugin!("recon_plugin_statefulset"),
     plugin!("recon_plugin_template"),
 ];

@@ -259,6 +259,9 @@ fn write_object(
                     let mut next = kv.value.clone();
                     next.metadata.labels = object.metadata.labels;
                     next.metadata.annotations = object.metadata.annotations;
+                    // A kind's other top-level fields (a ConfigMap's data) are
+                    // applied as its spec is.
+                    next.other = object.other;
                     if next.spec != object.spec {
                         next.metadata.generation += 1;
                         next.spec = object.spec;

@@ -1,0 +1,525 @@
+//! `kube::runtime::controller`: [`Controller`] and [`Action`], with
+//! kube-runtime's signatures and the semantics bugs depend on:
+//!
+//! - **A queue that de-duplicates.** A trigger for an object already
+//!   queued keeps the earlier of the two times; one reconcile serves both.
+//! - **One reconcile per object at a time.** A trigger for an object whose
+//!   reconcile is running waits until it ends, then runs again.
+//! - **Triggers.** Every object of a list (`InitApply`) and every watch
+//!   event (`Apply`, `Delete`) of the primary kind triggers that object;
+//!   of an owned kind (`owns`), the owners of kind `K` its owner references
+//!   name; of a watched kind (`watches`), what the mapper returns.
+//! - **The object reconciled is the store's** at the moment the reconcile
+//!   starts: stale exactly as the informer cache is. A trigger for an
+//!   object the store does not hold (deleted) yields `ObjectNotFound`.
+//! - **Requeues on virtual time.** `Action::requeue(d)` (from the
+//!   reconciler or the error policy) queues the object again `d` of
+//!   virtual time later, through the host's requeue timer.
+//!
+//! Objects start in the order of their due time, then of their triggers.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::error::Error as StdError;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use futures::{Stream, TryFuture};
+use kube_core::{DynamicObject, Resource};
+use recon_abi::{EventType, Object};
+use serde::de::DeserializeOwned;
+
+use super::reflector::{Key, ObjectRef, Store};
+use super::watcher::{self, register};
+use crate::Api;
+use crate::convert;
+use crate::recon::{self, SleepUntil, WatchInput};
+
+/// What to do after a reconcile: requeue after a while, or wait for a change.
+#[derive(Debug, Clone, Eq, PartialEq)]
+pub struct Action {
+    requeue_after: Option<Duration>,
+}
+
+impl Action {
+    /// Reconcile again after `duration` of virtual time, even if nothing changes.
+    #[must_use]
+    pub const fn requeue(duration: Duration) -> Self {
+        Action { requeue_after: Some(duration) }
+    }
+
+    /// Reconcile again only when a watch sees a change.
+    #[must_use]
+    pub const fn await_change() -> Self {
+        Action { requeue_after: None }
+    }
+
+    /// The requeue delay, if any.
+    pub fn requeue_after(&self) -> Option<Duration> {
+        self.requeue_after
+    }
+}
+
+/// Why one item of [`Controller::run`]'s stream is an error.
+#[derive(Debug, thiserror::Error)]
+pub enum Error<ReconcilerErr: 'static, QueueErr: 'static> {
+    /// A reconcile was due for an object the store no longer holds.
+    #[error("tried to reconcile object {0} that was not found in local store")]
+    ObjectNotFound(Box<ObjectRef<DynamicObject>>),
+    /// The reconciler failed for the object (the error policy has decided
+    /// when to retry).
+    #[error("reconciler for object {1} failed: {0}")]
+    ReconcilerFailed(#[source] ReconcilerErr, Box<ObjectRef<DynamicObject>>),
+    /// A watch failed (never, in a plugin: the host relists by itself).
+    #[error("event queue error: {0}")]
+    QueueError(#[source] QueueErr),
+}
+
+/// Tuning of a controller, as kube's `controller::Config`.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    debounce: Duration,
+    concurrency: u16,
+}
+
+impl Config {
+    /// Waits `debounce` of virtual time after a trigger before
+    /// reconciling, so that a burst of events makes one reconcile.
+    #[must_use]
+    pub fn debounce(mut self, debounce: Duration) -> Self {
+        self.debounce = debounce;
+        self
+    }
+
+    /// At most `concurrency` reconciles at once (0: no limit, the default).
+    #[must_use]
+    pub fn concurrency(mut self, concurrency: u16) -> Self {
+        self.concurrency = concurrency;
+        self
+    }
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The de-duplicating queue of one controller: each object at most once,
+/// at the earliest time asked for.
+#[derive(Debug, Default)]
+pub(crate) struct Queue {
+    due: BTreeMap<Key, (u64, u64)>,
+    order: BTreeSet<(u64, u64, Key)>,
+    triggers: u64,
+    debounce_ms: u64,
+    waker: Option<Waker>,
+}
+
+impl Queue {
+    /// Queues `key` at `due_ms`, unless it is queued earlier already.
+    pub(crate) fn schedule(&mut self, key: Key, due_ms: u64) {
+        // Every trigger wakes the runner, even one that changes nothing
+        // here: it may come with the first list, which the runner waits for.
+        if let Some(waker) = self.waker.take() {
+            waker.wake();
+        }
+        if let Some(&(due, seq)) = self.due.get(&key) {
+            if due <= due_ms {
+                return;
+            }
+            self.order.remove(&(due, seq, key.clone()));
+        }
+        self.triggers += 1;
+        self.due.insert(key.clone(), (due_ms, self.triggers));
+        self.order.insert((due_ms, self.triggers, key));
+    }
+
+    /// A trigger from a watch: now, or after the debounce.
+    fn trigger(&mut self, key: Key, now_ms: u64) {
+        let due = now_ms.saturating_add(self.debounce_ms);
+        self.schedule(key, due);
+    }
+
+    /// Takes the keys due at `now_ms` that `may_start`, in order; the
+    /// others stay queued.
+    pub(crate) fn take_due(&mut self, now_ms: u64, mut may_start: impl FnMut(&Key) -> bool) -> Vec<Key> {
+        let due: Vec<(u64, u64, Key)> = self.order.iter().take_while(|(due, _, _)| *due <= now_ms).cloned().collect();
+        let mut started = Vec::new();
+        for entry in due {
+            if may_start(&entry.2) {
+                self.order.remove(&entry);
+                self.due.remove(&entry.2);
+                started.push(entry.2);
+            }
+        }
+        started
+    }
+
+    /// The earliest time something is queued for after `now_ms`.
+    pub(crate) fn next_after(&self, now_ms: u64) -> Option<u64> {
+        self.order.iter().map(|(due, _, _)| *due).find(|due| *due > now_ms)
+    }
+
+    /// How many keys are queued.
+    pub(crate) fn len(&self) -> usize {
+        self.due.len()
+    }
+}
+
+type SharedQueue = Arc<Mutex<Queue>>;
+
+fn lock(queue: &SharedQueue) -> std::sync::MutexGuard<'_, Queue> {
+    queue.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn key_of(object: &Object) -> Key {
+    (object.metadata.namespace.clone(), object.metadata.name.clone())
+}
+
+/// The objects a watch input touches (a list's every object, an event's one).
+fn touched<'a>(input: WatchInput<'a>) -> Vec<&'a Object> {
+    match input {
+        WatchInput::Listed(objects) => objects.iter().collect(),
+        WatchInput::Event(event) if event.event_type == EventType::Bookmark => Vec::new(),
+        WatchInput::Event(event) => vec![&event.object],
+    }
+}
+
+/// A controller of kind `K`: a reflector of `K`, the watches that trigger
+/// its reconciles, and the queue between them (see the module documentation).
+pub struct Controller<K: Resource> {
+    reader: Store<K>,
+    queue: SharedQueue,
+    dyntype: K::DynamicType,
+    config: Config,
+}
+
+impl<K> Controller<K>
+where
+    K: Clone + Resource + DeserializeOwned + Debug + 'static,
+    K::DynamicType: Default + Clone + Debug + Eq + Hash,
+{
+    /// A controller of the objects `main_api` lists, filtered by `wc`.
+    pub fn new(main_api: Api<K>, wc: watcher::Config) -> Self {
+        Self::new_with(main_api, wc, K::DynamicType::default())
+    }
+}
+
+impl<K> Controller<K>
+where
+    K: Clone + Resource + DeserializeOwned + Debug + 'static,
+    K::DynamicType: Clone + Debug + Eq + Hash,
+{
+    /// [`Controller::new`] with a dynamic type.
+    pub fn new_with(main_api: Api<K>, wc: watcher::Config, dyntype: K::DynamicType) -> Self {
+        let reader = Store::empty();
+        let queue = SharedQueue::default();
+        let (store, triggered) = (reader.clone(), queue.clone());
+        register(
+            &main_api,
+            &wc,
+            Box::new(move |input, now| {
+                match input {
+                    WatchInput::Listed(objects) => {
+                        store.replace(objects.iter().map(|o| (key_of(o), convert::decode(o))).collect())
+                    }
+                    WatchInput::Event(event) => match event.event_type {
+                        EventType::Added | EventType::Modified => {
+                            store.apply(key_of(&event.object), convert::decode(&event.object))
+                        }
+                        EventType::Deleted => store.delete(&key_of(&event.object)),
+                        EventType::Bookmark => {}
+                    },
+                }
+                let mut queue = lock(&triggered);
+                touched(input).into_iter().for_each(|o| queue.trigger(key_of(o), now));
+            }),
+        );
+        Controller { reader, queue, dyntype, config: Config::default() }
+    }
+
+    /// The store the controller reads its objects from.
+    pub fn store(&self) -> Store<K> {
+        self.reader.clone()
+    }
+
+    /// Tunes the controller.
+    #[must_use]
+    pub fn with_config(mut self, config: Config) -> Self {
+        lock(&self.queue).debounce_ms = millis(config.debounce);
+        self.config = config;
+        self
+    }
+
+    /// Also reconciles an object of kind `K` when an object of kind
+    /// `Child` that it owns (an owner reference names it) changes.
+    #[must_use]
+    pub fn owns<Child>(self, api: Api<Child>, wc: watcher::Config) -> Self
+    where
+        Child: Clone + Resource<DynamicType = ()> + DeserializeOwned + Debug + 'static,
+    {
+        self.owns_with(api, (), wc)
+    }
+
+    /// [`Controller::owns`] with the child's dynamic type.
+    #[must_use]
+    pub fn owns_with<Child>(self, api: Api<Child>, _dyntype: Child::DynamicType, wc: watcher::Config) -> Self
+    where
+        Child: Clone + Resource + DeserializeOwned + Debug + 'static,
+    {
+        let triggered = self.queue.clone();
+        let (kind, api_version) = (K::kind(&self.dyntype).into_owned(), K::api_version(&self.dyntype).into_owned());
+        register(
+            &api,
+            &wc,
+            Box::new(move |input, now| {
+                let mut queue = lock(&triggered);
+                for child in touched(input) {
+                    let owners = child.metadata.owner_references.iter();
+                    for owner in owners.filter(|o| o.kind == kind && o.api_version == api_version) {
+                        queue.trigger((child.metadata.namespace.clone(), owner.name.clone()), now);
+                    }
+                }
+            }),
+        );
+        self
+    }
+
+    /// Also reconciles the objects `mapper` names when an object of kind
+    /// `Other` changes.
+    #[must_use]
+    pub fn watches<Other, I>(self, api: Api<Other>, wc: watcher::Config, mapper: impl Fn(Other) -> I + 'static) -> Self
+    where
+        Other: Clone + Resource + DeserializeOwned + Debug + 'static,
+        Other::DynamicType: Default + Debug + Clone + Eq + Hash,
+        I: 'static + IntoIterator<Item = ObjectRef<K>>,
+    {
+        self.watches_with(api, Default::default(), wc, mapper)
+    }
+
+    /// [`Controller::watches`] with the watched kind's dynamic type.
+    #[must_use]
+    pub fn watches_with<Other, I>(
+        self,
+        api: Api<Other>,
+        _dyntype: Other::DynamicType,
+        wc: watcher::Config,
+        mapper: impl Fn(Other) -> I + 'static,
+    ) -> Self
+    where
+        Other: Clone + Resource + DeserializeOwned + Debug + 'static,
+        I: 'static + IntoIterator<Item = ObjectRef<K>>,
+    {
+        let triggered = self.queue.clone();
+        register(
+            &api,
+            &wc,
+            Box::new(move |input, now| {
+                for object in touched(input) {
+                    let refs: Vec<Key> = mapper(convert::decode(object)).into_iter().map(|r| r.key()).collect();
+                    let mut queue = lock(&triggered);
+                    refs.into_iter().for_each(|key| queue.trigger(key, now));
+                }
+            }),
+        );
+        self
+    }
+
+    /// Kept for kube's API: a plugin has no signals; the host ends it.
+    #[must_use]
+    pub fn shutdown_on_signal(self) -> Self {
+        self
+    }
+
+    /// Runs the controller: a stream of every reconcile's outcome, which
+    /// must be polled (e.g. with `for_each`) for reconciles to happen, as
+    /// in kube-runtime.
+    pub fn run<ReconcilerFut, Ctx>(
+        self,
+        reconciler: impl FnMut(Arc<K>, Arc<Ctx>) -> ReconcilerFut + 'static,
+        error_policy: impl Fn(Arc<K>, &ReconcilerFut::Error, Arc<Ctx>) -> Action + 'static,
+        context: Arc<Ctx>,
+    ) -> impl Stream<Item = Result<(ObjectRef<K>, Action), Error<ReconcilerFut::Error, watcher::Error>>>
+    where
+        ReconcilerFut: TryFuture<Ok = Action> + 'static,
+        ReconcilerFut::Error: StdError + 'static,
+        Ctx: 'static,
+    {
+        let mut runner = Runner {
+            reader: self.reader,
+            queue: self.queue,
+            dyntype: self.dyntype,
+            concurrency: usize::from(self.config.concurrency),
+            reconciler: Box::new(reconciler),
+            error_policy: Box::new(error_policy),
+            context,
+            running: Vec::new(),
+            finished: VecDeque::new(),
+            timer: None,
+        };
+        futures::stream::poll_fn(move |cx| runner.poll_next(cx))
+    }
+}
+
+/// One reconcile in progress: the object's key, the object it was given,
+/// and its future.
+type Running<K, F> = (Key, Arc<K>, Pin<Box<F>>);
+
+/// The loop behind [`Controller::run`]'s stream.
+struct Runner<K: Resource, F: TryFuture, Ctx>
+where
+    F::Error: 'static,
+{
+    reader: Store<K>,
+    queue: SharedQueue,
+    dyntype: K::DynamicType,
+    concurrency: usize,
+    #[allow(clippy::type_complexity, reason = "kube's reconciler signature, boxed")]
+    reconciler: Box<dyn FnMut(Arc<K>, Arc<Ctx>) -> F>,
+    #[allow(clippy::type_complexity, reason = "kube's error policy signature, boxed")]
+    error_policy: Box<dyn Fn(Arc<K>, &F::Error, Arc<Ctx>) -> Action>,
+    context: Arc<Ctx>,
+    /// In the order they started: polled in that order.
+    running: Vec<Running<K, F>>,
+    #[allow(clippy::type_complexity, reason = "the stream's item type")]
+    finished: VecDeque<Result<(ObjectRef<K>, Action), Error<F::Error, watcher::Error>>>,
+    timer: Option<SleepUntil>,
+}
+
+type Item<K, E> = Result<(ObjectRef<K>, Action), Error<E, watcher::Error>>;
+
+impl<K, F, Ctx> Runner<K, F, Ctx>
+where
+    K: Resource + Clone + 'static,
+    K::DynamicType: Clone,
+    F: TryFuture<Ok = Action>,
+    F::Error: StdError + 'static,
+{
+    fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Item<K, F::Error>>> {
+        loop {
+            // Before the first list nothing is reconciled, as kube waits for its store.
+            let now = recon::now_ms().filter(|_| self.reader.is_ready());
+            let mut progressed = false;
+            if let Some(now) = now {
+                progressed |= self.start_due(now);
+                progressed |= self.poll_running(cx, now);
+            }
+            if let Some(item) = self.finished.pop_front() {
+                return Poll::Ready(Some(item));
+            }
+            if progressed {
+                continue;
+            }
+            let mut queue = lock(&self.queue);
+            queue.waker = Some(cx.waker().clone());
+            let next = now.and_then(|now| queue.next_after(now));
+            drop(queue);
+            self.timer = next.map(|due| match self.timer.take() {
+                Some(timer) if timer.due_ms() == due => timer,
+                _ => recon::sleep_until(due),
+            });
+            if let Some(timer) = &mut self.timer
+                && Pin::new(timer).poll(cx).is_ready()
+            {
+                continue;
+            }
+            return Poll::Pending;
+        }
+    }
+
+    /// Starts every due object that is not running, within the concurrency
+    /// limit. Returns whether anything started or failed to.
+    fn start_due(&mut self, now: u64) -> bool {
+        let busy: BTreeSet<Key> = self.running.iter().map(|(key, _, _)| key.clone()).collect();
+        let limit = if self.concurrency == 0 { usize::MAX } else { self.concurrency };
+        let mut room = limit.saturating_sub(self.running.len());
+        let due = lock(&self.queue).take_due(now, |key| {
+            let start = room > 0 && !busy.contains(key);
+            room -= usize::from(start);
+            start
+        });
+        let started = !due.is_empty();
+        for key in due {
+            let object_ref = ObjectRef::<K>::from_key(&key, self.dyntype.clone());
+            match self.reader.get(&object_ref) {
+                Some(object) => {
+                    let future = (self.reconciler)(object.clone(), self.context.clone());
+                    self.running.push((key, object, Box::pin(future)));
+                }
+                None => self.finished.push_back(Err(Error::ObjectNotFound(Box::new(object_ref.erase())))),
+            }
+        }
+        started
+    }
+
+    /// Polls every running reconcile once, in start order; a finished one
+    /// is requeued as its action (or the error policy) says. Returns
+    /// whether any finished.
+    fn poll_running(&mut self, cx: &mut Context<'_>, now: u64) -> bool {
+        let mut done = false;
+        let mut index = 0;
+        while index < self.running.len() {
+            let poll = self.running[index].2.as_mut().try_poll(cx);
+            let Poll::Ready(result) = poll else {
+                index += 1;
+                continue;
+            };
+            let (key, object, _) = self.running.remove(index);
+            let object_ref = ObjectRef::<K>::from_key(&key, self.dyntype.clone());
+            let (action, item) = match result {
+                Ok(action) => (action.clone(), Ok((object_ref, action))),
+                Err(error) => {
+                    let action = (self.error_policy)(object, &error, self.context.clone());
+                    (action, Err(Error::ReconcilerFailed(error, Box::new(object_ref.erase()))))
+                }
+            };
+            if let Some(after) = action.requeue_after {
+                lock(&self.queue).schedule(key, now.saturating_add(millis(after)));
+            }
+            self.finished.push_back(item);
+            done = true;
+        }
+        done
+    }
+}
+
+impl<K: Resource> Debug for Controller<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller").field("queued", &lock(&self.queue).len()).finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(name: &str) -> Key {
+        ("default".into(), name.into())
+    }
+
+    #[test]
+    fn the_queue_keeps_one_entry_per_object_at_its_earliest_time() {
+        let mut queue = Queue::default();
+        queue.schedule(key("a"), 500);
+        queue.schedule(key("b"), 100);
+        queue.schedule(key("a"), 100);
+        queue.schedule(key("a"), 900);
+        assert_eq!(queue.len(), 2);
+        // Both due at 100: in the order they were triggered at that time.
+        assert_eq!(queue.take_due(100, |_| true), [key("b"), key("a")]);
+        assert_eq!(queue.len(), 0);
+    }
+
+    #[test]
+    fn an_object_that_may_not_start_stays_queued_for_later() {
+        let mut queue = Queue::default();
+        queue.schedule(key("a"), 0);
+        queue.schedule(key("b"), 0);
+        queue.schedule(key("c"), 50);
+        assert_eq!(queue.take_due(10, |k| k != &key("a")), [key("b")]);
+        assert_eq!(queue.next_after(10), Some(50));
+        assert_eq!(queue.take_due(60, |_| true), [key("a"), key("c")]);
+    }
+}
