@@ -260,8 +260,7 @@ where
     where
         K: Serialize,
     {
-        refuse_dry_run(pp.dry_run, "create")?;
-        decode(self.send(Action::Create { object: self.object(data)? }).await?)
+        decode(self.send(Action::Create { object: self.object(data)?, dry_run: pp.dry_run }).await?)
     }
 
     /// Replaces `name`'s metadata and spec with `data`'s; its
@@ -270,10 +269,9 @@ where
     where
         K: Serialize,
     {
-        refuse_dry_run(pp.dry_run, "replace")?;
         let mut object = self.object(data)?;
         object.metadata.name = name.to_owned();
-        decode(self.send(Action::Update { object }).await?)
+        decode(self.send(Action::Update { object, dry_run: pp.dry_run }).await?)
     }
 
     /// Replaces `name`'s status with `data`'s (the status subresource).
@@ -281,10 +279,9 @@ where
     where
         K: Serialize,
     {
-        refuse_dry_run(pp.dry_run, "replace_status")?;
         let mut object = self.object(data)?;
         object.metadata.name = name.to_owned();
-        decode(self.send(Action::UpdateStatus { object }).await?)
+        decode(self.send(Action::UpdateStatus { object, dry_run: pp.dry_run }).await?)
     }
 
     /// Patches `name`: server-side apply, a merge, JSON or strategic merge patch.
@@ -307,7 +304,6 @@ where
     /// Deletes `name`: `Left` with the object while finalizers or a grace
     /// period hold it, `Right` once it is gone.
     pub async fn delete(&self, name: &str, dp: &DeleteParams) -> Result<Either<K, Status>> {
-        refuse_dry_run(dp.dry_run, "delete")?;
         let preconditions = dp.preconditions.clone().unwrap_or_default();
         let action = Action::Delete {
             key: self.key(name),
@@ -319,20 +315,13 @@ where
                 PropagationPolicy::Background => recon_abi::PropagationPolicy::Background,
                 PropagationPolicy::Foreground => recon_abi::PropagationPolicy::Foreground,
             }),
+            dry_run: dp.dry_run,
         };
         match self.send(action).await? {
             Outcome::Ok(None) => Ok(Either::Right(Status::success())),
             outcome => decode(outcome).map(Either::Left),
         }
     }
-}
-
-/// A dry run of anything but a patch cannot be asked of the API server yet.
-fn refuse_dry_run(dry_run: bool, call: &str) -> Result<()> {
-    if dry_run {
-        return Err(Error::Unsupported(format!("dry_run on {call}; dry-run a patch (PatchParams::dry_run) instead")));
-    }
-    Ok(())
 }
 
 /// A kube patch and its parameters as the ABI's.
