@@ -133,7 +133,9 @@ fn writes_are_create_update_patch_and_delete_and_a_conflict_is_an_api_error_with
                     Err(recon_kube::Error::Api(e)) if e.code == 409 => seen.borrow_mut().push("conflict".into()),
                     other => panic!("{other:?}"),
                 }
-                api.replace_status("a", &PostParams::default(), &typed("a")).await.unwrap();
+                api.replace_status("a", &PostParams { dry_run: true, ..PostParams::default() }, &typed("a"))
+                    .await
+                    .unwrap();
                 let apply = PatchParams::apply("me").force();
                 api.patch("a", &apply, &Patch::Apply(&typed("a"))).await.unwrap();
                 api.patch("a", &PatchParams::default(), &Patch::Merge(json!({ "data": { "k": null } }))).await.unwrap();
@@ -173,11 +175,11 @@ fn writes_are_create_update_patch_and_delete_and_a_conflict_is_an_api_error_with
             "held \"a\"",
         ]
     );
-    let Wire::Create { object } = &requests[0] else { panic!("{:?}", requests[0]) };
+    let Wire::Create { object, dry_run: false } = &requests[0] else { panic!("{:?}", requests[0]) };
     assert_eq!(object.metadata.namespace, "apps", "the Api's namespace");
     assert_eq!(object.other["data"], json!({ "k": "a" }));
-    assert!(matches!(&requests[1], Wire::Update { object } if object.metadata.name == "a"));
-    assert!(matches!(&requests[2], Wire::UpdateStatus { .. }));
+    assert!(matches!(&requests[1], Wire::Update { object, dry_run: false } if object.metadata.name == "a"));
+    assert!(matches!(&requests[2], Wire::UpdateStatus { dry_run: true, .. }), "PostParams::dry_run goes to the server");
     let Wire::Patch { patch: WirePatch::Apply(body), params, .. } = &requests[3] else { panic!("{:?}", requests[3]) };
     assert_eq!((body["kind"].as_str(), params.field_manager.as_str(), params.force), (Some("ConfigMap"), "me", true));
     assert!(
@@ -193,6 +195,7 @@ fn writes_are_create_update_patch_and_delete_and_a_conflict_is_an_api_error_with
             resource_version: None,
             grace_period_seconds: Some(0),
             propagation_policy: Some(WirePropagation::Foreground),
+            dry_run: false,
         }
     );
     assert_eq!(requests.len(), 9, "the apply without a manager never left the plugin");
