@@ -16,7 +16,7 @@ use flate2::write::GzEncoder;
 /// What the playground may weigh, gzipped. Set at the size reached plus
 /// about 2 %; lower it as the playground shrinks, never raise it to let a
 /// change through without saying why in BENCHMARKS.md.
-pub const BUDGET: Budget = Budget { first_visit: 780_000, total: 1_790_000 };
+pub const BUDGET: Budget = Budget { first_visit: 780_000, total: 1_835_000 };
 
 /// The two limits the playground's download is held to, in bytes gzipped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,7 +165,7 @@ fn without_hash(name: &str) -> String {
         None => (name, ""),
     };
     match stem.rsplit_once('-') {
-        Some((base, hash)) if hash.len() == 16 && hash.chars().all(|c| c.is_ascii_hexdigit()) => {
+        Some((base, hash)) if (8..=16).contains(&hash.len()) && hash.chars().all(|c| c.is_ascii_hexdigit()) => {
             format!("{base}{rest}")
         }
         _ => name.to_owned(),
