@@ -5,11 +5,13 @@
 //! statement it follows (in our words); docs/API-SEMANTICS.md lists them.
 
 use recon_abi::event::{CORE_V1, EVENTS_V1};
-use recon_abi::{Action, Object, ObjectKey, Outcome, Patch, PatchParams, Status, StatusReason};
+use recon_abi::{Action, Object, ObjectKey, Patch, PatchParams, StatusReason};
 use recon_sdk::events::{EventType, Reporter, event_about};
-use recon_sim::api::Request;
-use recon_sim::{Event, Reply, Sim};
+use recon_sim::{Event, Sim};
 use serde_json::{Value, json};
+
+mod common;
+use common::write;
 
 /// One API server, two nodes, a pod bound to node-2 and one not bound.
 fn cluster() -> Sim {
@@ -30,17 +32,6 @@ objects:
 "#;
     let scenario = recon_scenario::parse("events.yaml", yaml).expect("test scenario parses");
     Sim::new(&scenario, Box::new(|_| None)).expect("no controllers needed")
-}
-
-fn write(sim: &mut Sim, at: u64, action: Action) -> Result<Option<Object>, Status> {
-    sim.run_until(at);
-    let id = sim.request("apiserver-1", Request::Write(action)).unwrap();
-    sim.run_until(at + 100);
-    match sim.responses(id) {
-        [Reply::Written { outcome: Outcome::Ok(object), .. }] => Ok(object.clone()),
-        [Reply::Written { outcome: Outcome::Err(status), .. }] => Err(status.clone()),
-        other => panic!("expected one write result, got {other:?}"),
-    }
 }
 
 fn stored(sim: &Sim, key: &ObjectKey) -> Object {

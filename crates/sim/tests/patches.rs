@@ -3,10 +3,12 @@
 //! Each test names the Kubernetes documentation statement (or RFC) it
 //! follows, in our words; docs/API-SEMANTICS.md lists them.
 
-use recon_abi::{Action, Object, ObjectKey, Outcome, Patch, PatchParams, Status, StatusReason};
-use recon_sim::api::Request;
-use recon_sim::{Event, Reply, Sim};
+use recon_abi::{Action, Object, ObjectKey, Patch, PatchParams, Status, StatusReason};
+use recon_sim::{Event, Sim};
 use serde_json::{Value, json};
+
+mod common;
+use common::write;
 
 const DEPLOYMENT: &str = r#"
   - apiVersion: apps/v1
@@ -71,18 +73,6 @@ fn merge(key: ObjectKey, body: Value) -> Action {
 
 fn apply(manager: &str, body: Value) -> Action {
     patch(web(), Patch::Apply(body), PatchParams::apply(manager))
-}
-
-/// Sends `action` at `at`, runs 100ms, returns the one answer.
-fn write(sim: &mut Sim, at: u64, action: Action) -> Result<Option<Object>, Status> {
-    sim.run_until(at);
-    let id = sim.request("apiserver-1", Request::Write(action)).unwrap();
-    sim.run_until(at + 100);
-    match sim.responses(id) {
-        [Reply::Written { outcome: Outcome::Ok(object), .. }] => Ok(object.clone()),
-        [Reply::Written { outcome: Outcome::Err(status), .. }] => Err(status.clone()),
-        other => panic!("expected one write result, got {other:?}"),
-    }
 }
 
 fn ok(sim: &mut Sim, at: u64, action: Action) -> Object {
