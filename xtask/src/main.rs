@@ -275,6 +275,7 @@ fn build_web() -> Result<PathBuf, String> {
         .arg(&dist)
         .arg(root.join("index.html"))
         .current_dir(&root))?;
+    refuse_unsatisfiable_imports(&dist)?;
     let shipped = dist.join("plugins");
     std::fs::create_dir_all(&shipped).map_err(|e| format!("cannot create {}: {e}", shipped.display()))?;
     for name in plugin_packages(&root.join("plugins"))? {
@@ -283,6 +284,26 @@ fn build_web() -> Result<PathBuf, String> {
             .map_err(|e| format!("cannot copy {file} into the playground: {e}"))?;
     }
     Ok(dist)
+}
+
+/// Fails when a program's JS glue `require`s a module: wasm-bindgen writes
+/// that for a wasm import it does not provide (a plugin's `recon.log`, say,
+/// linked into the worker), and no browser has `require`, so the program
+/// would never start — a worker that silently never answers.
+fn refuse_unsatisfiable_imports(dist: &Path) -> Result<(), String> {
+    let entries = std::fs::read_dir(dist).map_err(|e| format!("cannot read {}: {e}", dist.display()))?;
+    for path in entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "js")) {
+        let glue = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if let Some(at) = glue.find("require(") {
+            let import = glue[at..].lines().next().unwrap_or_default();
+            return Err(format!(
+                "{} imports what no browser provides ({import}): a wasm import that only a plugin's host \
+                 satisfies was linked into the playground",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The package names of the crates under `dir`, sorted.
@@ -311,5 +332,23 @@ fn target_dir(root: &Path) -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) => root.join(dir),
         None => root.join("target"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_glue_that_requires_a_module_is_refused_with_the_import_named() {
+        let dir = std::env::temp_dir().join(format!("recon-xtask-imports-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("recon-web.js"), "const imports = { wbg: {} };\n").unwrap();
+        assert_eq!(refuse_unsatisfiable_imports(&dir), Ok(()));
+        std::fs::write(dir.join("recon-worker.js"), "let x;\n    const import1 = require(\"recon\");\n").unwrap();
+        let error = refuse_unsatisfiable_imports(&dir).unwrap_err();
+        assert!(error.contains("recon-worker.js") && error.contains("require(\"recon\")"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -150,7 +150,7 @@ pub fn unknown_controller(name: &str) -> String {
 #[cfg(feature = "controllers")]
 pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
     let instance: Box<dyn Instance> = match name {
-        "configmap-generator" => Box::new(recon_kube::Native(recon_plugin_configmap_generator::controller())),
+        "configmap-generator" => Box::new(recon_kube::Native::new(recon_plugin_configmap_generator::controller())),
         "database-operator" => Box::new(recon_plugin_database_operator::controller()),
         "deployment" => Box::new(recon_plugin_deployment::controller()),
         "garbage-collector" => Box::new(GarbageCollector::new()),
@@ -158,7 +158,7 @@ pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
         "kubelet-fixed" => Box::new(KubeletFixed::new()),
         "replicaset" => Box::new(ReplicaSetController::new()),
         "scheduler" => Box::new(Scheduler::new()),
-        "secret-syncer" => Box::new(recon_kube::Native(recon_plugin_secret_syncer::controller())),
+        "secret-syncer" => Box::new(recon_kube::Native::new(recon_plugin_secret_syncer::controller())),
         "statefulset" => Box::new(StatefulSetController::new()),
         "template" => Box::new(recon_plugin_template::controller()),
         _ => return None,

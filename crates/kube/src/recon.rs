@@ -432,16 +432,40 @@ fn feed(state: &Rc<RefCell<State>>, watch: usize, input: WatchInput<'_>, call: &
 /// A [`Plugin`] linked natively: a panic in `main`, a reconcile or an
 /// error policy crashes this component only, with the panic's message as
 /// the reason, as the same panic traps a Wasm plugin.
+///
+/// What the plugin logs reaches the trace as a Wasm plugin's `recon.log`
+/// lines do.
 #[derive(Debug)]
-pub struct Native(pub Plugin);
+pub struct Native {
+    plugin: Plugin,
+    /// Logged since the simulator last took them.
+    logs: Vec<String>,
+}
+
+impl Native {
+    /// Links `plugin` natively.
+    pub fn new(plugin: Plugin) -> Native {
+        Native { plugin, logs: Vec::new() }
+    }
+
+    fn call<T>(&mut self, export: &str, call: impl FnOnce(&mut Plugin) -> T) -> Result<T, recon_abi::Crash> {
+        let (result, lines) = recon_sdk::capture_logs(|| catching(export, || call(&mut self.plugin)));
+        self.logs.extend(lines);
+        result
+    }
+}
 
 impl recon_abi::Instance for Native {
     fn init(&mut self, config: &ComponentConfig) -> Result<Manifest, recon_abi::Crash> {
-        catching("recon_init", || recon_abi::Controller::init(&mut self.0, config))
+        self.call("recon_init", |plugin| recon_abi::Controller::init(plugin, config))
     }
 
     fn handle(&mut self, input: &Input) -> Result<Output, recon_abi::Crash> {
-        catching("recon_handle", || recon_abi::Controller::handle(&mut self.0, input))
+        self.call("recon_handle", |plugin| recon_abi::Controller::handle(plugin, input))
+    }
+
+    fn take_logs(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.logs)
     }
 }
 

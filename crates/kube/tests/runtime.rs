@@ -272,9 +272,19 @@ fn nothing_is_reconciled_before_the_first_list() {
 
 #[test]
 fn a_panicking_main_crashes_only_its_instance_with_the_message() {
-    let mut native = recon_kube::Native(Plugin::new("broken", || async { Err::<(), String>("no kubeconfig".into()) }));
+    let mut native = recon_kube::Native::new(Plugin::new("broken", || async { Err::<(), String>("no kubeconfig".into()) }));
     let crash = recon_abi::Instance::init(&mut native, &recon_abi::ComponentConfig::default()).unwrap_err();
     assert!(crash.reason.contains("main returned an error: \"no kubeconfig\""), "{crash}");
+}
+
+#[test]
+fn a_main_that_returns_says_so_in_the_log_natively_as_in_wasm() {
+    // A Wasm plugin's line goes to `recon.log`; linked natively, the same
+    // line must reach the trace through `take_logs`, or the two differ.
+    let mut native = recon_kube::Native::new(Plugin::new("done", || async { Ok::<(), String>(()) }));
+    recon_abi::Instance::init(&mut native, &recon_abi::ComponentConfig::default()).unwrap();
+    assert_eq!(recon_abi::Instance::take_logs(&mut native), ["main returned; the controller does nothing more"]);
+    assert!(recon_abi::Instance::take_logs(&mut native).is_empty(), "taken once");
 }
 
 #[test]
@@ -386,7 +396,7 @@ fn a_reconcile_that_panics_crashes_its_instance_with_the_panic_message() {
     async fn panicking(_map: Arc<ConfigMap>, _ctx: Arc<()>) -> Result<Action, Error> {
         panic!("the map has no owner");
     }
-    let mut native = recon_kube::Native(Plugin::new("panicking", || async {
+    let mut native = recon_kube::Native::new(Plugin::new("panicking", || async {
         let client = Client::try_default().await?;
         Controller::new(Api::<ConfigMap>::all(client), watcher::Config::default())
             .run(panicking, |_, _, _| Action::await_change(), Arc::new(()))

@@ -200,6 +200,7 @@ mod instance {
         // drop the first for nothing.
         static HOOK: std::sync::Once = std::sync::Once::new();
         HOOK.call_once(|| std::panic::set_hook(Box::new(|info| crate::log(&super::panic_line(info)))));
+        super::LOG_TO_HOST.set(true);
         GUEST.with_borrow_mut(|guest| packed(guest.init(make, from_i32(address), from_i32(len))))
     }
 
@@ -221,14 +222,43 @@ pub fn panic_line(info: &std::panic::PanicHookInfo<'_>) -> String {
     format!("panicked at {location}: {message}")
 }
 
-/// Writes a line to the component's log: the `recon.log` import on wasm32
-/// (imported only by plugins that call this; the SDK calls it when a
-/// plugin panics), nothing natively.
+/// Writes a line to the component's log.
+///
+/// In a Wasm plugin (once its `recon_init` export has run) the line goes to
+/// the host's `recon.log` import, which the host bounds and puts in the
+/// trace. Linked natively, it is kept for [`capture_logs`] when a call is
+/// being captured, and dropped otherwise.
+///
+/// The import is reached only through `recon_init`'s switch, never from
+/// this function directly, so a wasm32 program that links a controller
+/// without exporting it (the playground's worker) imports nothing: a
+/// `recon.log` import there could not be satisfied and would keep the
+/// whole program from loading.
 pub fn log(line: &str) {
-    #[cfg(target_arch = "wasm32")]
-    import::log(line);
-    #[cfg(not(target_arch = "wasm32"))]
-    let _ = line;
+    let captured = CAPTURED.with_borrow_mut(|captured| captured.as_mut().map(|lines| lines.push(line.to_owned())).is_some());
+    if !captured && LOG_TO_HOST.get() {
+        #[cfg(target_arch = "wasm32")]
+        import::log(line);
+    }
+}
+
+/// Runs `call` and returns what it logged with [`log`], for an adapter that
+/// links a controller natively and reports its log as the host reports a
+/// Wasm plugin's (`recon_abi::Instance::take_logs`). Calls nest: the inner
+/// one takes its own lines.
+pub fn capture_logs<T>(call: impl FnOnce() -> T) -> (T, Vec<String>) {
+    let outer = CAPTURED.with_borrow_mut(|captured| captured.replace(Vec::new()));
+    let result = call();
+    let lines = CAPTURED.with_borrow_mut(|captured| std::mem::replace(captured, outer)).unwrap_or_default();
+    (result, lines)
+}
+
+thread_local! {
+    /// Lines logged inside [`capture_logs`], innermost call's.
+    static CAPTURED: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
+    /// Set by the `recon_init` export: this module is a plugin and its host
+    /// provides `recon.log`.
+    static LOG_TO_HOST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -329,6 +359,20 @@ mod tests {
     use super::*;
     use crate::testing::{input, listed, pod};
     use recon_abi::{Action, ListMode, Manifest, Output, WatchSpec};
+
+    #[test]
+    fn captured_calls_take_their_own_lines_and_nothing_is_kept_outside_one() {
+        log("before: dropped natively");
+        let (((), inner), outer) = capture_logs(|| {
+            log("outer 1");
+            let inner = capture_logs(|| log("inner"));
+            log("outer 2");
+            inner
+        });
+        assert_eq!(inner, ["inner"]);
+        assert_eq!(outer, ["outer 1", "outer 2"]);
+        assert_eq!(capture_logs(|| ()).1, Vec::<String>::new());
+    }
 
     #[test]
     fn the_panic_line_names_the_location_and_the_message_as_the_host_expects() {

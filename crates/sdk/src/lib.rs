@@ -60,7 +60,7 @@ pub mod typed;
 pub use recon_abi as abi;
 
 pub use cache::{Cache, Change};
-pub use guest::log;
+pub use guest::{capture_logs, log};
 pub use in_flight::{Answered, InFlight, RETRY_AFTER_MS};
 pub use index::Index;
 pub use reconcile::{Context, ListParams, Reconciler, Requeue, Runtime};
