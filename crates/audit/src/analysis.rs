@@ -107,6 +107,14 @@ struct OpenView {
     pods: Option<Vec<ObjectId>>,
 }
 
+/// An object a list showed out of date, and whether it was gone (deleted,
+/// being deleted, or its name taken by a new incarnation) rather than
+/// merely changed.
+struct Shown {
+    step: Step,
+    gone: bool,
+}
+
 /// What the analysis keeps per client.
 #[derive(Clone, Debug, Default)]
 struct ClientState {
@@ -295,7 +303,15 @@ impl Analysis {
             && self.history.writes_after(resource, &uri.namespace, Some(r.source), served, r.received).0 > 0;
         let items = e.response_object.as_ref().and_then(|o| o.items.as_deref()).unwrap_or(&[]);
         let shown = self.shown_out_of_date(resource, &uri.namespace, items, r);
-        if behind_client.is_none() && !quorum_behind {
+        // A list that may be served from a cache, shown objects that had
+        // already been deleted or replaced: a controller that acts on it
+        // acts on objects that are gone, as #59848's kubelet does (node
+        // agents have their own judgement of pods, below).
+        let shows_gone = !mode.must_be_current()
+            && served < cluster
+            && self.clients[c].node().is_none()
+            && shown.iter().any(|s| s.gone);
+        if behind_client.is_none() && !quorum_behind && !shows_gone {
             return;
         }
         let audited = self.history.audits(resource);
@@ -329,7 +345,8 @@ impl Analysis {
                 },
                 k.revision
             ),
-            None => "though it had to be the most recent state, ".to_string(),
+            None if quorum_behind => "though it had to be the most recent state, ".to_string(),
+            None => "showing objects already gone, ".to_string(),
         };
         steps.push(Step {
             time: time::format_short(r.at),
@@ -341,7 +358,7 @@ impl Analysis {
             location: Some(self.location(r)),
         });
         for s in shown.iter().take(SHOWN_LISTED) {
-            steps.push(s.clone());
+            steps.push(s.step.clone());
         }
         if shown.len() > SHOWN_LISTED {
             steps.push(Step {
@@ -380,7 +397,13 @@ impl Analysis {
                         _ => "observed",
                     }
                 ),
-                None => "below writes that had completed before a read that had to be the most recent".to_string(),
+                None if quorum_behind => {
+                    "below writes that had completed before a read that had to be the most recent".to_string()
+                }
+                None => format!(
+                    "{} behind the latest revision in the logs ({cluster}), showing objects that had already been deleted or replaced",
+                    cluster - served
+                ),
             }
         );
         let needed = behind_client.map_or(cluster, |k| k.revision);
@@ -640,7 +663,7 @@ impl Analysis {
         namespace: &str,
         items: &[crate::event::Item],
         r: &Record,
-    ) -> Vec<Step> {
+    ) -> Vec<Shown> {
         let before = r.received;
         let mut steps = Vec::new();
         for item in items {
@@ -657,6 +680,7 @@ impl Analysis {
                 continue;
             }
             let uid = &item.metadata.uid;
+            let gone = (now.uid != *uid && !uid.is_empty()) || matches!(now.change, Change::Deleted | Change::Terminating);
             let what = if now.uid != *uid && !uid.is_empty() {
                 let end = h.after(shown, before).find(|v| v.uid == *uid && matches!(v.change, Change::Deleted));
                 let end = end.map_or(String::new(), |v| {
@@ -682,11 +706,12 @@ impl Analysis {
                     ),
                 }
             };
-            steps.push(Step {
+            let step = Step {
                 time: time::format_short(r.at),
                 text: format!("it still shows {id} (uid {}) at revision {shown}: {what}", short_uid(uid)),
                 location: None,
-            });
+            };
+            steps.push(Shown { step, gone });
         }
         steps
     }

@@ -149,6 +149,22 @@ fn the_59848_run_shows_the_kubelet_its_deleted_pod_from_the_partitioned_api_serv
 }
 
 #[test]
+fn a_restarted_controller_shown_its_deleted_owner_by_a_lagging_cache_acts_on_it() {
+    // The generator restarts onto apiserver-2, whose cache still holds the
+    // ConfigMapGenerator deleted at revision 4; it lists at revision 3 and
+    // applies the ConfigMap of a generator that is gone. Its own writes
+    // and reads reached only revision 3 (the deletion came by watch, which
+    // is not audited), so only the gone object shows the list was stale.
+    let (_, report) = audit("configmap-generator-stale-cache");
+    let stale = findings(&report, FindingKind::StaleRead, "configmap-generator");
+    let list = stale.iter().find(|f| f.headline.contains("listed configmapgenerators")).expect("the stale list");
+    assert_eq!((list.served_revision, list.location.server.as_str()), (Some(3), "apiserver-2"), "{}", report.text());
+    assert!(list.headline.contains("already been deleted or replaced"), "{}", list.headline);
+    assert!(list.steps.iter().any(|s| s.text.contains("deleted at revision 4")), "{}", report.text());
+    assert!(list.acted && list.acted_on.iter().any(|a| a.write.starts_with("patch configmaps")), "{}", report.text());
+}
+
+#[test]
 fn the_flapping_replicaset_controller_acts_on_its_stale_lists_with_the_create_the_simulator_blamed() {
     for (name, controller) in [("replicaset-flapping", "replicaset-controller"), ("leader-failover", "replicaset-b")] {
         let (trace, report) = audit(name);
