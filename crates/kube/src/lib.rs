@@ -74,8 +74,9 @@
 //! so may every kind declared with [`Plugin::allow`] (the ClusterRole of a
 //! kind only used inside reconciles); the
 //! first list after a (re)start reads as the strictest
-//! [`watcher::Config`](runtime::watcher::Config) asks (`Any` by default,
-//! as kube's). A `main` that returns an error ends the instance, as the
+//! [`watcher::Config`](runtime::watcher::Config) asks (by default, as
+//! kube's, `MostRecent`: a quorum read; `any_semantic()` reads the API
+//! server's cache, however stale). A `main` that returns an error ends the instance, as the
 //! process would exit.
 //!
 //! # What a plugin cannot do

@@ -140,7 +140,7 @@ fn start(log: &Log, failing: &'static str) -> Plugin {
     assert_eq!(manifest.name, "maps");
     let watched: Vec<&str> = manifest.watches.iter().map(|w| w.kind.as_str()).collect();
     assert_eq!(watched, ["ConfigMap", "Secret"]);
-    assert_eq!(manifest.list_mode, ListMode::Any, "kube's watcher lists from any cache by default");
+    assert_eq!(manifest.list_mode, ListMode::Quorum, "kube's watcher lists the most recent state by default");
     assert!(manifest.allows(Verb::Patch, "ConfigMap") && manifest.allows(Verb::Get, "Secret"));
     plugin
 }

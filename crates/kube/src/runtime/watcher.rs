@@ -104,11 +104,13 @@ where
 /// What a list may return (`resourceVersion` of the first list).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ListSemantic {
-    /// The most recent state (`resourceVersion` unset): a quorum read.
+    /// The most recent state (`resourceVersion` unset): a quorum read,
+    /// kube's default.
+    #[default]
     MostRecent,
     /// Any state the API server has, however old (`resourceVersion="0"`):
-    /// kube's default, and the stale first list of issue #59848.
-    #[default]
+    /// cheaper, and what kube suggests for controllers, but a relist after
+    /// a restart may go back in time, as issue #59848's kubelet did.
     Any,
 }
 
@@ -123,7 +125,7 @@ pub enum InitialListStrategy {
 }
 
 /// What a watch selects and how it lists, as kube's `watcher::Config`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// Label selector, e.g. `app=web`.
     pub label_selector: Option<String>,
@@ -142,6 +144,22 @@ pub struct Config {
     pub bookmarks: bool,
 }
 
+/// kube's defaults: a quorum list (`ListSemantic::MostRecent`) then a
+/// watch, with bookmarks, in pages of 500.
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            label_selector: None,
+            field_selector: None,
+            timeout: None,
+            list_semantic: ListSemantic::MostRecent,
+            initial_list_strategy: InitialListStrategy::ListWatch,
+            page_size: Some(500),
+            bookmarks: true,
+        }
+    }
+}
+
 impl Config {
     /// Only objects whose labels match `label_selector`.
     #[must_use]
@@ -157,7 +175,8 @@ impl Config {
         self
     }
 
-    /// The first list reads any state (`resourceVersion="0"`, the default).
+    /// The first list reads any state the API server has
+    /// (`resourceVersion="0"`), from its cache.
     #[must_use]
     pub fn any_semantic(mut self) -> Self {
         self.list_semantic = ListSemantic::Any;
@@ -178,7 +197,7 @@ impl Config {
         self
     }
 
-    /// Asks for bookmarks.
+    /// Asks for no bookmarks.
     #[must_use]
     pub fn disable_bookmarks(mut self) -> Self {
         self.bookmarks = false;
@@ -267,3 +286,23 @@ pub trait WatchStreamExt: Stream {
 }
 
 impl<S: Stream> WatchStreamExt for S {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use recon_abi::ListMode;
+
+    #[test]
+    fn the_default_lists_the_most_recent_state_as_kubes_watcher_does() {
+        // kube-runtime's `watcher::Config::default()`: `ListSemantic`'s
+        // default is `MostRecent` (resourceVersion unset, a quorum read),
+        // with bookmarks on and pages of 500; `any_semantic()` opts into
+        // `resourceVersion="0"`, served from the API server's cache.
+        let default = Config::default();
+        assert_eq!(default.list_mode(), ListMode::Quorum);
+        assert!(default.bookmarks);
+        assert_eq!(default.page_size, Some(500));
+        assert_eq!(Config::default().any_semantic().list_mode(), ListMode::Any);
+        assert_eq!(Config::default().any_semantic().streaming_lists().list_mode(), ListMode::Consistent);
+    }
+}
