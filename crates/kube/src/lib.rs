@@ -32,8 +32,9 @@
 //!   host's informers (so as stale as the simulated cache), requeues on
 //!   virtual time, [`finalizer()`](runtime::finalizer()), and the
 //!   [`watcher()`](runtime::watcher()) stream with `reflector` and
-//!   `WatchStreamExt`. Not yet: `events::Recorder`, `reconcile_all_on`,
-//!   `reconcile_on`, `graceful_shutdown_on`, `for_stream`.
+//!   `WatchStreamExt`, and [`events`](runtime::events)' `Recorder`. Not
+//!   yet: `reconcile_all_on`, `reconcile_on`, `graceful_shutdown_on`,
+//!   `for_stream`.
 //! - [`recon`]: [`Plugin`], the Recon controller that runs the
 //!   controller's `main` on a single-threaded, deterministic executor
 //!   ([`executor`]): a call of the plugin feeds the host's input to the

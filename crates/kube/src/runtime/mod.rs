@@ -10,6 +10,7 @@
 //! stale exactly when the simulated informer cache is.
 
 pub mod controller;
+pub mod events;
 pub mod finalizer;
 pub mod reflector;
 pub mod watcher;
