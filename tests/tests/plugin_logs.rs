@@ -72,3 +72,19 @@ fn a_panicking_sdk_plugin_crashes_with_its_panic_message_and_location() {
     let lines = logged(&trace);
     assert!(lines.iter().any(|(_, l)| l.starts_with("panicked at tests/plugins/logging/src/lib.rs:")), "{lines:?}");
 }
+
+#[test]
+fn a_plugin_that_reads_the_real_clock_crashes_saying_it_has_none_and_what_to_use() {
+    let trace = run("readClockAtMs: 1000");
+    let reason = trace
+        .entries
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::ComponentCrashed { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("the plugin crashes");
+    assert!(reason.contains("time not implemented on this platform"), "{reason}");
+    assert!(reason.contains("a plugin has no clock: use the virtual time of its input"), "{reason}");
+    assert!(!reason.contains('\n'), "one line: {reason}");
+}

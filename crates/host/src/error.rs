@@ -50,12 +50,15 @@ pub enum PluginError {
     /// The module imports something other than `recon.log`, for example WASI.
     /// Build for `wasm32-unknown-unknown` (not `wasm32-wasip1`) and do not
     /// call APIs that need the outside world (clocks, randomness, files).
-    #[error("{name} imports {import}, but plugins may only import recon.log")]
+    #[error("{name} imports {import}, but plugins may only import recon.log{instead}")]
     Import {
         /// The plugin.
         name: String,
         /// The import, as `module.name`.
         import: String,
+        /// What to do instead, when the import's module says which
+        /// toolchain put it there (WASI, wasm-bindgen); else empty.
+        instead: &'static str,
     },
     /// The module imports `recon.log` with the wrong type. Declare it as
     /// `(func (param i32 i32))`: a pointer and a length.

@@ -70,7 +70,8 @@ pub(crate) fn validate(name: &str, bytes: &[u8], limits: &Limits) -> Result<(), 
                             // Escaped: the names are the module's bytes, and a
                             // refusal is one line whatever they hold.
                             let import = format!("{}.{}", module.escape_debug(), field.escape_debug());
-                            return Err(PluginError::Import { name: name_(), import });
+                            let instead = import_instead(module);
+                            return Err(PluginError::Import { name: name_(), import, instead });
                         }
                     }
                 }
@@ -285,5 +286,17 @@ fn kind_name(kind: ExternalKind) -> &'static str {
         ExternalKind::Memory => "a memory",
         ExternalKind::Global => "a global",
         ExternalKind::Tag => "a tag",
+    }
+}
+
+/// What to do instead of an import a plugin may not have, by the toolchain
+/// that put it there; empty when the module says nothing about it.
+fn import_instead(module: &str) -> &'static str {
+    if module.starts_with("wasi") {
+        " (a WASI import: build for wasm32-unknown-unknown, not wasm32-wasip1, and use no clock, file or randomness)"
+    } else if module == "__wbindgen_placeholder__" || module == "wbg" {
+        " (a wasm-bindgen import: a plugin uses neither wasm-bindgen, js-sys nor web-sys)"
+    } else {
+        ""
     }
 }

@@ -219,7 +219,25 @@ pub use instance::{alloc, handle, init};
 pub fn panic_line(info: &std::panic::PanicHookInfo<'_>) -> String {
     let location = info.location().map_or_else(|| "an unknown location".to_owned(), ToString::to_string);
     let message = info.payload_as_str().unwrap_or("a panic with a non-string payload");
-    format!("panicked at {location}: {message}")
+    format!("panicked at {location}: {message}{}", instead_of(message))
+}
+
+/// What a plugin should use instead, when a panic is the standard
+/// library's (or tokio's) answer to something the sandbox does not have;
+/// else empty. A plugin has no clock, no threads and no runtime of its
+/// own: its time is the virtual time each call brings.
+pub fn instead_of(message: &str) -> &'static str {
+    if message.contains("time not implemented on this platform") {
+        " (a plugin has no clock: use the virtual time of its input, Input::time_ms; \
+         with kube, kube::recon::now_ms, and kube::recon::sleep or Action::requeue to wait)"
+    } else if message.contains("must be called from the context of a Tokio") {
+        " (a plugin has no tokio runtime: with kube, wait with kube::recon::sleep or Action::requeue; \
+         futures run on the plugin's own executor)"
+    } else if message.contains("failed to spawn thread") {
+        " (a plugin has no threads: with kube, every future runs on the plugin's own executor)"
+    } else {
+        ""
+    }
 }
 
 /// Writes a line to the component's log.
@@ -359,6 +377,15 @@ mod tests {
     use super::*;
     use crate::testing::{input, listed, pod};
     use recon_abi::{Action, ListMode, Manifest, Output, WatchSpec};
+
+    #[test]
+    fn a_panic_for_what_the_sandbox_lacks_says_what_to_use_instead() {
+        // What `Instant::now()` panics with on wasm32-unknown-unknown.
+        assert!(instead_of("time not implemented on this platform").contains("no clock"));
+        assert!(instead_of("there is no reactor running, must be called from the context of a Tokio 1.x runtime")
+            .contains("kube::recon::sleep"));
+        assert_eq!(instead_of("the pod web-0 has no node"), "");
+    }
 
     #[test]
     fn captured_calls_take_their_own_lines_and_nothing_is_kept_outside_one() {

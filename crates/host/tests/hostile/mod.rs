@@ -351,7 +351,8 @@ pub const CASES: &[Case] = &[
         module: wat!("import_wasi"),
         limits: DEFAULT,
         stage: Stage::Load,
-        message: "import_wasi.wasm imports wasi_snapshot_preview1.fd_write, but plugins may only import recon.log",
+        message: "import_wasi.wasm imports wasi_snapshot_preview1.fd_write, but plugins may only import recon.log \
+                  (a WASI import: build for wasm32-unknown-unknown, not wasm32-wasip1, and use no clock, file or randomness)",
         whole: true,
         refused: &[],
     },
