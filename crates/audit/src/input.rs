@@ -52,11 +52,15 @@ pub const PROBLEMS_KEPT: usize = 20;
 pub struct ReadOptions {
     /// Events of one file held back to restore their order (default [`REORDER_WINDOW`]).
     pub reorder_window: usize,
+    /// Also keep each event's request and response objects whole
+    /// ([`Record::bodies`]), as a replay needs them; the analysis does
+    /// not, and reads faster without (default false).
+    pub keep_bodies: bool,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { reorder_window: REORDER_WINDOW }
+        ReadOptions { reorder_window: REORDER_WINDOW, keep_bodies: false }
     }
 }
 
@@ -96,6 +100,22 @@ pub struct Record {
     pub received: Micros,
     /// `stageTimestamp`.
     pub at: Micros,
+    /// The request and response objects whole, when the reader was asked
+    /// to keep them ([`ReadOptions::keep_bodies`]).
+    pub bodies: Option<Box<Bodies>>,
+}
+
+/// An event's request and response objects as the log has them, every
+/// field kept (a [`Event`] keeps only what the analysis reads).
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Bodies {
+    /// `requestObject`.
+    #[serde(default)]
+    pub request_object: Option<serde_json::Value>,
+    /// `responseObject`.
+    #[serde(default)]
+    pub response_object: Option<serde_json::Value>,
 }
 
 /// What was wrong with a line or a file.
@@ -250,6 +270,7 @@ struct FileReader {
     seen_event: bool,
     bytes: u64,
     window_size: usize,
+    keep_bodies: bool,
 }
 
 impl FileReader {
@@ -266,6 +287,7 @@ impl FileReader {
             seen_event: false,
             bytes: 0,
             window_size: options.reorder_window.max(1),
+            keep_bodies: options.keep_bodies,
         };
         match open_maybe_gzip(&file.path) {
             Ok(input) => reader.input = Some(input),
@@ -370,7 +392,10 @@ impl FileReader {
                         continue;
                     }
                     self.seen_event = true;
-                    return Some(Record { source: self.source, line: self.line, event, received, at });
+                    // A second reading of the same line, only when asked:
+                    // the bodies are most of a line's bytes.
+                    let bodies = self.keep_bodies.then(|| Box::new(serde_json::from_slice(text).unwrap_or_default()));
+                    return Some(Record { source: self.source, line: self.line, event, received, at, bodies });
                 }
                 Err((kind, detail)) => {
                     let detail = if kind == ProblemKind::Truncated && !terminated {
@@ -542,6 +567,7 @@ pub fn read_events(name: &str, input: impl Read + 'static) -> (Vec<Record>, Prob
         seen_event: false,
         bytes: 0,
         window_size: REORDER_WINDOW,
+        keep_bodies: false,
     };
     let mut records = Vec::new();
     while let Some(r) = reader.next(&mut problems) {
