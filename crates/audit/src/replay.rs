@@ -288,7 +288,10 @@ impl Builder {
             return;
         }
         let bodies = r.bodies.as_deref();
-        let response = bodies.and_then(|b| b.response_object.as_ref());
+        // A subresource's body (a Scale, a Binding) is not the object.
+        let response = bodies
+            .and_then(|b| b.response_object.as_ref())
+            .filter(|_| matches!(uri.subresource.as_str(), "" | "status"));
         self.learn_kind(&resource, &uri, response);
         let component = self.component(r, server);
         match e.verb.as_str() {
@@ -365,15 +368,21 @@ impl Builder {
         if kind.is_empty() || kind == "Status" || kind == "Table" {
             return;
         }
-        let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
+        let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
         let namespaced = !uri.namespace.is_empty()
             || body.pointer("/metadata/namespace").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
         let entry = self.kinds.entry(resource.clone()).or_insert_with(|| {
             (
                 kind.to_string(),
-                KindSeen { api_version, plural: uri.resource.clone(), namespaced: false, status: false },
+                KindSeen { api_version: api_version.to_string(), plural: uri.resource.clone(), namespaced: false, status: false },
             )
         });
+        // An object's own apiVersion names its group even where the
+        // request's path does not (a list's may be the core version).
+        let object_version = body.pointer("/items/0/apiVersion").and_then(Value::as_str).unwrap_or(&api_version);
+        if object_version.contains('/') && !entry.1.api_version.contains('/') {
+            entry.1.api_version = object_version.to_string();
+        }
         entry.1.namespaced |= namespaced;
         entry.1.status |= uri.subresource == "status";
     }
@@ -493,12 +502,14 @@ impl Builder {
 
     fn write(&mut self, r: &Record, uri: &RequestUri, resource: &Resource, server: usize, component: Option<usize>) {
         let e = &r.event;
-        let response = r.bodies.as_deref().and_then(|b| b.response_object.as_ref());
+        let whole = r.bodies.as_deref().and_then(|b| b.response_object.as_ref());
         let request = r.bodies.as_deref().and_then(|b| b.request_object.as_ref());
-        let committed = response
+        let committed = whole
             .and_then(|b| b.pointer("/metadata/resourceVersion"))
             .and_then(Value::as_str)
             .and_then(|v| v.parse::<u64>().ok());
+        // A subresource's body (a Scale, a Binding) is not the object.
+        let response = whole.filter(|_| matches!(uri.subresource.as_str(), "" | "status"));
         if let Some(rev) = committed {
             self.commits.insert(rev, r.at);
             if self.commits.len() > COMMITS_KEPT {
@@ -767,11 +778,12 @@ impl Builder {
             }))
             .collect();
         let mut crds = Vec::new();
-        for (resource, (kind, seen)) in &self.kinds {
-            if !used.contains(kind.as_str()) || declared.get(kind).is_some() || resource.group.is_empty() {
+        for (kind, seen) in self.kinds.values() {
+            // The group is the body's: a custom resource's apiVersion is `group/version`.
+            let Some((group, version)) = seen.api_version.split_once('/') else { continue };
+            if !used.contains(kind.as_str()) || declared.get(kind).is_some() || crds.iter().any(|c: &Object| c.metadata.name == format!("{}.{group}", seen.plural)) {
                 continue;
             }
-            let version = seen.api_version.rsplit('/').next().unwrap_or("v1");
             let mut v = json!({ "name": version, "served": true, "storage": true });
             if seen.status {
                 v["subresources"] = json!({ "status": {} });
@@ -779,9 +791,9 @@ impl Builder {
             let crd = json!({
                 "apiVersion": "apiextensions.k8s.io/v1",
                 "kind": recon_scenario::CRD_KIND,
-                "metadata": { "name": format!("{}.{}", seen.plural, resource.group) },
+                "metadata": { "name": format!("{}.{group}", seen.plural) },
                 "spec": {
-                    "group": resource.group,
+                    "group": group,
                     "names": { "kind": kind, "plural": seen.plural },
                     "scope": if seen.namespaced { "Namespaced" } else { "Cluster" },
                     "versions": [v],
