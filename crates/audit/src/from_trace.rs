@@ -207,7 +207,9 @@ fn add_bodies(line: &mut serde_json::Value, entry: &TraceEvent, objects: &dyn Fn
     use serde_json::Value;
     let whole = |revision: u64, written: &Value| -> Option<Value> {
         let mut body = serde_json::to_value(objects(revision)?).ok()?;
-        if let (Some(meta), Some(said)) = (body.get_mut("metadata").and_then(Value::as_object_mut), written.get("metadata")) {
+        if let (Some(meta), Some(said)) =
+            (body.get_mut("metadata").and_then(Value::as_object_mut), written.get("metadata"))
+        {
             // The fields the event set stand: the store's copy may spell them otherwise.
             for field in ["resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"] {
                 match said.get(field) {

@@ -355,9 +355,9 @@ impl Builder {
     }
 
     fn node_named(&mut self, name: &str) -> &mut Node {
-        self.nodes.entry(name.to_string()).or_insert_with(|| {
-            serde_json::from_value(json!({ "name": name })).expect("a node needs only its name")
-        })
+        self.nodes
+            .entry(name.to_string())
+            .or_insert_with(|| serde_json::from_value(json!({ "name": name })).expect("a node needs only its name"))
     }
 
     /// Remembers a resource's kind, API version and scope from a body.
@@ -374,7 +374,12 @@ impl Builder {
         let entry = self.kinds.entry(resource.clone()).or_insert_with(|| {
             (
                 kind.to_string(),
-                KindSeen { api_version: api_version.to_string(), plural: uri.resource.clone(), namespaced: false, status: false },
+                KindSeen {
+                    api_version: api_version.to_string(),
+                    plural: uri.resource.clone(),
+                    namespaced: false,
+                    status: false,
+                },
             )
         });
         // An object's own apiVersion names its group even where the
@@ -468,8 +473,7 @@ impl Builder {
 
     /// Judges what a read says of its API server's staleness.
     fn staleness(&mut self, r: &Record, server: usize, mode: &ReadMode, served: u64) {
-        let missed_since =
-            self.commits.range(served + 1..).next().map(|(_, t)| *t).filter(|t| *t < r.received);
+        let missed_since = self.commits.range(served + 1..).next().map(|(_, t)| *t).filter(|t| *t < r.received);
         let state = &mut self.server_state[server];
         if mode.must_be_current() {
             Self::reached_etcd(state, r.at);
@@ -532,7 +536,11 @@ impl Builder {
         match response.filter(|_| is_response_object) {
             Some(body) => self.see(resource, body, created, r),
             None if !self.objects.contains_key(&key) && !created => {
-                self.note("an object first seen in a write without its body", r, format!("{} {resource} {name}", e.verb));
+                self.note(
+                    "an object first seen in a write without its body",
+                    r,
+                    format!("{} {resource} {name}", e.verb),
+                );
             }
             None => {}
         }
@@ -592,7 +600,11 @@ impl Builder {
             }
             ("update" | "patch", "") => {
                 let Some(after) = response.and_then(|b| clean(b, false)) else {
-                    return self.note("a user's write without the object it left (logged below RequestResponse)", r, what);
+                    return self.note(
+                        "a user's write without the object it left (logged below RequestResponse)",
+                        r,
+                        what,
+                    );
                 };
                 let before = before.unwrap_or(Value::Null);
                 if kind == "Node" {
@@ -608,7 +620,13 @@ impl Builder {
                 } else {
                     match serde_json::from_value::<Object>(after) {
                         Ok(object) => StepAction::Apply { object, via },
-                        Err(err) => return self.note("a user's write whose object is not a manifest", r, format!("{what}: {err}")),
+                        Err(err) => {
+                            return self.note(
+                                "a user's write whose object is not a manifest",
+                                r,
+                                format!("{what}: {err}"),
+                            );
+                        }
                     }
                 }
             }
@@ -623,7 +641,8 @@ impl Builder {
     /// creation, the object existed before the logs and starts the scenario.
     fn see(&mut self, resource: &Resource, body: &Value, created: bool, r: &Record) {
         let Some(cleaned) = clean(body, true) else { return };
-        let meta = |f: &str| body.pointer(&format!("/metadata/{f}")).and_then(Value::as_str).unwrap_or_default().to_string();
+        let meta =
+            |f: &str| body.pointer(&format!("/metadata/{f}")).and_then(Value::as_str).unwrap_or_default().to_string();
         let key = (resource.clone(), meta("namespace"), meta("name"));
         let first = !self.objects.contains_key(&key);
         self.objects.insert(key.clone(), ObjectSeen { last: Some(cleaned.clone()) });
@@ -632,7 +651,8 @@ impl Builder {
         }
         if cleaned.get("kind").and_then(Value::as_str) == Some("Node") {
             let node = self.node_named(&key.2);
-            if let Some(labels) = body.pointer("/metadata/labels").and_then(|l| serde_json::from_value(l.clone()).ok()) {
+            if let Some(labels) = body.pointer("/metadata/labels").and_then(|l| serde_json::from_value(l.clone()).ok())
+            {
                 node.labels = labels;
             }
             let pods = body.pointer("/status/capacity/pods");
@@ -649,7 +669,11 @@ impl Builder {
             );
         }
         if body.pointer("/metadata/deletionTimestamp").is_some() {
-            self.note("an object being deleted when first seen (it starts the replay alive)", r, format!("{} {}", key.0, key.2));
+            self.note(
+                "an object being deleted when first seen (it starts the replay alive)",
+                r,
+                format!("{} {}", key.0, key.2),
+            );
         }
         self.initial.push(cleaned);
     }
@@ -669,7 +693,8 @@ impl Builder {
         let duration = Millis((end_ms / 1000 + 1) * 1000 + MARGIN_MS);
         let mut api_servers = Vec::new();
         for (i, name) in self.servers.iter().enumerate() {
-            let mut server: ApiServer = serde_json::from_value(json!({ "name": name })).expect("a server needs only its name");
+            let mut server: ApiServer =
+                serde_json::from_value(json!({ "name": name })).expect("a server needs only its name");
             let state = &mut self.server_state[i];
             if let Some(from) = state.cut_off.take() {
                 state.partitions.push((from, None));
@@ -755,12 +780,17 @@ impl Builder {
             script: self.script,
             ..scenario
         };
-        let notes = notes
-            .into_iter()
-            .map(|(reason, (count, first))| {
-                if count == 1 { format!("{reason}: {first}") } else { format!("{reason} ({count}×), first {first}") }
-            })
-            .collect();
+        let notes =
+            notes
+                .into_iter()
+                .map(|(reason, (count, first))| {
+                    if count == 1 {
+                        format!("{reason}: {first}")
+                    } else {
+                        format!("{reason} ({count}×), first {first}")
+                    }
+                })
+                .collect();
         Ok(Replay { scenario, notes, plugins_needed, problems })
     }
 
@@ -781,7 +811,10 @@ impl Builder {
         for (kind, seen) in self.kinds.values() {
             // The group is the body's: a custom resource's apiVersion is `group/version`.
             let Some((group, version)) = seen.api_version.split_once('/') else { continue };
-            if !used.contains(kind.as_str()) || declared.get(kind).is_some() || crds.iter().any(|c: &Object| c.metadata.name == format!("{}.{group}", seen.plural)) {
+            if !used.contains(kind.as_str())
+                || declared.get(kind).is_some()
+                || crds.iter().any(|c: &Object| c.metadata.name == format!("{}.{group}", seen.plural))
+            {
                 continue;
             }
             let mut v = json!({ "name": version, "served": true, "storage": true });

@@ -7,7 +7,9 @@
 
 use std::path::{Path, PathBuf};
 
-use recon_audit::{FindingKind, LogFile, ReadOptions, Replay, ReplayError, Report, analyze, audit_logs_with_objects, replay};
+use recon_audit::{
+    FindingKind, LogFile, ReadOptions, Replay, ReplayError, Report, analyze, audit_logs_with_objects, replay,
+};
 use recon_scenario::{Check, Scenario, StepAction};
 use recon_sim::Sim;
 use recon_trace::Trace;
@@ -49,7 +51,8 @@ fn library(name: &str) -> Scenario {
 /// The replay written as `recon audit --scenario` writes it, and read back
 /// as `recon run` reads it.
 fn reload(replay: &Replay) -> Scenario {
-    recon_scenario::parse("replay.yaml", &replay.to_yaml()).unwrap_or_else(|e| panic!("the replay loads: {e}\n{}", replay.to_yaml()))
+    recon_scenario::parse("replay.yaml", &replay.to_yaml())
+        .unwrap_or_else(|e| panic!("the replay loads: {e}\n{}", replay.to_yaml()))
 }
 
 fn violated(trace: &Trace) -> Vec<Check> {
@@ -77,7 +80,8 @@ fn round_trip(name: &str) -> RoundTrip {
 }
 
 fn clients_with_findings(report: &Report) -> Vec<(FindingKind, String)> {
-    let mut found: Vec<(FindingKind, String)> = report.findings.iter().map(|f| (f.kind, f.client.username.clone())).collect();
+    let mut found: Vec<(FindingKind, String)> =
+        report.findings.iter().map(|f| (f.kind, f.client.username.clone())).collect();
     found.sort_by(|a, b| (a.0 as u8, &a.1).cmp(&(b.0 as u8, &b.1)));
     found.dedup();
     found
@@ -99,7 +103,12 @@ fn replaying_the_59848_audit_reproduces_the_stale_list_and_the_double_start() {
     assert_eq!(violated(&rt.replayed_trace), [Check::PodIdentity, Check::StatefulSetOrdinals, Check::TimeTravel]);
     assert!(rt.original.acted_on_stale_read && rt.replayed.acted_on_stale_read);
     assert_eq!(clients_with_findings(&rt.replayed), clients_with_findings(&rt.original));
-    assert!(rt.replayed.findings.iter().any(|f| f.kind == FindingKind::NodeAgentShownGonePod && f.location.server == "apiserver-2"));
+    assert!(
+        rt.replayed
+            .findings
+            .iter()
+            .any(|f| f.kind == FindingKind::NodeAgentShownGonePod && f.location.server == "apiserver-2")
+    );
 }
 
 /// Every scenario of the library, through its audit logs and back: the
@@ -122,7 +131,10 @@ fn every_library_scenario_replays_from_its_audit_logs_and_invents_no_stale_read(
         let rt = round_trip(name);
         let original = clients_with_findings(&rt.original);
         for found in clients_with_findings(&rt.replayed) {
-            assert!(original.contains(&found), "{name}: the replay's logs show {found:?}, the original's only {original:?}");
+            assert!(
+                original.contains(&found),
+                "{name}: the replay's logs show {found:?}, the original's only {original:?}"
+            );
         }
         if !rt.original.acted_on_stale_read {
             assert!(!rt.replayed.acted_on_stale_read, "{name}: {}", rt.replayed.text());
@@ -189,7 +201,9 @@ fn a_hand_written_log_becomes_the_scenario_its_parts_say() {
         .iter()
         .map(|step| {
             let what = match &step.action {
-                StepAction::Create { object, via } => format!("create {} via {}", object.kind, via.as_deref().unwrap_or("")),
+                StepAction::Create { object, via } => {
+                    format!("create {} via {}", object.kind, via.as_deref().unwrap_or(""))
+                }
                 StepAction::Scale { target, replicas, .. } => format!("scale {} {replicas}", target.kind),
                 StepAction::Cordon { node } => format!("cordon {node}"),
                 StepAction::Delete { target, cascade, .. } => format!("delete {} {cascade:?}", target.name),
@@ -211,7 +225,10 @@ fn a_hand_written_log_becomes_the_scenario_its_parts_say() {
     );
     // What could not be carried over, each with its file and line.
     let notes = replay.notes.join("\n");
-    assert!(notes.contains("a user's write to a subresource other than scale") && notes.contains("apiserver-a.jsonl:9:"), "{notes}");
+    assert!(
+        notes.contains("a user's write to a subresource other than scale") && notes.contains("apiserver-a.jsonl:9:"),
+        "{notes}"
+    );
     assert!(notes.contains("a user's create without its body") && notes.contains("apiserver-a.jsonl:10:"), "{notes}");
     // Written, it loads; the operator's line says what to upload, and
     // without that plugin the simulator refuses to guess.

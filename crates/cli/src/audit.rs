@@ -56,7 +56,8 @@ pub fn audit(args: Args) -> ExitCode {
 /// with their bodies), says on standard error what could not be carried
 /// over, and checks that the scenario loads as `recon run` would load it.
 fn write_scenario(files: &[LogFile], out: &Path) -> Result<(), String> {
-    let replay = recon_audit::replay(files, &ReadOptions::default()).map_err(|e| format!("recon audit --scenario: {e}"))?;
+    let replay =
+        recon_audit::replay(files, &ReadOptions::default()).map_err(|e| format!("recon audit --scenario: {e}"))?;
     let text = replay.to_yaml();
     std::fs::write(out, &text).map_err(|e| format!("{}: cannot write the scenario: {e}", out.display()))?;
     eprintln!(
@@ -76,9 +77,12 @@ fn write_scenario(files: &[LogFile], out: &Path) -> Result<(), String> {
         );
     }
     // The scenario is written even when it does not load, so that it can be fixed by hand.
-    recon_scenario::parse(&out.display().to_string(), &text)
-        .map(|_| ())
-        .map_err(|e| format!("{e}\n{}: written, but it does not load (above); edit it or report the logs that made it", out.display()))
+    recon_scenario::parse(&out.display().to_string(), &text).map(|_| ()).map_err(|e| {
+        format!(
+            "{e}\n{}: written, but it does not load (above); edit it or report the logs that made it",
+            out.display()
+        )
+    })
 }
 
 fn exit_status(report: &Report) -> ExitCode {

@@ -198,7 +198,11 @@ fn a_replay_names_the_plugins_to_upload_and_what_it_left_out() {
     let err = stderr(&out);
     assert!(err.contains("component my-operator: no built-in controller recognised"), "{err}");
     assert!(err.contains("--plugin my-operator=YOUR.wasm"), "{err}");
-    assert!(err.contains("not carried over: a user's write to a subresource other than scale:") && err.contains("apiserver-a.jsonl:9:"), "{err}");
+    assert!(
+        err.contains("not carried over: a user's write to a subresource other than scale:")
+            && err.contains("apiserver-a.jsonl:9:"),
+        "{err}"
+    );
     let run = recon(&["run", replay.to_str().unwrap()]);
     assert_eq!(run.status.code(), Some(2), "without its plugin the operator cannot run");
     assert!(stderr(&run).contains("unknown controller \"my-operator\""), "{}", stderr(&run));
