@@ -157,7 +157,7 @@ pub fn replay(files: &[LogFile], options: &ReadOptions) -> Result<Replay, Replay
     let options = ReadOptions { keep_bodies: true, ..*options };
     let mut logs = MergedLogs::open(files, &options);
     let mut builder = Builder::new(files);
-    while let Some(record) = logs.next() {
+    for record in logs.by_ref() {
         builder.feed(&record);
     }
     builder.finish(logs.problems)
@@ -384,7 +384,7 @@ impl Builder {
         });
         // An object's own apiVersion names its group even where the
         // request's path does not (a list's may be the core version).
-        let object_version = body.pointer("/items/0/apiVersion").and_then(Value::as_str).unwrap_or(&api_version);
+        let object_version = body.pointer("/items/0/apiVersion").and_then(Value::as_str).unwrap_or(api_version);
         if object_version.contains('/') && !entry.1.api_version.contains('/') {
             entry.1.api_version = object_version.to_string();
         }

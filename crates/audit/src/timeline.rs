@@ -58,7 +58,7 @@ pub fn timeline_of(files: &[LogFile], inputs: Vec<Box<dyn BufRead>>, options: &R
 fn draw(files: &[LogFile], mut logs: MergedLogs) -> AuditTimeline {
     let mut analysis = Analysis::new(files);
     let mut drawing = Drawing::new(files);
-    while let Some(record) = logs.next() {
+    for record in logs.by_ref() {
         let before = analysis.findings().len();
         analysis.feed(&record);
         let entry = drawing.feed(&record);
