@@ -194,6 +194,12 @@ impl Analysis {
         }
     }
 
+    /// The findings so far (a finding is made at the event that shows it;
+    /// what it acted on grows as later events come).
+    pub fn findings(&self) -> &[Finding] {
+        &self.findings
+    }
+
     /// Takes the next event (in `stageTimestamp` order across the logs).
     pub fn feed(&mut self, r: &Record) {
         self.events += 1;

@@ -50,11 +50,25 @@ pub struct ServerLog {
     pub events: usize,
 }
 
-/// The run's audit logs, one per API server in the scenario's order.
+/// The run's audit logs, one per API server in the scenario's order, with
+/// the objects' identities and versions but not their bodies (the trace
+/// does not keep them; [`audit_logs_with_objects`] adds them).
 ///
 /// Fails only on a trace whose request text it cannot read (a trace from
 /// another version of the simulator), naming the entry.
 pub fn audit_logs(trace: &Trace) -> Result<Vec<ServerLog>, String> {
+    audit_logs_with_objects(trace, &|_| None)
+}
+
+/// The run's audit logs with whole objects in the request and response
+/// bodies, as a real API server logs them at `RequestResponse`: `objects`
+/// gives the object a write committed at a revision (the run's store keeps
+/// them), or `None` where it is not known (then only the identity and
+/// version are written). A replay ([`crate::replay`]) needs the bodies.
+pub fn audit_logs_with_objects(
+    trace: &Trace,
+    objects: &dyn Fn(u64) -> Option<recon_abi::Object>,
+) -> Result<Vec<ServerLog>, String> {
     let mut logs: Vec<ServerLog> = trace
         .lanes
         .iter()
@@ -64,7 +78,9 @@ pub fn audit_logs(trace: &Trace) -> Result<Vec<ServerLog>, String> {
     for entry in &trace.entries {
         let Some((server, event)) = event_for(trace, entry)? else { continue };
         let Some(log) = logs.iter_mut().find(|l| l.server == server) else { continue };
-        log.text.push_str(&serde_json::to_string(&event).expect("an audit event is plain data"));
+        let mut line = serde_json::to_value(&event).expect("an audit event is plain data");
+        add_bodies(&mut line, &entry.event, objects);
+        log.text.push_str(&line.to_string());
         log.text.push('\n');
         log.events += 1;
     }
@@ -181,6 +197,64 @@ fn event_for(trace: &Trace, entry: &Entry) -> Result<Option<(String, Event)>, St
         _ => return Ok(None),
     };
     Ok(Some((server, event)))
+}
+
+/// Puts whole objects in an event's bodies where `objects` knows them,
+/// keeping the version, uid and deletion fields the event already says
+/// (the object committed at a revision is the response of the write that
+/// committed it, and what a read showed of it).
+fn add_bodies(line: &mut serde_json::Value, entry: &TraceEvent, objects: &dyn Fn(u64) -> Option<recon_abi::Object>) {
+    use serde_json::Value;
+    let whole = |revision: u64, written: &Value| -> Option<Value> {
+        let mut body = serde_json::to_value(objects(revision)?).ok()?;
+        if let (Some(meta), Some(said)) =
+            (body.get_mut("metadata").and_then(Value::as_object_mut), written.get("metadata"))
+        {
+            // The fields the event set stand: the store's copy may spell them otherwise.
+            for field in ["resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"] {
+                match said.get(field) {
+                    Some(v) => meta.insert(field.to_string(), v.clone()),
+                    None => meta.remove(field),
+                };
+            }
+        }
+        Some(body)
+    };
+    match entry {
+        TraceEvent::StoreWrite { revision, verb, .. } => {
+            if let Some(body) = line.get("responseObject").and_then(|said| whole(*revision, said)) {
+                if *verb != Verb::Delete
+                    && let Some(said) = line.get("requestObject")
+                {
+                    // The request carries the object as sent: no version yet.
+                    let mut request = body.clone();
+                    if let Some(meta) = request.get_mut("metadata").and_then(Value::as_object_mut) {
+                        meta.remove("resourceVersion");
+                        match said.pointer("/metadata/uid") {
+                            Some(uid) => meta.insert("uid".into(), uid.clone()),
+                            None => meta.remove("uid"),
+                        };
+                    }
+                    line["requestObject"] = request;
+                }
+                line["responseObject"] = body;
+            }
+        }
+        TraceEvent::ListServed { objects: shown, .. } => {
+            if let Some(items) = line.pointer_mut("/responseObject/items").and_then(Value::as_array_mut) {
+                for (item, o) in items.iter_mut().zip(shown) {
+                    if let Some(body) = whole(o.revision, item) {
+                        *item = body;
+                    }
+                }
+            } else if let Some(o) = shown.first()
+                && let Some(body) = line.get("responseObject").and_then(|said| whole(o.revision, said))
+            {
+                line["responseObject"] = body;
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Fills in a write's verb, URI, object reference and request body.

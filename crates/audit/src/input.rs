@@ -52,11 +52,15 @@ pub const PROBLEMS_KEPT: usize = 20;
 pub struct ReadOptions {
     /// Events of one file held back to restore their order (default [`REORDER_WINDOW`]).
     pub reorder_window: usize,
+    /// Also keep each event's request and response objects whole
+    /// ([`Record::bodies`]), as a replay needs them; the analysis does
+    /// not, and reads faster without (default false).
+    pub keep_bodies: bool,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        ReadOptions { reorder_window: REORDER_WINDOW }
+        ReadOptions { reorder_window: REORDER_WINDOW, keep_bodies: false }
     }
 }
 
@@ -96,6 +100,22 @@ pub struct Record {
     pub received: Micros,
     /// `stageTimestamp`.
     pub at: Micros,
+    /// The request and response objects whole, when the reader was asked
+    /// to keep them ([`ReadOptions::keep_bodies`]).
+    pub bodies: Option<Box<Bodies>>,
+}
+
+/// An event's request and response objects as the log has them, every
+/// field kept (a [`Event`] keeps only what the analysis reads).
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Bodies {
+    /// `requestObject`.
+    #[serde(default)]
+    pub request_object: Option<serde_json::Value>,
+    /// `responseObject`.
+    #[serde(default)]
+    pub response_object: Option<serde_json::Value>,
 }
 
 /// What was wrong with a line or a file.
@@ -250,10 +270,27 @@ struct FileReader {
     seen_event: bool,
     bytes: u64,
     window_size: usize,
+    keep_bodies: bool,
 }
 
 impl FileReader {
     fn open(source: usize, file: &LogFile, options: &ReadOptions, problems: &mut Problems) -> FileReader {
+        let mut reader = FileReader::reading(source, file, None, options);
+        match open_maybe_gzip(&file.path) {
+            Ok(input) => reader.input = Some(input),
+            Err(e) => problems.push(Problem {
+                file: reader.name.clone(),
+                line: 0,
+                kind: ProblemKind::Unreadable,
+                detail: format!("cannot read it: {e}"),
+                refused: true,
+            }),
+        }
+        reader
+    }
+
+    /// A reader of `input`, named after `file`.
+    fn reading(source: usize, file: &LogFile, input: Option<Box<dyn BufRead>>, options: &ReadOptions) -> FileReader {
         let name = file.path.display().to_string();
         let mut reader = FileReader {
             source,
@@ -266,17 +303,9 @@ impl FileReader {
             seen_event: false,
             bytes: 0,
             window_size: options.reorder_window.max(1),
+            keep_bodies: options.keep_bodies,
         };
-        match open_maybe_gzip(&file.path) {
-            Ok(input) => reader.input = Some(input),
-            Err(e) => problems.push(Problem {
-                file: reader.name.clone(),
-                line: 0,
-                kind: ProblemKind::Unreadable,
-                detail: format!("cannot read it: {e}"),
-                refused: true,
-            }),
-        }
+        reader.input = input;
         reader
     }
 
@@ -370,7 +399,10 @@ impl FileReader {
                         continue;
                     }
                     self.seen_event = true;
-                    return Some(Record { source: self.source, line: self.line, event, received, at });
+                    // A second reading of the same line, only when asked:
+                    // the bodies are most of a line's bytes.
+                    let bodies = self.keep_bodies.then(|| Box::new(serde_json::from_slice(text).unwrap_or_default()));
+                    return Some(Record { source: self.source, line: self.line, event, received, at, bodies });
                 }
                 Err((kind, detail)) => {
                     let detail = if kind == ProblemKind::Truncated && !terminated {
@@ -424,13 +456,16 @@ fn trim_ascii(b: &[u8]) -> &[u8] {
 /// Opens a file, decompressing it if it starts with the gzip magic bytes
 /// (whatever its name), so rotated and compressed logs read alike.
 fn open_maybe_gzip(path: &Path) -> io::Result<Box<dyn BufRead>> {
-    let mut file = BufReader::with_capacity(1 << 16, File::open(path)?);
-    let head = file.fill_buf()?;
-    if head.starts_with(&[0x1f, 0x8b]) {
-        // Several gzip members in one file (concatenated rotations) read as one stream.
-        Ok(Box::new(BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(file))))
+    maybe_gunzip(Box::new(BufReader::with_capacity(1 << 16, File::open(path)?)))
+}
+
+/// An input decompressed if it starts with the gzip magic bytes.
+fn maybe_gunzip(mut input: Box<dyn BufRead>) -> io::Result<Box<dyn BufRead>> {
+    if input.fill_buf()?.starts_with(&[0x1f, 0x8b]) {
+        // Several gzip members in one input (concatenated rotations) read as one stream.
+        Ok(Box::new(BufReader::with_capacity(1 << 16, flate2::bufread::MultiGzDecoder::new(input))))
     } else {
-        Ok(Box::new(file))
+        Ok(input)
     }
 }
 
@@ -491,8 +526,13 @@ impl MergedLogs {
     /// [`MergedLogs::problems`], and the others are read.
     pub fn open(files: &[LogFile], options: &ReadOptions) -> MergedLogs {
         let mut problems = Problems::default();
-        let mut readers: Vec<FileReader> =
+        let readers: Vec<FileReader> =
             files.iter().enumerate().map(|(i, f)| FileReader::open(i, f, options, &mut problems)).collect();
+        MergedLogs::start(readers, problems)
+    }
+
+    /// Reads the first event of every file, to start the merge.
+    fn start(mut readers: Vec<FileReader>, mut problems: Problems) -> MergedLogs {
         let mut heads = BinaryHeap::new();
         let mut pending = Vec::with_capacity(readers.len());
         for r in &mut readers {
@@ -503,6 +543,31 @@ impl MergedLogs {
             pending.push(next);
         }
         MergedLogs { files: readers, heads, pending, problems, events: 0 }
+    }
+
+    /// Reads logs already open (or in memory), one input per file, in
+    /// the files' order; `files` name them. An input that starts with the
+    /// gzip magic bytes is decompressed, as a file is.
+    pub fn from_inputs(files: &[LogFile], inputs: Vec<Box<dyn BufRead>>, options: &ReadOptions) -> MergedLogs {
+        let mut problems = Problems::default();
+        let readers = files
+            .iter()
+            .zip(inputs)
+            .enumerate()
+            .map(|(i, (f, input))| {
+                let input = maybe_gunzip(input).map_err(|e| {
+                    problems.push(Problem {
+                        file: f.path.display().to_string(),
+                        line: 0,
+                        kind: ProblemKind::Unreadable,
+                        detail: format!("cannot read it: {e}"),
+                        refused: true,
+                    })
+                });
+                FileReader::reading(i, f, input.ok(), options)
+            })
+            .collect();
+        MergedLogs::start(readers, problems)
     }
 
     /// Bytes of log text read so far (after decompression).
@@ -542,6 +607,7 @@ pub fn read_events(name: &str, input: impl Read + 'static) -> (Vec<Record>, Prob
         seen_event: false,
         bytes: 0,
         window_size: REORDER_WINDOW,
+        keep_bodies: false,
     };
     let mut records = Vec::new();
     while let Some(r) = reader.next(&mut problems) {

@@ -159,7 +159,7 @@ fn events_out_of_order_are_reordered_within_the_window_and_skipped_beyond_it() {
     assert!(!report.problems.any(), "{:?}", report.problems);
     assert_eq!(report.events, 4);
     // With a window of two, line 4 comes after a later event was passed on.
-    let report = analyze(&files, &ReadOptions { reorder_window: 2 }, |_| {});
+    let report = analyze(&files, &ReadOptions { reorder_window: 2, ..ReadOptions::default() }, |_| {});
     assert_eq!(report.events, 3);
     let p = &report.problems.kept[0];
     assert_eq!((p.kind, p.line, p.refused), (ProblemKind::OutOfOrder, 4, false));

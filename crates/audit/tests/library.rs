@@ -200,3 +200,70 @@ fn the_written_logs_are_the_same_bytes_on_every_run() {
 fn scratch_prefix() -> String {
     std::env::temp_dir().join(format!("recon-audit-library-{}", std::process::id())).display().to_string()
 }
+
+/// The #59848 run's logs drawn as a trace for the playground's timeline:
+/// a lane per API server (with its cache) and per client, the kubelet's
+/// relist from apiserver-2 a stale read on its lane, apiserver-2's cache
+/// band at the revision it answered, and the findings as violations whose
+/// explanations point at the entries they cite. Read from memory (gzip
+/// too, as a dropped file is) it is the same trace as from the files.
+#[test]
+fn the_59848_logs_draw_as_a_timeline_with_the_stale_list_marked_and_explained() {
+    let trace = run("pod-safety-59848");
+    let files = write_logs(&trace, &scratch("timeline"));
+    let drawn = recon_audit::timeline(&files, &ReadOptions::default());
+    let t = &drawn.trace;
+    let lane = |name: &str| t.lane_named(name).unwrap_or_else(|| panic!("a lane {name}: {:?}", t.lanes));
+    for name in [
+        "etcd",
+        "apiserver-1",
+        "apiserver-1 cache",
+        "apiserver-2",
+        "apiserver-2 cache",
+        "kubelet-node-1",
+        "statefulset-controller",
+        "scheduler",
+    ] {
+        lane(name);
+    }
+    assert!(
+        matches!(t.lane(lane("kubelet-node-1")).role, recon_trace::LaneRole::NodeAgent { node } if t.lane(node).name == "node-1")
+    );
+    let stale: Vec<_> = t.entries.iter().filter(|e| e.event.is_stale_read()).collect();
+    assert_eq!(stale.len(), 1, "{stale:?}");
+    let list = stale[0];
+    assert_eq!(list.lane, lane("kubelet-node-1"));
+    assert!(
+        matches!(&list.event, Event::ListServed { api_server, revision: 9, store_revision: 21, stale_ms, .. } if api_server == "apiserver-2" && *stale_ms > 2_900)
+    );
+    assert!(
+        t.entries
+            .iter()
+            .any(|e| e.lane == lane("apiserver-2 cache") && matches!(e.event, Event::CacheRelist { revision: 9, .. }))
+    );
+    let violations: Vec<_> = t.violations().map(|(e, check, _)| (e.id, check, e.causes.clone())).collect();
+    assert_eq!(violations.iter().map(|v| v.1).collect::<Vec<_>>(), [Check::TimeTravel, Check::PodIdentity]);
+    assert!(violations.iter().all(|v| v.2 == [list.id]), "both are caused by the stale list: {violations:?}");
+    assert_eq!(drawn.explanations.len(), drawn.report.findings.len());
+    for x in &drawn.explanations {
+        assert!(x.steps.iter().any(|s| s.entry == list.id), "{x:?}");
+        assert!(x.steps.iter().all(|s| t.get(s.entry).is_some()));
+    }
+    // The same logs from memory, one of them gzipped.
+    let inputs: Vec<Box<dyn std::io::BufRead>> = files
+        .iter()
+        .map(|f| {
+            let text = std::fs::read(&f.path).unwrap();
+            let bytes = if f.server == "apiserver-2" {
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                std::io::Write::write_all(&mut gz, &text).unwrap();
+                gz.finish().unwrap()
+            } else {
+                text
+            };
+            Box::new(std::io::Cursor::new(bytes)) as Box<dyn std::io::BufRead>
+        })
+        .collect();
+    let from_memory = recon_audit::timeline_of(&files, inputs, &ReadOptions::default());
+    assert_eq!(from_memory.trace.hash(), drawn.trace.hash());
+}

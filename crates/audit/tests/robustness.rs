@@ -36,7 +36,11 @@ fn every_line_is_an_event_or_a_problem(name: &str, lines: &[String]) {
     let path = scratch(name);
     std::fs::write(&path, lines.join("\n")).unwrap();
     // A window as long as the log: nothing is out of order, only malformed.
-    let report = analyze(&[LogFile::named_by_stem(path)], &ReadOptions { reorder_window: lines.len() + 1 }, |_| {});
+    let report = analyze(
+        &[LogFile::named_by_stem(path)],
+        &ReadOptions { reorder_window: lines.len() + 1, ..ReadOptions::default() },
+        |_| {},
+    );
     let problems: u64 = report.problems.counts.iter().map(|(_, n)| n).sum();
     assert_eq!(report.events + problems, lines.len() as u64, "{name}: {:?}", report.problems.counts);
     let _ = report.text();

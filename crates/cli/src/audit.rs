@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use recon_audit::{LogFile, Progress, ReadOptions, Report, analyze};
-use recon_trace::Trace;
 
 /// What `recon audit` was asked.
 pub struct Args {
@@ -19,6 +18,8 @@ pub struct Args {
     pub json: bool,
     /// Print progress on standard error even when it is not a terminal.
     pub progress: bool,
+    /// Also write a scenario replaying the logs here.
+    pub scenario: Option<PathBuf>,
 }
 
 /// Runs `recon audit`: exit 1 when a stale read was acted on, 0 when none
@@ -43,7 +44,45 @@ pub fn audit(args: Args) -> ExitCode {
     } else {
         say!("{}", report.text().trim_end());
     }
+    if let Some(out) = &args.scenario
+        && let Err(message) = write_scenario(&files, out)
+    {
+        return crate::bad_input(message);
+    }
     exit_status(&report)
+}
+
+/// Writes the scenario that replays the logs (a second reading of them,
+/// with their bodies), says on standard error what could not be carried
+/// over, and checks that the scenario loads as `recon run` would load it.
+fn write_scenario(files: &[LogFile], out: &Path) -> Result<(), String> {
+    let replay =
+        recon_audit::replay(files, &ReadOptions::default()).map_err(|e| format!("recon audit --scenario: {e}"))?;
+    let text = replay.to_yaml();
+    std::fs::write(out, &text).map_err(|e| format!("{}: cannot write the scenario: {e}", out.display()))?;
+    eprintln!(
+        "scenario {}: {} object(s), {} component(s), {} script step(s)",
+        out.display(),
+        replay.scenario.objects.len(),
+        replay.scenario.components.len(),
+        replay.scenario.script.len()
+    );
+    for note in &replay.notes {
+        eprintln!("not carried over: {note}");
+    }
+    for p in &replay.plugins_needed {
+        eprintln!(
+            "component {}: no built-in controller recognised for {}; run with --plugin {}=YOUR.wasm",
+            p.component, p.client, p.component
+        );
+    }
+    // The scenario is written even when it does not load, so that it can be fixed by hand.
+    recon_scenario::parse(&out.display().to_string(), &text).map(|_| ()).map_err(|e| {
+        format!(
+            "{e}\n{}: written, but it does not load (above); edit it or report the logs that made it",
+            out.display()
+        )
+    })
 }
 
 fn exit_status(report: &Report) -> ExitCode {
@@ -109,9 +148,13 @@ fn is_log_name(p: &Path) -> bool {
 }
 
 /// Writes a run's audit logs into `dir` (created if missing), one
-/// `<api-server>.jsonl` per API server, and says so on standard error.
-pub fn write_logs(dir: &Path, trace: &Trace) -> Result<(), String> {
-    let logs = recon_audit::audit_logs(trace)?;
+/// `<api-server>.jsonl` per API server, with the objects' bodies from the
+/// run's store, and says so on standard error.
+pub fn write_logs(dir: &Path, sim: &recon_sim::Sim) -> Result<(), String> {
+    // Each write's object, as the store committed it, fills the bodies.
+    let store = sim.store();
+    let logs =
+        recon_audit::audit_logs_with_objects(sim.trace(), &|revision| store.event(revision).map(|e| e.value.clone()))?;
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create the directory: {e}", dir.display()))?;
     for log in logs {
         let path = dir.join(format!("{}.jsonl", log.server));

@@ -139,6 +139,11 @@ enum Command {
         /// Print progress on standard error (it is printed anyway when standard error is a terminal).
         #[arg(long)]
         progress: bool,
+        /// Also write a scenario that replays the logs in the simulator
+        /// (objects as first seen, users' writes as the script, controllers
+        /// as components, the API servers' staleness as they showed it).
+        #[arg(long, value_name = "OUT.yaml")]
+        scenario: Option<PathBuf>,
     },
 }
 
@@ -162,8 +167,8 @@ fn main() -> ExitCode {
             })
         }
         Command::CheckPlugin { plugin, scenario } => plugins::check(&plugin, scenario.as_deref()),
-        Command::Audit { files, servers, json, progress } => {
-            audit::audit(audit::Args { files, servers, json, progress })
+        Command::Audit { files, servers, json, progress, scenario } => {
+            audit::audit(audit::Args { files, servers, json, progress, scenario })
         }
         Command::Controllers => {
             for b in recon_catalog::BUILTINS {
@@ -217,17 +222,18 @@ fn run(
         Err(message) => return bad_input(message),
     };
     sim.run();
+    // Written before the trace is taken: the logs' bodies come from the run's store.
+    if let Some(dir) = audit_log
+        && let Err(e) = audit::write_logs(dir, &sim)
+    {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
     let trace: Trace = sim.into_trace();
     if let Some(out) = trace_out
         && let Err(e) = std::fs::write(&out, trace.to_json())
     {
         eprintln!("cannot write the trace to {}: {e}", out.display());
-        return ExitCode::from(2);
-    }
-    if let Some(dir) = audit_log
-        && let Err(e) = audit::write_logs(dir, &trace)
-    {
-        eprintln!("{e}");
         return ExitCode::from(2);
     }
     let outcome = report::print(prepared.scenario(), &trace, timeline);

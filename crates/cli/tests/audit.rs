@@ -170,3 +170,40 @@ fn progress_is_printed_when_asked() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(stderr(&out).contains("read 6 events from 1 log(s)"), "{}", stderr(&out));
 }
+
+/// `recon audit --scenario`: #59848's logs become a scenario that `recon
+/// run` runs to the same violations, and whose own logs `recon audit`
+/// judges as it judged the original's (exit 1, the stale list found).
+#[test]
+fn the_59848_logs_replay_with_recon_run_and_audit_alike() {
+    let dir = logs_of("pod-safety-59848");
+    let replay = scratch("replay").join("replay.yaml");
+    let out = recon(&["audit", dir.to_str().unwrap(), "--scenario", replay.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    assert!(stderr(&out).contains("4 component(s), 3 script step(s)"), "{}", stderr(&out));
+    let replayed_logs = scratch("replayed-logs");
+    let run = recon(&["run", replay.to_str().unwrap(), "--audit-log", replayed_logs.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(1), "{}{}", stdout(&run), stderr(&run));
+    assert!(stdout(&run).contains("[pod identity] pod default/web-0 runs on two nodes at once"), "{}", stdout(&run));
+    let again = recon(&["audit", replayed_logs.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stdout(&again).contains("[#59848: node agent shown a gone pod, acted on]"), "{}", stdout(&again));
+}
+
+/// A log whose replay needs a plugin says so, and what it could not carry over, file and line.
+#[test]
+fn a_replay_names_the_plugins_to_upload_and_what_it_left_out() {
+    let replay = scratch("fixture-replay").join("replay.yaml");
+    let out = recon(&["audit", &fixture("replay"), "--scenario", replay.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert!(err.contains("component my-operator: no built-in controller recognised"), "{err}");
+    assert!(err.contains("--plugin my-operator=YOUR.wasm"), "{err}");
+    assert!(
+        err.contains("not carried over: a user's write to a subresource other than scale:")
+            && err.contains("apiserver-a.jsonl:9:"),
+        "{err}"
+    );
+    let run = recon(&["run", replay.to_str().unwrap()]);
+    assert_eq!(run.status.code(), Some(2), "without its plugin the operator cannot run");
+    assert!(stderr(&run).contains("unknown controller \"my-operator\""), "{}", stderr(&run));
+}
