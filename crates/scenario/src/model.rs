@@ -588,7 +588,10 @@ pub enum Check {
     /// A controller never creates a pod for a ReplicaSet that already has
     /// `spec.replicas` live pods in the store, nor deletes one when it has no
     /// more than that: a write that overshoots or undershoots was decided on
-    /// a view the store had moved past.
+    /// a view the store had moved past. StatefulSets are judged the same way,
+    /// with `maxUnavailable` (default 1) pods of leeway below; Deployments
+    /// through the live pods of all their ReplicaSets, within `maxSurge` and
+    /// `maxUnavailable` (docs/API-SEMANTICS.md, *Replica count*).
     ReplicaCount,
     /// Liveness, not safety: at the end of the run every ReplicaSet and
     /// StatefulSet runs as many containers as its `spec.replicas`. Off by
