@@ -35,6 +35,7 @@ macro_rules! in_59848 {
 
 in_59848!(
     infinite_loop,
+    requeue_spinner,
     deep_recursion,
     stack_exhaustion,
     memory_growth,

@@ -64,6 +64,7 @@ impl<T: Controller> Instance for T {
 /// Why a controller instance died, in one line that names the cause
 /// (e.g. "ran out of fuel after 10000000 units").
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Crash {
     /// The reason, in plain words.
     pub reason: String,
@@ -91,6 +92,7 @@ impl std::error::Error for Crash {}
 /// (re)start can go back in time. A controller declares its mode in its
 /// [`Manifest`]; a scenario may override it per component.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum ListMode {
     /// `resourceVersion="0"`: any state the API server has, usually its
@@ -112,6 +114,7 @@ pub enum ListMode {
 
 /// What the host tells a controller instance about itself.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ComponentConfig {
     /// The component's name, e.g. `kubelet-node-1`.
@@ -126,6 +129,7 @@ pub struct ComponentConfig {
 
 /// What a controller declares about itself: the host enforces it, like RBAC.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Manifest {
     /// Human-readable controller name, e.g. `kubelet`.
@@ -152,6 +156,7 @@ pub struct Manifest {
 
 /// One list+watch the host runs on the controller's behalf.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WatchSpec {
     /// Kind to watch, e.g. `Pod`.
@@ -169,6 +174,7 @@ pub struct WatchSpec {
 
 /// Permission to use some verbs on one kind.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WritePermission {
     /// The kind, e.g. `Pod`.
@@ -179,6 +185,7 @@ pub struct WritePermission {
 
 /// A write verb.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum Verb {
     /// Create an object.
@@ -229,6 +236,7 @@ impl fmt::Display for Verb {
 
 /// One call's worth of input.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Input {
     /// Virtual time in milliseconds: the only clock a controller may read.
@@ -243,6 +251,7 @@ pub struct Input {
 
 /// One thing a controller learns.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", tag = "type", deny_unknown_fields)]
 pub enum InputEvent {
     /// A list completed: replace everything known for this watch with `objects`.
@@ -282,6 +291,7 @@ pub type RequestId = u64;
 
 /// The outcome of one request: a write or a direct read.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ActionResult {
     /// The verb that was attempted.
@@ -300,6 +310,7 @@ pub struct ActionResult {
 /// a Kubernetes-style status.
 #[allow(clippy::large_enum_variant, reason = "a plain wire value, moved once per result")]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub enum Outcome {
     /// The write was applied; the object as stored (absent after a final
@@ -314,6 +325,7 @@ pub enum Outcome {
 /// What a direct list returns, as a Kubernetes list: the objects and the
 /// resourceVersion of the state they were read at.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObjectList {
     /// The revision of the state served (`metadata.resourceVersion` of the list).
@@ -327,6 +339,7 @@ pub struct ObjectList {
 
 /// A failed request, shaped like a Kubernetes `Status`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Status {
     /// HTTP status code.
@@ -339,6 +352,7 @@ pub struct Status {
 
 /// Why a request failed, as in Kubernetes' `metav1.StatusReason`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum StatusReason {
     /// 400: the request is invalid (e.g. a resourceVersion combination the table forbids).
     BadRequest,
@@ -390,6 +404,7 @@ impl fmt::Display for Status {
 
 /// A container the node's runtime is running.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Container {
     /// The pod incarnation it runs for.
@@ -400,6 +415,7 @@ pub struct Container {
 
 /// What a controller returns from one call.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Output {
     /// Effects to apply, in order.
@@ -436,6 +452,7 @@ impl Output {
 /// `resourceVersionMatch` of a list: how a list's `resourceVersion` is
 /// to be read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum ResourceVersionMatch {
     /// At least as new as the given resourceVersion (the default when one is given).
     NotOlderThan,
@@ -445,6 +462,7 @@ pub enum ResourceVersionMatch {
 
 /// One effect a controller asks the host to apply.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", tag = "type", deny_unknown_fields)]
 pub enum Action {
     /// Create an object (metadata.name, or generateName, must be set).
@@ -603,6 +621,7 @@ pub enum Action {
 /// What a delete does to the objects that name the deleted one as their
 /// owner (`DeleteOptions.propagationPolicy`, spelled as on the wire).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum PropagationPolicy {
     /// The owner is removed at once; the garbage collector deletes its
     /// dependents afterwards.

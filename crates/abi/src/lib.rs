@@ -17,6 +17,8 @@ mod controller;
 pub mod event;
 mod object;
 mod patch;
+#[cfg(feature = "schema")]
+pub mod schema;
 pub mod selector;
 mod time;
 

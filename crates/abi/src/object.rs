@@ -17,6 +17,7 @@ use serde_json::Value;
 /// and `reason`, a Secret's `type`) keep it in top-level fields of their
 /// own, which [`Object::other`] carries unchanged.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Object {
     /// Group and version, e.g. `v1` or `apps/v1`.
@@ -129,6 +130,7 @@ impl<'de> serde::de::Visitor<'de> for ObjectVisitor {
 
 /// Standard object metadata (the subset the simulator gives meaning to).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObjectMeta {
     /// Name, unique per kind and namespace.
@@ -177,6 +179,7 @@ pub struct ObjectMeta {
 /// The fields one manager owns through one kind of operation, as in
 /// Kubernetes' `metav1.ManagedFieldsEntry`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ManagedFieldsEntry {
     /// The field manager, e.g. `kubectl` or a controller's name.
@@ -207,6 +210,7 @@ fn is_zero(n: &i64) -> bool {
 
 /// A reference from an object to its owner (e.g. a Pod to its StatefulSet).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OwnerReference {
     /// Owner's group and version.
@@ -229,6 +233,7 @@ pub struct OwnerReference {
 /// Identifies an object by kind, namespace and name (not by uid: a deleted
 /// and recreated object has the same key).
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObjectKey {
     /// Kind, e.g. `Pod`.
@@ -259,6 +264,7 @@ impl fmt::Display for ObjectKey {
 
 /// Identifies one incarnation of a pod: the unit a node runs containers for.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodRef {
     /// Namespace of the pod.
@@ -339,6 +345,7 @@ impl Object {
 
 /// The type of a watch event, spelled as on the Kubernetes wire.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum EventType {
     /// The object appeared (or started to match the watch's selector).
@@ -365,6 +372,7 @@ impl fmt::Display for EventType {
 
 /// One event on a watch stream.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WatchEvent {
     /// What happened.

@@ -12,6 +12,7 @@ use serde_json::Value;
 /// The body is plain JSON: the simulator interprets it against the object
 /// as it is when the write reaches the store, as the API server does.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub enum Patch {
     /// `application/apply-patch+yaml`: server-side apply of a partial
@@ -53,6 +54,7 @@ impl Patch {
 
 /// The type of a patch, without its body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase")]
 pub enum PatchType {
     /// Server-side apply.
@@ -78,6 +80,7 @@ impl fmt::Display for PatchType {
 
 /// Options of a patch request.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PatchParams {
     /// `fieldManager`: who owns the fields this write sets. Required for

@@ -158,11 +158,11 @@ impl CompiledPlugin {
 impl Machine for Browser {
     type Error = JsValue;
 
-    fn reset_meters(&mut self, limits: &Limits) -> Result<(), String> {
+    fn reset_meters(&mut self, fuel: i64) -> Result<(), String> {
         // Set through `Reflect`, which reports what the setter throws. An i64
         // global holds a BigInt.
         let value = JsValue::from_str("value");
-        Reflect::set(&self.fuel, &value, &BigInt::from(limits.fuel_budget()))
+        Reflect::set(&self.fuel, &value, &BigInt::from(fuel))
             .and_then(|_| Reflect::set(&self.depth, &value, &JsValue::from(0)))
             .map(drop)
             .map_err(|e| message(&e))

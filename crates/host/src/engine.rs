@@ -136,10 +136,10 @@ impl CompiledPlugin {
 impl Machine for Wasmtime {
     type Error = wasmtime::Error;
 
-    fn reset_meters(&mut self, limits: &Limits) -> Result<(), String> {
-        let backstop = limits.fuel_budget().unsigned_abs().saturating_mul(BACKSTOP_FACTOR).saturating_add(1 << 20);
+    fn reset_meters(&mut self, fuel: i64) -> Result<(), String> {
+        let backstop = fuel.unsigned_abs().saturating_mul(BACKSTOP_FACTOR).saturating_add(1 << 20);
         self.fuel
-            .set(&mut self.store, Val::I64(limits.fuel_budget()))
+            .set(&mut self.store, Val::I64(fuel))
             .and_then(|()| self.depth.set(&mut self.store, Val::I32(0)))
             .and_then(|()| self.store.set_fuel(backstop))
             .map_err(|e| one_line(&e))

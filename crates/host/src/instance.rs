@@ -27,10 +27,10 @@ pub(crate) trait Machine {
     /// Why a call failed, in the engine's terms.
     type Error;
 
-    /// Fills the fuel meter with [`Limits::fuel_budget`] and sets the depth
-    /// meter to 0 (and rearms an engine backstop, if the engine has one).
-    /// Fails only on a host bug, with one line.
-    fn reset_meters(&mut self, limits: &Limits) -> Result<(), String>;
+    /// Fills the fuel meter with `fuel` (the call's [`Budget`]) and sets the
+    /// depth meter to 0 (and rearms an engine backstop, if the engine has
+    /// one). Fails only on a host bug, with one line.
+    fn reset_meters(&mut self, fuel: i64) -> Result<(), String>;
 
     /// The meters: the fuel left and the call depth.
     fn meters(&mut self) -> (i64, u32);
@@ -70,13 +70,67 @@ pub struct WasmInstance {
     machine: EngineInstance,
     fuel_used: u64,
     crashed: bool,
+    /// What the next (or current) call may spend.
+    budget: Budget,
+    /// The fuel `handle` calls spent in the virtual second they ran in.
+    second: SecondMeter,
+}
+
+/// What one call may spend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Budget {
+    /// [`Limits::fuel_per_call`].
+    Call,
+    /// What is left of [`Limits::fuel_per_virtual_second`] in the call's
+    /// virtual second, when that is less than a call's budget.
+    RestOfSecond { left: u64 },
+}
+
+impl Budget {
+    /// The fuel, as the instrumented counter (an `i64` global) holds it.
+    fn fuel(self, limits: &Limits) -> i64 {
+        match self {
+            Budget::Call => limits.fuel_budget(),
+            Budget::RestOfSecond { left, .. } => i64::try_from(left).unwrap_or(i64::MAX),
+        }
+    }
+}
+
+/// The fuel spent by `handle` calls in one virtual second.
+#[derive(Clone, Copy, Debug, Default)]
+struct SecondMeter {
+    /// Which second: `time_ms / 1000`.
+    second: u64,
+    /// The fuel spent in it so far.
+    used: u64,
+}
+
+impl SecondMeter {
+    /// The budget of a call at `time_ms`: a call's, unless less than that is
+    /// left of its virtual second (a new second starts afresh).
+    fn budget(&mut self, time_ms: u64, limits: &Limits) -> Budget {
+        let second = time_ms / 1000;
+        if second != self.second {
+            *self = SecondMeter { second, used: 0 };
+        }
+        let left = limits.fuel_per_virtual_second.saturating_sub(self.used);
+        if left < limits.fuel_per_call { Budget::RestOfSecond { left } } else { Budget::Call }
+    }
 }
 
 impl WasmInstance {
     /// Wraps a fresh instance after checking that `recon_abi_version`
     /// returns [`ABI_VERSION`].
     pub(crate) fn start(name: Arc<str>, limits: Limits, machine: EngineInstance) -> Result<WasmInstance, Crash> {
-        let mut wasm = WasmInstance { name, limits, machine, fuel_used: 0, crashed: false };
+        let mut wasm = WasmInstance {
+            name,
+            limits,
+            machine,
+            fuel_used: 0,
+            crashed: false,
+            budget: Budget::Call,
+            second: SecondMeter::default(),
+        };
         wasm.reset_meters()?;
         let found = wasm.machine.abi_version().map_err(|e| wasm.trapped("recon_abi_version", e))?;
         if found != ABI_VERSION as i32 {
@@ -142,14 +196,14 @@ impl WasmInstance {
     /// Fills the budget and empties the stack before a call.
     fn reset_meters(&mut self) -> Result<(), Crash> {
         self.machine
-            .reset_meters(&self.limits)
+            .reset_meters(self.budget.fuel(&self.limits))
             .map_err(|reason| self.crash("meters", format!("could not be reset (a host bug): {reason}")))
     }
 
     /// Records the fuel used by the call that just ended; returns the meters.
     fn read_meters(&mut self) -> (i64, u32) {
         let (fuel_left, depth) = self.machine.meters();
-        self.fuel_used = self.limits.fuel_budget().saturating_sub(fuel_left.max(0)).unsigned_abs();
+        self.fuel_used = self.budget.fuel(&self.limits).saturating_sub(fuel_left.max(0)).unsigned_abs();
         (fuel_left, depth)
     }
 
@@ -158,6 +212,11 @@ impl WasmInstance {
         let (fuel_left, depth) = self.read_meters();
         let memory_bytes = self.machine.memory_bytes();
         let mut reason = EngineInstance::trap(&error).explain(&self.limits, fuel_left, depth, memory_bytes);
+        // The crash entry says when; the reason says which budget ran out.
+        if let (Budget::RestOfSecond { .. }, true) = (self.budget, fuel_left < 0) {
+            let per_second = self.limits.fuel_per_virtual_second;
+            reason = format!("ran out of fuel for this virtual second (budget {per_second} per virtual second)");
+        }
         // A plain `unreachable` right after a panic hook's line is that
         // panic (Rust's abort): the line says far more than the trap.
         let plain = format!("trapped: {}", Trap::Unreachable);
@@ -188,7 +247,11 @@ impl Instance for WasmInstance {
     }
 
     fn handle(&mut self, input: &Input) -> Result<Output, Crash> {
-        let output: Output = self.call(Call::Handle, input)?;
+        self.budget = self.second.budget(input.time_ms, &self.limits);
+        let output = self.call(Call::Handle, input);
+        self.second.used = self.second.used.saturating_add(self.fuel_used);
+        self.budget = Budget::Call;
+        let output: Output = output?;
         let max = self.limits.max_actions_per_call;
         if output.actions.len() > max as usize {
             self.crashed = true;

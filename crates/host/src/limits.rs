@@ -25,6 +25,18 @@ pub struct Limits {
     /// 8 bytes (or table elements) a bulk memory or table instruction touches.
     /// Values above `i64::MAX` count as `i64::MAX`. Default: 1,000,000,000.
     pub fuel_per_call: u64,
+    /// The fuel for all the `handle` calls of one instance in one virtual
+    /// second (from `time_ms` 1000·k to 1000·(k+1)). A call gets the smaller
+    /// of [`Limits::fuel_per_call`] and what is left of its second, so a plugin
+    /// that spends its whole budget on every call and asks to be called
+    /// again every millisecond runs out at the same instruction in every
+    /// engine, after at most this much work per simulated second, rather
+    /// than costing a second of real time per simulated millisecond.
+    /// `recon_init` is not counted (it is one call per instance, and
+    /// restarts back off by a second or more). Default: 2,000,000,000, two
+    /// calls' worth (the busiest built-in controller spends about 15,000,000
+    /// in a virtual second of the library's scenarios).
+    pub fuel_per_virtual_second: u64,
     /// How deeply calls may nest inside the plugin: the exported function the
     /// host calls is depth 1. Default: 2,000.
     pub max_call_depth: u32,
@@ -51,6 +63,7 @@ impl Limits {
     pub const DEFAULT: Limits = Limits {
         memory_bytes: 64 << 20,
         fuel_per_call: 1_000_000_000,
+        fuel_per_virtual_second: 2_000_000_000,
         max_call_depth: 2_000,
         max_module_bytes: 16 << 20,
         max_functions: 20_000,
@@ -73,6 +86,7 @@ impl From<&recon_scenario::PluginLimits> for Limits {
         Limits {
             memory_bytes: set.memory_bytes.unwrap_or(d.memory_bytes),
             fuel_per_call: set.fuel_per_call.unwrap_or(d.fuel_per_call),
+            fuel_per_virtual_second: set.fuel_per_virtual_second.unwrap_or(d.fuel_per_virtual_second),
             max_call_depth: set.max_call_depth.unwrap_or(d.max_call_depth),
             max_module_bytes: set.max_module_bytes.unwrap_or(d.max_module_bytes),
             max_functions: set.max_functions.unwrap_or(d.max_functions),

@@ -5,7 +5,8 @@ use wasmparser::Validator;
 use crate::{Limits, PluginError, instrument, validate};
 
 /// The exported `i64` global that holds the fuel left in the current call.
-/// The host sets it to [`Limits::fuel_budget`] before each call; a negative
+/// The host sets it to [`Limits::fuel_budget`] before each call (or to what
+/// is left of [`Limits::fuel_per_virtual_second`], when less); a negative
 /// value after a trap means the call ran out of fuel.
 pub const FUEL_EXPORT: &str = "recon_fuel";
 

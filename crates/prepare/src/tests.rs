@@ -62,6 +62,31 @@ fn a_plugin_stands_in_for_its_component_and_the_built_ins_run_everywhere_else() 
     assert!(sim.trace().entries.len() > 10);
 }
 
+/// docs/plugin-abi.md, *Running a plugin for a controller Recon does not
+/// have*: a component may name any controller when a plugin stands in for it.
+#[test]
+fn a_plugin_runs_a_component_whose_controller_is_not_built_in() {
+    let yaml = "name: mine\nduration: 2s\napiServers: [{name: a}]\n\
+                components: [{name: my-operator-1, controller: my-operator, apiServer: a}]\n";
+    let file = || ScenarioFile::parse("mine.yaml", yaml).unwrap();
+    let mut preparer = Preparer::new().unwrap();
+    let alone = preparer.prepare(file(), &[]).unwrap().sim().err().expect("no such built-in");
+    assert!(alone.contains("unknown controller \"my-operator\""), "{alone}");
+    let swaps = [swap("my-operator-1", "my_operator.wasm", controller("my-operator"))];
+    let prepared = preparer.prepare(file(), &swaps).unwrap();
+    assert_eq!(controller_of(&prepared, "my-operator-1"), "my-operator");
+    let mut sim = prepared.sim().unwrap();
+    sim.run();
+    // It watches nothing: called once after it starts, with no events, and never again.
+    let reconciles = sim
+        .trace()
+        .entries
+        .iter()
+        .filter(|e| matches!(&e.event, recon_sim::Event::Reconcile { component, .. } if component == "my-operator-1"))
+        .count();
+    assert_eq!(reconciles, 1);
+}
+
 #[test]
 fn a_plugin_for_a_component_the_scenario_lacks_is_refused_naming_those_it_has() {
     let mut preparer = Preparer::new().unwrap();

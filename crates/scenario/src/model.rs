@@ -119,6 +119,13 @@ pub struct PluginLimits {
     /// Fuel for one call: one unit per WebAssembly instruction executed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fuel_per_call: Option<u64>,
+    /// Fuel for all the calls one instance gets in one virtual second (from
+    /// a whole second to the next), so that a plugin that spends its whole
+    /// budget on every call and asks to be called again every millisecond
+    /// crashes instead of costing a second of real time per simulated
+    /// millisecond.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fuel_per_virtual_second: Option<u64>,
     /// The most linear memory an instance may have, in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes: Option<u64>,
@@ -142,6 +149,10 @@ pub struct PluginLimits {
 impl PluginLimits {
     /// The most `fuelPerCall` may be: a hundred times the default.
     pub const MAX_FUEL_PER_CALL: u64 = 100_000_000_000;
+    /// The most `fuelPerVirtualSecond` may be: the most for one call, so that
+    /// a shared link can cost a visitor's tab at most about as much real time
+    /// per virtual second as one of its calls may take.
+    pub const MAX_FUEL_PER_VIRTUAL_SECOND: u64 = 100_000_000_000;
     /// The most `memoryBytes` may be: 1 GiB.
     pub const MAX_MEMORY_BYTES: u64 = 1 << 30;
     /// The most `maxCallDepth` may be.
@@ -588,7 +599,10 @@ pub enum Check {
     /// A controller never creates a pod for a ReplicaSet that already has
     /// `spec.replicas` live pods in the store, nor deletes one when it has no
     /// more than that: a write that overshoots or undershoots was decided on
-    /// a view the store had moved past.
+    /// a view the store had moved past. StatefulSets are judged the same way,
+    /// with `maxUnavailable` (default 1) pods of leeway below; Deployments
+    /// through the live pods of all their ReplicaSets, within `maxSurge` and
+    /// `maxUnavailable` (docs/API-SEMANTICS.md, *Replica count*).
     ReplicaCount,
     /// Liveness, not safety: at the end of the run every ReplicaSet and
     /// StatefulSet runs as many containers as its `spec.replicas`. Off by

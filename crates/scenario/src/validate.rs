@@ -383,6 +383,7 @@ impl<'a> Validator<'a> {
         let p = &s.limits.plugins;
         let fields = [
             ("fuelPerCall", p.fuel_per_call, crate::PluginLimits::MAX_FUEL_PER_CALL),
+            ("fuelPerVirtualSecond", p.fuel_per_virtual_second, crate::PluginLimits::MAX_FUEL_PER_VIRTUAL_SECOND),
             ("memoryBytes", p.memory_bytes, crate::PluginLimits::MAX_MEMORY_BYTES),
             ("maxCallDepth", p.max_call_depth.map(u64::from), crate::PluginLimits::MAX_CALL_DEPTH),
             ("maxOutputBytes", p.max_output_bytes, crate::PluginLimits::MAX_OUTPUT_BYTES),

@@ -820,9 +820,25 @@ fn an_unknown_plugin_limit_lists_the_known_ones() {
         5,
         5,
         "limits.plugins.fuel",
-        "unknown field `fuel`, expected one of fuelPerCall, memoryBytes, maxCallDepth, maxOutputBytes, \
+        "unknown field `fuel`, expected one of fuelPerCall, fuelPerVirtualSecond, memoryBytes, maxCallDepth, maxOutputBytes, \
          maxActionsPerCall, maxModuleBytes, maxFunctions",
     );
+}
+
+// Issue 20: a share link must not be able to ask a visitor's tab for
+// minutes of real time per virtual second.
+#[test]
+fn a_fuel_per_virtual_second_above_its_ceiling_is_reported_at_its_value() {
+    let text = "name: x\napiServers: [{name: a}]\nlimits:\n  plugins:\n    fuelPerVirtualSecond: 100000000001\n";
+    assert_problem(
+        text,
+        5,
+        27,
+        "limits.plugins.fuelPerVirtualSecond",
+        "fuelPerVirtualSecond 100000000001 is above the most a scenario may set, 100000000000",
+    );
+    let at_most = "name: x\napiServers: [{name: a}]\nlimits:\n  plugins:\n    fuelPerVirtualSecond: 100000000000\n";
+    assert_eq!(parse("x.yaml", at_most).unwrap().limits.plugins.fuel_per_virtual_second, Some(100_000_000_000));
 }
 
 #[test]

@@ -392,12 +392,50 @@ fn time_travel_stays_quiet_for_quorum_lists_and_when_disabled() {
     assert_eq!(time_travel_history("any", off), Vec::<String>::new());
 }
 
-/// A ReplicaSet controller gone wrong on purpose: when it first sees the
-/// ReplicaSet it creates `creates` pods for it, and `delete_after` ms later
-/// deletes one of them.
+/// A workload controller gone wrong on purpose. When it first lists its
+/// workloads (of `kind`: ReplicaSet, StatefulSet or Deployment) it makes
+/// `creates[j]` pods named `{set}-{i}` for the j-th set it lists, controlled
+/// by that set; for a Deployment it first creates a ReplicaSet `{name}-{j}`
+/// owned by it for each `creates[j]` (two would be a Deployment controller
+/// that acted twice on one stale view), and makes the pods of each once it
+/// is stored. `delete_after` ms after the list it deletes the first
+/// `deletes` pods of the first set.
 struct Creator {
-    creates: usize,
+    kind: &'static str,
+    creates: Vec<usize>,
+    deletes: usize,
     delete_after: Option<u64>,
+    /// The first set the pods were made for.
+    first_set: Option<String>,
+}
+
+impl Creator {
+    /// `count` pods for `set`, controlled by it.
+    fn pods_for(&mut self, set: &Object, count: usize) -> Vec<Action> {
+        self.first_set.get_or_insert_with(|| set.metadata.name.clone());
+        let owner = controller_reference(set);
+        (0..count)
+            .map(|i| {
+                let mut pod = Object { api_version: "v1".into(), kind: "Pod".into(), ..Default::default() };
+                pod.metadata.namespace = "default".into();
+                pod.metadata.name = format!("{}-{i}", set.metadata.name);
+                pod.metadata.owner_references = vec![owner.clone()];
+                Action::Create { object: pod, dry_run: false }
+            })
+            .collect()
+    }
+}
+
+/// A controller owner reference to `object`.
+fn controller_reference(object: &Object) -> OwnerReference {
+    OwnerReference {
+        api_version: "apps/v1".into(),
+        kind: object.kind.clone(),
+        name: object.metadata.name.clone(),
+        uid: object.metadata.uid.clone(),
+        controller: true,
+        block_owner_deletion: false,
+    }
 }
 
 impl Instance for Creator {
@@ -405,8 +443,11 @@ impl Instance for Creator {
         Ok(Manifest {
             name: "creator".into(),
             abi_version: recon_abi::ABI_VERSION,
-            watches: vec![WatchSpec { kind: "ReplicaSet".into(), ..Default::default() }],
-            writes: vec![WritePermission { kind: "Pod".into(), verbs: vec![Verb::Create, Verb::Delete] }],
+            watches: vec![WatchSpec { kind: self.kind.into(), ..Default::default() }],
+            writes: vec![
+                WritePermission { kind: "Pod".into(), verbs: vec![Verb::Create, Verb::Delete] },
+                WritePermission { kind: "ReplicaSet".into(), verbs: vec![Verb::Create] },
+            ],
             ..Default::default()
         })
     }
@@ -415,35 +456,51 @@ impl Instance for Creator {
         let mut actions = Vec::new();
         for event in &input.events {
             match event {
-                InputEvent::Listed { objects, .. } => {
-                    let set = objects.first().expect("the ReplicaSet");
-                    let owner = OwnerReference {
-                        api_version: "apps/v1".into(),
-                        kind: "ReplicaSet".into(),
-                        name: set.metadata.name.clone(),
-                        uid: set.metadata.uid.clone(),
-                        controller: true,
-                        block_owner_deletion: false,
-                    };
-                    for i in 0..std::mem::take(&mut self.creates) {
-                        let mut pod = Object { api_version: "v1".into(), kind: "Pod".into(), ..Default::default() };
-                        pod.metadata.namespace = "default".into();
-                        pod.metadata.name = format!("rs-{i}");
-                        pod.metadata.owner_references = vec![owner.clone()];
-                        actions.push(Action::Create { object: pod, dry_run: false });
+                InputEvent::Listed { objects, .. } if !self.creates.is_empty() => {
+                    let creates = std::mem::take(&mut self.creates);
+                    match objects.first() {
+                        // The pods are made for its ReplicaSets once they are stored.
+                        Some(deployment) if deployment.kind == "Deployment" => {
+                            actions.extend(creates.iter().enumerate().map(|(j, replicas)| {
+                                let mut set = Object {
+                                    api_version: "apps/v1".into(),
+                                    kind: "ReplicaSet".into(),
+                                    ..Default::default()
+                                };
+                                set.metadata.namespace = "default".into();
+                                set.metadata.name = format!("{}-{j}", deployment.metadata.name);
+                                set.metadata.owner_references = vec![controller_reference(deployment)];
+                                set.spec = serde_json::json!({ "replicas": replicas });
+                                Action::Create { object: set, dry_run: false }
+                            }))
+                        }
+                        _ => {
+                            for (set, count) in objects.iter().zip(creates) {
+                                actions.extend(self.pods_for(set, count));
+                            }
+                        }
                     }
                     if let Some(after_ms) = self.delete_after.take() {
                         actions.push(Action::RequeueAfter { key: "delete".into(), after_ms });
                     }
                 }
-                InputEvent::Timer { .. } => actions.push(Action::Delete {
-                    key: recon_abi::ObjectKey::new("Pod", "default", "rs-0"),
-                    uid: None,
-                    resource_version: None,
-                    grace_period_seconds: Some(0),
-                    propagation_policy: None,
-                    dry_run: false,
-                }),
+                InputEvent::Result(recon_abi::ActionResult {
+                    outcome: recon_abi::Outcome::Ok(Some(set)), ..
+                }) if set.kind == "ReplicaSet" => {
+                    let replicas = set.spec["replicas"].as_u64().unwrap_or(1) as usize;
+                    actions.extend(self.pods_for(set, replicas));
+                }
+                InputEvent::Timer { .. } => {
+                    let set = self.first_set.clone().expect("pods were made before the delete");
+                    actions.extend((0..self.deletes).map(|i| Action::Delete {
+                        key: recon_abi::ObjectKey::new("Pod", "default", &format!("{set}-{i}")),
+                        uid: None,
+                        resource_version: None,
+                        grace_period_seconds: Some(0),
+                        propagation_policy: None,
+                        dry_run: false,
+                    }))
+                }
                 _ => {}
             }
         }
@@ -451,53 +508,147 @@ impl Instance for Creator {
     }
 }
 
-/// One ReplicaSet `rs` asking for `replicas` pods and the [`Creator`]
-/// (unless `creates` is 0), with only `check` enabled. Returns the messages
-/// of `check`'s findings.
-fn replica_history(replicas: u32, creates: usize, delete_after: Option<u64>, check: Check) -> Vec<String> {
+/// One workload of `kind` named `rs` (a ReplicaSet), `web` (a StatefulSet)
+/// or `app` (a Deployment), asking for `replicas` pods with the rest of its
+/// spec `extra_spec` (a YAML flow mapping's entries, may be empty), and the
+/// [`Creator`] (unless `creates` is empty), with only `check` enabled.
+/// `deletes` pods are deleted at 1s. Returns the messages of `check`'s findings.
+fn workload_history(
+    kind: &'static str,
+    replicas: u32,
+    extra_spec: &str,
+    creates: &[usize],
+    deletes: usize,
+    check: Check,
+) -> Vec<String> {
     let creator =
-        if creates > 0 { "components: [ { name: creator, controller: creator, apiServer: a } ]\n" } else { "" };
+        if creates.is_empty() { "" } else { "components: [ { name: creator, controller: creator, apiServer: a } ]\n" };
+    let name = match kind {
+        "ReplicaSet" => "rs",
+        "StatefulSet" => "web",
+        _ => "app",
+    };
+    let extra = if extra_spec.is_empty() { String::new() } else { format!(", {extra_spec}") };
     let check_name = serde_json::to_value(check).unwrap();
     let yaml = format!(
         "name: replicas\nduration: 5s\napiServers: [ {{ name: a }} ]\n{creator}objects:\n\
-         \x20 - {{ apiVersion: apps/v1, kind: ReplicaSet, metadata: {{ name: rs }}, spec: {{ replicas: {replicas}, \
-         selector: {{ matchLabels: {{ app: rs }} }}, template: {{ metadata: {{ labels: {{ app: rs }} }} }} }} }}\n\
+         \x20 - {{ apiVersion: apps/v1, kind: {kind}, metadata: {{ name: {name} }}, spec: {{ replicas: {replicas}, \
+         selector: {{ matchLabels: {{ app: {name} }} }}, template: {{ metadata: {{ labels: {{ app: {name} }} }} }}{extra} }} }}\n\
          checks: {{ enabled: [ {} ] }}\n",
         check_name.as_str().unwrap()
     );
     let scenario = recon_scenario::parse("replicas.yaml", &yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
-    let mut sim =
-        Sim::new(&scenario, Box::new(move |_| Some(Box::new(Creator { creates, delete_after }) as Box<dyn Instance>)))
-            .unwrap();
+    let creates = creates.to_vec();
+    let delete_after = (deletes > 0).then_some(1_000);
+    let mut sim = Sim::new(
+        &scenario,
+        Box::new(move |_| {
+            let creator = Creator { kind, creates: creates.clone(), deletes, delete_after, first_set: None };
+            Some(Box::new(creator) as Box<dyn Instance>)
+        }),
+    )
+    .unwrap();
     sim.run();
     let trace = sim.into_trace();
     trace.violations().filter(|(_, c, _)| *c == check).map(|(_, _, m)| m.to_string()).collect()
 }
 
+/// A ReplicaSet `rs` asking for `replicas`, `creates` pods made for it and
+/// `deletes` of them deleted at 1s.
+fn replica_history(replicas: u32, creates: usize, deletes: usize, check: Check) -> Vec<String> {
+    let creates: &[usize] = if creates == 0 { &[] } else { &[creates] };
+    workload_history("ReplicaSet", replicas, "", creates, deletes, check)
+}
+
 #[test]
 fn replica_count_fires_once_when_a_write_crosses_spec_replicas() {
-    let over = replica_history(1, 3, None, Check::ReplicaCount);
+    let over = replica_history(1, 3, 0, Check::ReplicaCount);
     assert_eq!(over.len(), 1, "{over:#?}");
     assert!(over[0].starts_with("creator created pod default/rs-1"), "{over:#?}");
-    let under = replica_history(2, 2, Some(1_000), Check::ReplicaCount);
+    let under = replica_history(2, 2, 1, Check::ReplicaCount);
     assert_eq!(under.len(), 1, "{under:#?}");
     assert!(under[0].starts_with("creator deleted pod default/rs-0"), "{under:#?}");
 }
 
 #[test]
 fn replica_count_stays_quiet_when_the_writes_reach_spec_replicas() {
-    assert_eq!(replica_history(2, 2, None, Check::ReplicaCount), Vec::<String>::new());
+    assert_eq!(replica_history(2, 2, 0, Check::ReplicaCount), Vec::<String>::new());
+}
+
+// A StatefulSet "maintains" `replicas` pods and, in a rolling update, takes
+// down at most `maxUnavailable` of them at a time, 1 by default
+// (https://kubernetes.io/docs/concepts/workloads/controllers/statefulset/#maximum-unavailable-pods):
+// a controller that deletes two pods of a three-replica set at once — a
+// stale list showed five — left it below what it guarantees.
+#[test]
+fn replica_count_flags_a_stateful_set_left_two_pods_short() {
+    let short = workload_history("StatefulSet", 3, "", &[3], 2, Check::ReplicaCount);
+    assert_eq!(
+        short,
+        ["creator deleted pod default/web-1, but StatefulSet default/web wanted 3 (at most 1 fewer during an update): \
+          it now has 1 live pods"],
+    );
+    // One pod at a time, as a rolling update deletes them to recreate them: within the guarantee.
+    assert_eq!(workload_history("StatefulSet", 3, "", &[3], 1, Check::ReplicaCount), Vec::<String>::new());
+    // A set that allows two unavailable may lose two.
+    let two = "updateStrategy: { rollingUpdate: { maxUnavailable: 2 } }";
+    assert_eq!(workload_history("StatefulSet", 3, two, &[3], 2, Check::ReplicaCount), Vec::<String>::new());
+}
+
+#[test]
+fn replica_count_flags_a_stateful_set_given_a_pod_above_spec_replicas() {
+    let over = workload_history("StatefulSet", 2, "", &[3], 0, Check::ReplicaCount);
+    assert_eq!(over, ["creator created pod default/web-2, but StatefulSet default/web wanted 2: it now has 3 live pods"]);
+}
+
+// A Deployment's rolling update keeps at most `maxSurge` pods above
+// `replicas` across its ReplicaSets, 25% rounded up by default
+// (https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#max-surge):
+// two ReplicaSets of three pods for a three-replica Deployment (a
+// controller that created the new set twice on one stale view) is two
+// pods too many, though each set has exactly what it asks for.
+#[test]
+fn replica_count_flags_a_deployment_whose_replica_sets_together_surge_too_far() {
+    let over = workload_history("Deployment", 3, "", &[3, 3], 0, Check::ReplicaCount);
+    assert_eq!(
+        over,
+        ["creator created pod default/app-1-1, but Deployment default/app (through ReplicaSet app-1) wanted 3 \
+          (at most 1 more during a rollout): it now has 5 live pods"],
+    );
+    // Three old pods and one new: within the surge.
+    assert_eq!(workload_history("Deployment", 3, "", &[3, 1], 0, Check::ReplicaCount), Vec::<String>::new());
+    // With Recreate there is no surge at all.
+    let recreate = "strategy: { type: Recreate }";
+    let over = workload_history("Deployment", 3, recreate, &[3, 1], 0, Check::ReplicaCount);
+    assert_eq!(over.len(), 1, "{over:#?}");
+    assert!(over[0].starts_with("creator created pod default/app-1-0, but Deployment default/app"), "{over:#?}");
+}
+
+// `maxUnavailable` (25% of `replicas`, rounded down, by default) bounds how
+// far below `replicas` a Deployment goes
+// (https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#max-unavailable).
+#[test]
+fn replica_count_flags_a_deployment_left_below_max_unavailable() {
+    // Four replicas may lose one; the ReplicaSet's own band flags the first delete.
+    let short = workload_history("Deployment", 4, "", &[4], 2, Check::ReplicaCount);
+    assert_eq!(short.len(), 2, "{short:#?}");
+    assert!(short[0].starts_with("creator deleted pod default/app-0-0, but ReplicaSet default/app-0 wanted 4"));
+    assert_eq!(
+        short[1],
+        "creator deleted pod default/app-0-1, but Deployment default/app (through ReplicaSet app-0) wanted 4 \
+         (at most 1 fewer during an update): it now has 2 live pods"
+    );
 }
 
 #[test]
 fn convergence_fires_for_a_replica_set_nobody_runs_and_not_for_an_empty_one() {
-    let never = replica_history(2, 0, None, Check::Convergence);
+    let never = replica_history(2, 0, 0, Check::Convergence);
     assert_eq!(never.len(), 1, "{never:#?}");
     assert!(
         never[0].starts_with("never converged: ReplicaSet default/rs asks for 2 replicas, but 0 run"),
         "{never:#?}"
     );
-    assert_eq!(replica_history(0, 0, None, Check::Convergence), Vec::<String>::new());
+    assert_eq!(replica_history(0, 0, 0, Check::Convergence), Vec::<String>::new());
 }
 
 /// A ConfigMap deleted by kubectl at 1s: with `finalizers` it is only
@@ -575,8 +726,8 @@ fn every_check_has_a_hand_built_history_that_makes_it_fire() {
                 count(&check_history(&[start(1_000, 0, 0), start(1_100, 0, 2)], "ordinals"), check)
             }
             Check::TimeTravel => time_travel_history("any", "").len(),
-            Check::ReplicaCount => replica_history(1, 2, None, check).len(),
-            Check::Convergence => replica_history(1, 0, None, check).len(),
+            Check::ReplicaCount => replica_history(1, 2, 0, check).len(),
+            Check::Convergence => replica_history(1, 0, 0, check).len(),
             Check::StuckDeleting => deletion_history("example.com/cleanup", "5s").len(),
             Check::DeletedLiveDependent => library_violations("gc-stale-view", check),
             Check::OrphanedDependent => orphan_history(check),

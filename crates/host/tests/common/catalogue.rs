@@ -20,10 +20,20 @@ fn contained(case: &Case) {
             let mut instance = compiled.start();
             match instance.init(&config()) {
                 Err(crash) => (Stage::Init, crash.reason),
-                Ok(_) => match instance.handle(&super::input(0)) {
-                    Err(crash) => (Stage::Handle, crash.reason),
-                    Ok(output) => (Stage::Runs, serde_json::to_string(&output).unwrap()),
-                },
+                Ok(_) => {
+                    // A case that crashes after some calls makes them first, each with its output.
+                    if let Stage::HandleAfter { calls, output } = case.stage {
+                        for call in 0..calls {
+                            let answer = instance.handle(&super::input(0)).map(|o| serde_json::to_string(&o).unwrap());
+                            assert_eq!(answer, Ok(output.to_owned()), "{}: call {call}", case.name);
+                        }
+                    }
+                    match instance.handle(&super::input(0)) {
+                        Err(crash) if matches!(case.stage, Stage::HandleAfter { .. }) => (case.stage, crash.reason),
+                        Err(crash) => (Stage::Handle, crash.reason),
+                        Ok(output) => (Stage::Runs, serde_json::to_string(&output).unwrap()),
+                    }
+                }
             }
         }
     };
@@ -64,6 +74,7 @@ macro_rules! catalogue {
 
 catalogue!(
     infinite_loop,
+    requeue_spinner,
     deep_recursion,
     stack_exhaustion,
     memory_growth,

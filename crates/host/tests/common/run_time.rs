@@ -88,6 +88,44 @@ fn an_infinite_loop_runs_out_of_fuel_and_the_host_stays_usable() {
     assert_eq!(fresh.init(&config()).unwrap().name, "test");
 }
 
+/// Issue 20: the calls of one virtual second share its budget, counted in
+/// fuel and the input's `time_ms`, never real time.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn the_calls_of_one_virtual_second_share_its_fuel_and_the_next_second_starts_afresh() {
+    let limits = Limits { fuel_per_call: 1_000_000, fuel_per_virtual_second: 2_500_000, ..Limits::default() };
+    // About 600,000 fuel a call (six instructions a turn of the loop).
+    let spend = format!(
+        "(local.set $i (i32.const 100000)) \
+         (loop (local.set $i (i32.sub (local.get $i) (i32.const 1))) (br_if 0 (local.get $i))) i64.const {}",
+        packed(OUTPUT_AT, OUTPUT.len())
+    );
+    let compiled = Plugin::handling(spend).compile(&limits);
+    let at = |time_ms| recon_abi::Input { time_ms, ..input(0) };
+    let mut instance = compiled.instantiate().unwrap();
+    instance.init(&config()).unwrap();
+    // Four calls fit in second 0; each new second has the whole budget again.
+    for time_ms in [0, 250, 500, 999, 1_000, 1_001, 1_002, 1_999, 2_000] {
+        instance.handle(&at(time_ms)).unwrap_or_else(|c| panic!("at {time_ms} ms: {}", c.reason));
+        assert!((600_000..700_000).contains(&instance.fuel_used()), "{}", instance.fuel_used());
+    }
+    let per_call = instance.fuel_used();
+    // The fifth call of second 2 gets only what is left of it, and runs out.
+    for time_ms in [2_001, 2_002, 2_003] {
+        instance.handle(&at(time_ms)).unwrap();
+    }
+    let crash = instance.handle(&at(2_004)).unwrap_err();
+    assert_eq!(
+        crash.reason,
+        "test.wasm: recon_handle ran out of fuel for this virtual second (budget 2500000 per virtual second)"
+    );
+    assert_eq!(instance.fuel_used(), 2_500_000 - 4 * per_call, "the whole rest of the second, no more");
+    // A fresh instance of the same plugin at a later time is not held to the old second.
+    let mut fresh = compiled.instantiate().unwrap();
+    fresh.init(&config()).unwrap();
+    assert!(fresh.handle(&at(3_000)).is_ok());
+}
+
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn unbounded_memory_growth_stops_at_the_cap() {

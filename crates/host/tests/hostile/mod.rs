@@ -17,6 +17,7 @@
 //! | case | what it does | the host's answer |
 //! |---|---|---|
 //! | `infinite_loop` | loops forever | crash: ran out of fuel |
+//! | `requeue_spinner` | spends much of its fuel on every call and asks to be called again in 1 ms | crash after 4 calls: ran out of its virtual second's fuel |
 //! | `deep_recursion` | recurses without end | crash: call depth limit |
 //! | `stack_exhaustion` | recurses with 64 live `i64`s per frame, depth limit lifted | crash: the engine's stack |
 //! | `memory_growth` | grows memory until it cannot | crash: trapped with memory at the cap |
@@ -73,6 +74,15 @@ pub enum Stage {
     /// `recon_handle` (or `recon_alloc` for its input) crashes: the message is
     /// the crash reason.
     Handle,
+    /// `recon_handle` returns `output` on each of its first `calls` calls in
+    /// one virtual second, and crashes on the next: the message is the crash
+    /// reason. A plugin whose calls add up to a limit none of them reaches alone.
+    HandleAfter {
+        /// The calls that succeed.
+        calls: u32,
+        /// What each of them returns, as JSON.
+        output: &'static str,
+    },
     /// It runs: the message is the output of `recon_handle`, as JSON.
     Runs,
 }
@@ -133,6 +143,10 @@ const LOOP_FUEL: Limits = Limits { fuel_per_call: 10_000_000, ..Limits::DEFAULT 
 /// memory cap, is what stops it.
 const ROOMY: Limits = Limits { memory_bytes: 128 << 20, ..Limits::DEFAULT };
 
+/// Fuel for the requeue spinner: a call's budget is enough for one of its
+/// calls, a virtual second's for four.
+const SPIN_FUEL: Limits = Limits { fuel_per_call: 10_000_000, fuel_per_virtual_second: 25_000_000, ..Limits::DEFAULT };
+
 /// No depth limit, so that the engine's own stack is what runs out.
 const NO_DEPTH_LIMIT: Limits = Limits { max_call_depth: u32::MAX, ..Limits::DEFAULT };
 
@@ -146,6 +160,20 @@ pub const CASES: &[Case] = &[
         limits: LOOP_FUEL,
         stage: Stage::Handle,
         message: "infinite_loop.wasm: recon_handle ran out of fuel (budget 10000000 per call)",
+        whole: true,
+        refused: &[],
+    },
+    Case {
+        name: "requeue_spinner",
+        item: "a requeue every millisecond, each call spending much of its fuel",
+        module: wat!("requeue_spinner"),
+        limits: SPIN_FUEL,
+        stage: Stage::HandleAfter {
+            calls: 4,
+            output: r#"{"actions":[{"type":"requeueAfter","key":"spin","afterMs":1}]}"#,
+        },
+        message: "requeue_spinner.wasm: recon_handle ran out of fuel for this virtual second (budget 25000000 per \
+                  virtual second)",
         whole: true,
         refused: &[],
     },

@@ -7,7 +7,8 @@
 //!
 //! - **A crash** (`recon_init` or `recon_handle`): the run is compared with
 //!   one where the component is a plain plugin, with the same manifest, that
-//!   traps (`unreachable`) in the same call. With every crash reason of that
+//!   traps (`unreachable`) in the same call (for `requeue_spinner`, after as
+//!   many calls with the same output). With every crash reason of that
 //!   component replaced by a placeholder, the two traces must be identical,
 //!   entry for entry: the same crashes at the same moments, the same
 //!   back-off, and everything every other component did, byte for byte.
@@ -49,17 +50,29 @@ fn compile(name: &str, bytes: &[u8], limits: &Limits) -> CompiledPlugin {
 }
 
 /// A plain plugin with [`MANIFEST`] whose `recon_init` (`Stage::Init`) or
-/// `recon_handle` (`Stage::Handle`) traps, or whose `recon_handle` returns
-/// `output` (`Stage::Runs`).
+/// `recon_handle` (`Stage::Handle`) traps, whose `recon_handle` returns
+/// `output` (`Stage::Runs`), or returns it `calls` times and then traps
+/// (`Stage::HandleAfter`).
 fn reference(stage: Stage, output: &str) -> Vec<u8> {
     let packed = |ptr: u64, len: usize| ((ptr << 32) | len as u64) as i64;
     let init = match stage {
         Stage::Init => "unreachable".to_owned(),
         _ => format!("i64.const {}", packed(0x100, MANIFEST.len())),
     };
-    let handle = match stage {
-        Stage::Handle => "unreachable".to_owned(),
-        _ => format!("i64.const {}", packed(0x10000, output.len())),
+    let returned = |output: &str| format!("i64.const {}", packed(0x10000, output.len()));
+    let (handle, output) = match stage {
+        Stage::Handle => ("unreachable".to_owned(), output),
+        Stage::HandleAfter { calls, output } => (
+            // A count of calls in a global: a fresh instance starts at 0.
+            format!(
+                "(if (i32.ge_u (global.get $calls) (i32.const {calls})) (then unreachable))
+                 (global.set $calls (i32.add (global.get $calls) (i32.const 1)))
+                 {}",
+                returned(output)
+            ),
+            output,
+        ),
+        _ => (returned(output), output),
     };
     let escape = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
     let wat = format!(
@@ -67,6 +80,7 @@ fn reference(stage: Stage, output: &str) -> Vec<u8> {
              (memory (export "memory") 2)
              (data (i32.const 0x100) "{}")
              (data (i32.const 0x10000) "{}")
+             (global $calls (mut i32) (i32.const 0))
              (func (export "recon_abi_version") (result i32) i32.const 1)
              (func (export "recon_alloc") (param i32) (result i32) i32.const 0x1000)
              (func (export "recon_init") (param i32 i32) (result i64) {init})
@@ -163,7 +177,7 @@ pub fn assert_contained(case: &Case) {
     let crashes = crashes(&trace);
     match case.stage {
         Stage::Load => panic!("{name} loaded"),
-        Stage::Init | Stage::Handle => {
+        Stage::Init | Stage::Handle | Stage::HandleAfter { .. } => {
             assert!(crashes.len() >= 2, "{name}: restarted with back-off and crashed again: {crashes:?}");
             for reason in &crashes {
                 let (said, backoff) = reason.split_once("; restarting in").expect("the simulator adds the back-off");
