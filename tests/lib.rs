@@ -1,9 +1,11 @@
 //! Helpers shared by the end-to-end tests: load a shipped scenario, run it
 //! with the built-in controllers, look at the trace. [`fuzz`] holds the
 //! bodies of the fuzz targets in `fuzz/`, [`soak`] the generator of the
-//! large scenario of the soak run.
+//! large scenario of the soak run, [`scale`] the cluster of the scale
+//! benchmark.
 
 pub mod fuzz;
+pub mod scale;
 pub mod soak;
 
 use std::collections::BTreeMap;

@@ -136,7 +136,7 @@ fn replicas(pods: usize, d: usize) -> usize {
 }
 
 /// Deployment `app-{d}` with `replicas` pods running image version `version`.
-fn deployment(d: usize, replicas: usize, version: usize) -> String {
+pub fn deployment(d: usize, replicas: usize, version: usize) -> String {
     format!(
         "{{ apiVersion: apps/v1, kind: Deployment, metadata: {{ name: app-{d} }}, spec: {{ replicas: {replicas}, \
          selector: {{ matchLabels: {{ app: app-{d} }} }}, template: {{ metadata: {{ labels: {{ app: app-{d} }} }}, \

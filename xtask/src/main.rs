@@ -7,7 +7,8 @@
 //!   the browser engine's tests in headless Chromium, and the playground's
 //!   end-to-end tests in headless Chromium.
 //! - `cargo xtask bench`: the benchmarks (see BENCHMARKS.md), native and in
-//!   the browser.
+//!   the browser; `cargo xtask bench scale [FLAGS]`: the scale benchmark
+//!   alone (cluster sizes up to Kubernetes' published limits).
 //! - `cargo xtask e2e [ARGS]`: only the playground's end-to-end tests (ARGS
 //!   go to `cargo test`, e.g. `--test playground -- share`).
 //! - `cargo xtask plugins`: just build the plugins and print where they are.
@@ -64,6 +65,7 @@ fn main() -> ExitCode {
             eprintln!("  play [--port N]  build the playground and serve it on 127.0.0.1 (default port {PLAY_PORT})");
             eprintln!("  test             run every test: native, and in headless Chromium");
             eprintln!("  bench            run the benchmarks and print their results");
+            eprintln!("  bench scale      only the scale benchmark (--sizes NODESxPODS,... --wasm-up-to NODES)");
             eprintln!(
                 "  e2e [ARGS]       build and serve the playground, run only its browser tests (ARGS go to cargo test)"
             );
@@ -233,6 +235,14 @@ fn download_size() -> Result<(), String> {
 
 fn bench(args: &[String]) -> Result<(), String> {
     let plugins = build_plugins()?;
+    // The scale benchmark is long (minutes at the largest size) and its own
+    // program, so it runs alone: `cargo xtask bench scale [flags]`.
+    if args.first().is_some_and(|a| a == "scale") {
+        return run(cargo()
+            .args(["run", "--release", "--package", "recon-tests", "--bin", "scale", "--"])
+            .args(&args[1..])
+            .env(PLUGIN_DIR_VAR, &plugins));
+    }
     run(cargo().args(["bench", "--package", "recon-tests"]).args(args).env(PLUGIN_DIR_VAR, &plugins))?;
     let chromium = tools::ensure_chromium()?;
     let dist = build_web()?;

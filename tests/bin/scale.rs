@@ -1,0 +1,187 @@
+//! The scale benchmark (issue 17): the cluster of `recon_tests::scale` at
+//! several sizes, each run in a process of its own so that its peak memory
+//! is its own, natively and (up to `--wasm-up-to` nodes) with every
+//! controller as a Wasm plugin under wasmtime; the Wasm/native ratio of
+//! each size is measured in the same invocation.
+//!
+//! ```text
+//! cargo xtask bench scale [--sizes 100x3000,1000x30000,5000x150000] [--wasm-up-to NODES]
+//! cargo run --release -p recon-tests --bin scale -- [same flags]   # RECON_PLUGIN_DIR for Wasm
+//! cargo run --release -p recon-tests --bin scale -- --write NODES PODS FILE
+//! ```
+//!
+//! Each run prints progress to standard error every virtual 30 s; the table
+//! at the end has, per size and engine: wall time to build and to run,
+//! trace entries and entries per wall second, and peak resident memory
+//! (`/proc/self/status`, Linux; `?` elsewhere).
+
+use std::process::Command;
+use std::time::Instant;
+
+use recon_sim::Sim;
+
+/// The sizes run by default: Kubernetes' published limits (5,000 nodes,
+/// 150,000 pods) and two steps below.
+const DEFAULT_SIZES: &str = "100x3000,1000x30000,5000x150000";
+
+/// Sizes above this many nodes run natively only by default.
+const DEFAULT_WASM_UP_TO: usize = 1_000;
+
+/// What one run measured, as the child prints it on its last line.
+#[derive(Clone, Copy, Debug)]
+struct Measured {
+    build_s: f64,
+    run_s: f64,
+    entries: u64,
+    peak_kib: Option<u64>,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("--one") => one(&args[1..]),
+        Some("--write") => {
+            let [nodes, pods, path] = &args[1..] else { usage("--write needs NODES PODS FILE") };
+            std::fs::write(path, recon_tests::scale::yaml(number(nodes), number(pods)))
+                .unwrap_or_else(|e| usage(&format!("cannot write {path}: {e}")));
+            println!("wrote {path}");
+        }
+        _ => all(&args),
+    }
+}
+
+/// The parent: every size and engine, each in a child process, then the table.
+fn all(args: &[String]) {
+    let mut sizes = DEFAULT_SIZES.to_owned();
+    let mut wasm_up_to = DEFAULT_WASM_UP_TO;
+    let mut rest = args.iter();
+    while let Some(flag) = rest.next() {
+        let mut value = || rest.next().cloned().unwrap_or_else(|| usage(&format!("{flag} needs a value")));
+        match flag.as_str() {
+            "--sizes" => sizes = value(),
+            "--wasm-up-to" => wasm_up_to = number(&value()),
+            other => usage(&format!("unknown argument {other}")),
+        }
+    }
+    let sizes: Vec<(usize, usize)> = sizes
+        .split(',')
+        .map(|s| {
+            let (n, p) = s.split_once('x').unwrap_or_else(|| usage(&format!("{s}: a size is NODESxPODS")));
+            (number(n), number(p))
+        })
+        .collect();
+    let wasm_available = std::env::var_os("RECON_PLUGIN_DIR").is_some();
+    if !wasm_available {
+        eprintln!("scale: RECON_PLUGIN_DIR is not set, so only native runs (cargo xtask bench scale sets it)");
+    }
+    let exe = std::env::current_exe().expect("the benchmark's own path");
+    let mut rows = Vec::new();
+    for &(nodes, pods) in &sizes {
+        let native = child(&exe, nodes, pods, "native");
+        let wasm = (wasm_available && nodes <= wasm_up_to).then(|| child(&exe, nodes, pods, "wasm"));
+        rows.push((nodes, pods, native, wasm));
+    }
+    println!();
+    println!("| nodes | pods | engine | build | run | trace entries | entries/s | peak memory | Wasm/native run time |");
+    println!("|---:|---:|---|---:|---:|---:|---:|---:|---:|");
+    for (nodes, pods, native, wasm) in rows {
+        row(nodes, pods, "native", &native, None);
+        if let Some(wasm) = wasm {
+            row(nodes, pods, "Wasm", &wasm, Some(wasm.run_s / native.run_s));
+        }
+    }
+}
+
+fn row(nodes: usize, pods: usize, engine: &str, m: &Measured, ratio: Option<f64>) {
+    println!(
+        "| {nodes} | {pods} | {engine} | {:.1} s | {:.1} s | {} | {:.0} | {} | {} |",
+        m.build_s,
+        m.run_s,
+        m.entries,
+        m.entries as f64 / m.run_s.max(1e-9),
+        m.peak_kib.map_or("?".to_owned(), |k| format!("{} MiB", k / 1024)),
+        ratio.map_or(String::new(), |r| format!("{r:.2}×")),
+    );
+}
+
+/// Runs one size and engine in a child process and reads its last line.
+fn child(exe: &std::path::Path, nodes: usize, pods: usize, engine: &str) -> Measured {
+    eprintln!("scale: {nodes} nodes, {pods} pods, {engine} …");
+    let output = Command::new(exe)
+        .args(["--one", &nodes.to_string(), &pods.to_string(), engine])
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| usage(&format!("cannot start a run: {e}")));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    let fields: Vec<&str> = last.split_whitespace().collect();
+    let [build_s, run_s, entries, peak] = fields[..] else {
+        eprintln!("{stdout}");
+        usage(&format!("the run of {nodes} nodes, {pods} pods ({engine}) failed: {}", output.status));
+    };
+    Measured {
+        build_s: build_s.parse().expect("seconds"),
+        run_s: run_s.parse().expect("seconds"),
+        entries: entries.parse().expect("a count"),
+        peak_kib: peak.parse().ok(),
+    }
+}
+
+/// The child: one size and engine; progress on standard error, the
+/// measurements on the last line of standard output.
+fn one(args: &[String]) {
+    let [nodes, pods, engine] = args else { usage("--one needs NODES PODS ENGINE") };
+    let (nodes, pods) = (number(nodes), number(pods));
+    let started = Instant::now();
+    let scenario = recon_tests::scale::scenario(nodes, pods);
+    let instantiate: recon_sim::Instantiate = match engine.as_str() {
+        "native" => Box::new(|c| recon_catalog::instantiate(&c.controller)),
+        "wasm" => {
+            let plugins = recon_tests::wasm_plugins();
+            Box::new(move |c| {
+                let plugin = plugins.get(&c.controller)?;
+                Some(Box::new(plugin.instantiate().expect("built-in plugins instantiate")) as Box<dyn recon_abi::Instance>)
+            })
+        }
+        other => usage(&format!("{other}: the engine is native or wasm")),
+    };
+    let mut sim = Sim::new(&scenario, instantiate).expect("the scale scenario builds");
+    let build_s = started.elapsed().as_secs_f64();
+    let running = Instant::now();
+    let end = scenario.duration.0;
+    let mut at = 0;
+    while at < end {
+        at = (at + 30_000).min(end);
+        sim.run_until(at);
+        eprintln!(
+            "  {:>4}s virtual  {:>7.1}s wall  {:>10} entries",
+            at / 1000,
+            running.elapsed().as_secs_f64(),
+            sim.trace().entries.len()
+        );
+    }
+    sim.run();
+    let run_s = running.elapsed().as_secs_f64();
+    if let Some((_, reason)) = sim.trace().halted() {
+        eprintln!("  halted: {reason}");
+    }
+    let peak = memory("VmHWM:").map_or("?".to_owned(), |k| k.to_string());
+    println!("{build_s:.3} {run_s:.3} {} {peak}", sim.trace().entries.len());
+}
+
+/// A `/proc/self/status` field in KiB, e.g. `VmHWM:` (peak resident set).
+fn memory(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn number(text: &str) -> usize {
+    text.parse().unwrap_or_else(|_| usage(&format!("{text}: not a number")))
+}
+
+fn usage(problem: &str) -> ! {
+    eprintln!("scale: {problem}");
+    eprintln!("usage: scale [--sizes NODESxPODS,...] [--wasm-up-to NODES] | --write NODES PODS FILE");
+    std::process::exit(2)
+}
