@@ -13,7 +13,8 @@
 //! Each run prints progress to standard error every virtual 30 s; the table
 //! at the end has, per size and engine: wall time to build and to run,
 //! trace entries and entries per wall second, and peak resident memory
-//! (`/proc/self/status`, Linux; `?` elsewhere).
+//! (`/proc/self/status`, Linux; `?` elsewhere). A Wasm run whose trace
+//! differs from the native run's is reported and fails the benchmark.
 
 use std::process::Command;
 use std::time::Instant;
@@ -28,12 +29,14 @@ const DEFAULT_SIZES: &str = "100x3000,1000x30000,5000x150000";
 const DEFAULT_WASM_UP_TO: usize = 1_000;
 
 /// What one run measured, as the child prints it on its last line.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Measured {
     build_s: f64,
     run_s: f64,
     entries: u64,
     peak_kib: Option<u64>,
+    /// The trace's hash: a Wasm run must give the native one.
+    hash: String,
 }
 
 fn main() {
@@ -84,11 +87,19 @@ fn all(args: &[String]) {
     println!();
     println!("| nodes | pods | engine | build | run | trace entries | entries/s | peak memory | Wasm/native run time |");
     println!("|---:|---:|---|---:|---:|---:|---:|---:|---:|");
+    let mut differ = false;
     for (nodes, pods, native, wasm) in rows {
         row(nodes, pods, "native", &native, None);
         if let Some(wasm) = wasm {
             row(nodes, pods, "Wasm", &wasm, Some(wasm.run_s / native.run_s));
+            if wasm.hash != native.hash {
+                differ = true;
+                eprintln!("scale: {nodes} nodes, {pods} pods: the Wasm run's trace differs from the native one");
+            }
         }
+    }
+    if differ {
+        std::process::exit(1);
     }
 }
 
@@ -115,7 +126,7 @@ fn child(exe: &std::path::Path, nodes: usize, pods: usize, engine: &str) -> Meas
     let stdout = String::from_utf8_lossy(&output.stdout);
     let last = stdout.lines().last().unwrap_or_default();
     let fields: Vec<&str> = last.split_whitespace().collect();
-    let [build_s, run_s, entries, peak] = fields[..] else {
+    let [build_s, run_s, entries, peak, hash] = fields[..] else {
         eprintln!("{stdout}");
         usage(&format!("the run of {nodes} nodes, {pods} pods ({engine}) failed: {}", output.status));
     };
@@ -124,6 +135,7 @@ fn child(exe: &std::path::Path, nodes: usize, pods: usize, engine: &str) -> Meas
         run_s: run_s.parse().expect("seconds"),
         entries: entries.parse().expect("a count"),
         peak_kib: peak.parse().ok(),
+        hash: hash.to_owned(),
     }
 }
 
@@ -166,7 +178,7 @@ fn one(args: &[String]) {
         eprintln!("  halted: {reason}");
     }
     let peak = memory("VmHWM:").map_or("?".to_owned(), |k| k.to_string());
-    println!("{build_s:.3} {run_s:.3} {} {peak}", sim.trace().entries.len());
+    println!("{build_s:.3} {run_s:.3} {} {peak} {}", sim.trace().entries.len(), sim.trace().hash());
 }
 
 /// A `/proc/self/status` field in KiB, e.g. `VmHWM:` (peak resident set).

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::fmt::Display;
 use std::sync::Arc;
 
-use recon_abi::{ABI_VERSION, ComponentConfig, Crash, Input, Instance, Manifest, Output};
+use recon_abi::{ABI_VERSION, ComponentConfig, Crash, Input, InputEvent, Instance, Manifest, Output};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -103,18 +103,43 @@ struct SecondMeter {
     second: u64,
     /// The fuel spent in it so far.
     used: u64,
+    /// The objects its calls' inputs brought so far (see [`FUEL_PER_INPUT_OBJECT`]).
+    objects: u64,
+}
+
+/// What each object a call's input brings (a listed object, a watch event,
+/// a result) adds to the budget of its virtual second: work that grows
+/// with the cluster (a scheduler handed 3,000 pods at once) is paid for by
+/// the input that asks for it, while a plugin that only asks to be called
+/// again gets [`Limits::fuel_per_virtual_second`] and no more.
+pub const FUEL_PER_INPUT_OBJECT: u64 = 20_000_000;
+
+/// How many objects an input brings: timers bring none.
+fn input_objects(input: &Input) -> u64 {
+    let objects = |e: &InputEvent| match e {
+        InputEvent::Listed { objects, .. } => objects.len().max(1),
+        InputEvent::Watch { .. } | InputEvent::Result(_) => 1,
+        InputEvent::Timer { .. } => 0,
+    };
+    input.events.iter().map(objects).sum::<usize>() as u64
 }
 
 impl SecondMeter {
-    /// The budget of a call at `time_ms`: a call's, unless less than that is
-    /// left of its virtual second (a new second starts afresh).
-    fn budget(&mut self, time_ms: u64, limits: &Limits) -> Budget {
-        let second = time_ms / 1000;
+    /// The budget of a call at `input.time_ms`: a call's, unless less than
+    /// that is left of its virtual second (a new second starts afresh).
+    fn budget(&mut self, input: &Input, limits: &Limits) -> Budget {
+        let second = input.time_ms / 1000;
         if second != self.second {
-            *self = SecondMeter { second, used: 0 };
+            *self = SecondMeter { second, used: 0, objects: 0 };
         }
-        let left = limits.fuel_per_virtual_second.saturating_sub(self.used);
+        self.objects = self.objects.saturating_add(input_objects(input));
+        let left = self.allowance(limits).saturating_sub(self.used);
         if left < limits.fuel_per_call { Budget::RestOfSecond { left } } else { Budget::Call }
+    }
+
+    /// The second's budget so far.
+    fn allowance(&self, limits: &Limits) -> u64 {
+        limits.fuel_per_virtual_second.saturating_add(self.objects.saturating_mul(FUEL_PER_INPUT_OBJECT))
     }
 }
 
@@ -215,7 +240,13 @@ impl WasmInstance {
         // The crash entry says when; the reason says which budget ran out.
         if let (Budget::RestOfSecond { .. }, true) = (self.budget, fuel_left < 0) {
             let per_second = self.limits.fuel_per_virtual_second;
-            reason = format!("ran out of fuel for this virtual second (budget {per_second} per virtual second)");
+            reason = match self.second.objects {
+                0 => format!("ran out of fuel for this virtual second (budget {per_second} per virtual second)"),
+                n => format!(
+                    "ran out of fuel for this virtual second (budget {per_second} per virtual second, \
+                     and {FUEL_PER_INPUT_OBJECT} for each of the {n} objects its input brought in it)"
+                ),
+            };
         }
         // A plain `unreachable` right after a panic hook's line is that
         // panic (Rust's abort): the line says far more than the trap.
@@ -247,7 +278,7 @@ impl Instance for WasmInstance {
     }
 
     fn handle(&mut self, input: &Input) -> Result<Output, Crash> {
-        self.budget = self.second.budget(input.time_ms, &self.limits);
+        self.budget = self.second.budget(input, &self.limits);
         let output = self.call(Call::Handle, input);
         self.second.used = self.second.used.saturating_add(self.fuel_used);
         self.budget = Budget::Call;

@@ -65,7 +65,7 @@ pub use browser::{CompiledPlugin, Engine};
 #[cfg(not(target_arch = "wasm32"))]
 pub use engine::{CompiledPlugin, Engine};
 pub use error::PluginError;
-pub use instance::{WasmInstance, check};
+pub use instance::{FUEL_PER_INPUT_OBJECT, WasmInstance, check};
 pub use limits::Limits;
 pub use module::{DEPTH_EXPORT, FUEL_EXPORT, Module};
 pub use trap::Trap;

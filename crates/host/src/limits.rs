@@ -35,7 +35,9 @@ pub struct Limits {
     /// `recon_init` is not counted (it is one call per instance, and
     /// restarts back off by a second or more). Default: 2,000,000,000, two
     /// calls' worth (the busiest built-in controller spends about 15,000,000
-    /// in a virtual second of the library's scenarios).
+    /// in a virtual second of the library's scenarios); each object the
+    /// second's inputs bring adds [`FUEL_PER_INPUT_OBJECT`](crate::FUEL_PER_INPUT_OBJECT),
+    /// so a scheduler handed a large cluster's pods at once is not cut short.
     pub fuel_per_virtual_second: u64,
     /// How deeply calls may nest inside the plugin: the exported function the
     /// host calls is depth 1. Default: 2,000.

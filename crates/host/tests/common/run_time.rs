@@ -126,6 +126,59 @@ fn the_calls_of_one_virtual_second_share_its_fuel_and_the_next_second_starts_afr
     assert!(fresh.handle(&at(3_000)).is_ok());
 }
 
+/// The objects a call's input brings pay for the work they ask for: a
+/// second in which a plugin is handed many objects (a scheduler given a
+/// cluster's pods at once) has more to spend, a second of timers alone
+/// does not.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn the_objects_an_input_brings_add_to_the_budget_of_their_second() {
+    let per_object = recon_host::FUEL_PER_INPUT_OBJECT;
+    let limits = Limits { fuel_per_call: per_object, fuel_per_virtual_second: per_object / 2, ..Limits::default() };
+    // About 0.6 of an object's allowance a call.
+    let spend = format!(
+        "(local.set $i (i32.const {})) \
+         (loop (local.set $i (i32.sub (local.get $i) (i32.const 1))) (br_if 0 (local.get $i))) i64.const {}",
+        per_object / 10,
+        packed(OUTPUT_AT, OUTPUT.len())
+    );
+    let compiled = Plugin::handling(spend).compile(&limits);
+    let watched = |time_ms, n: usize| recon_abi::Input {
+        time_ms,
+        events: (0..n)
+            .map(|i| recon_abi::InputEvent::Result(recon_abi::ActionResult {
+                verb: recon_abi::Verb::Get,
+                key: recon_abi::ObjectKey::new("Pod", "default", &format!("p{i}")),
+                outcome: recon_abi::Outcome::Ok(None),
+                id: None,
+            }))
+            .collect(),
+        containers: None,
+    };
+    let mut instance = compiled.instantiate().unwrap();
+    instance.init(&config()).unwrap();
+    // Three objects in second 0: half an object's allowance plus three, so
+    // five calls fit where, on timers alone, not even one would.
+    instance.handle(&watched(0, 3)).unwrap();
+    for time_ms in [1, 2, 3, 4] {
+        instance.handle(&watched(time_ms, 0)).unwrap_or_else(|c| panic!("at {time_ms} ms: {}", c.reason));
+    }
+    let crash = instance.handle(&watched(5, 0)).unwrap_err();
+    assert_eq!(
+        crash.reason,
+        format!(
+            "test.wasm: recon_handle ran out of fuel for this virtual second (budget {} per virtual second, \
+             and {per_object} for each of the 3 objects its input brought in it)",
+            per_object / 2
+        )
+    );
+    // Timers bring nothing: a fresh instance gets only the base budget.
+    let mut fresh = compiled.instantiate().unwrap();
+    fresh.init(&config()).unwrap();
+    let crash = fresh.handle(&recon_abi::Input { time_ms: 0, ..input(0) }).unwrap_err();
+    assert!(crash.reason.ends_with(&format!("(budget {} per virtual second)", per_object / 2)), "{}", crash.reason);
+}
+
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn unbounded_memory_growth_stops_at_the_cap() {
