@@ -172,6 +172,23 @@ async fn a_consistent_list_makes_the_violation_disappear() {
     page.close().await;
 }
 
+/// A museum entry (Kubernetes #129795): its fix is a checkbox, and
+/// ticking it re-runs without the violation, as `recon run --fix` does.
+#[tokio::test(flavor = "current_thread")]
+async fn ticking_an_upstream_fix_makes_the_violation_disappear() {
+    const MUSEUM: &str = "replicaset-expectations-129795";
+    let page = Browser::open(&format!("?scenario={MUSEUM}")).await;
+    let before = page.hash_after(None).await;
+    page.find("#explanation-0").await;
+    page.find("#fix-stale-controller-consistency").await.click().await.unwrap();
+    let after = page.hash_after(Some(&before)).await;
+    page.find("#no-violations").await;
+    let mut scenario = recon_scenario::parse(MUSEUM, recon_catalog::scenario(MUSEUM).unwrap().yaml).unwrap();
+    scenario.set_fix("stale-controller-consistency", true).unwrap();
+    assert_eq!(after, recon_e2e::run_scenario(&scenario, &[]).hash());
+    page.close().await;
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_rejected_upload_says_why_and_keeps_everything() {
     let page = Browser::open("").await;

@@ -16,12 +16,10 @@ use crate::{bad_input, report};
 pub struct Args {
     /// The scenario file.
     pub scenario: PathBuf,
-    /// `COMPONENT=FILE.wasm` swaps.
-    pub plugins: Vec<String>,
+    /// The seed, fixes and plugins the command line gives.
+    pub options: crate::RunOptions,
     /// At most this many plans of the whole list ([`shard`]).
     pub budget: usize,
-    /// Seed override.
-    pub seed: Option<u64>,
     /// Worker threads; default every core.
     pub jobs: Option<usize>,
     /// `i/n`.
@@ -50,7 +48,7 @@ pub fn explore(args: Args) -> ExitCode {
     if args.jobs == Some(0) {
         return bad_input("--jobs: at least 1");
     }
-    let prepared = match crate::prepare(&args.scenario, args.seed, &args.plugins) {
+    let prepared = match crate::prepare(&args.scenario, &args.options) {
         Ok(prepared) => prepared,
         Err(status) => return status,
     };

@@ -62,6 +62,10 @@ enum Command {
         /// `COMPONENT=FILE.wasm` (repeatable).
         #[arg(long = "plugin", value_name = "COMPONENT=FILE")]
         plugins: Vec<String>,
+        /// Turn on the scenario's upstream fix NAME (repeatable; the
+        /// scenario's `fixes` lists them).
+        #[arg(long = "fix", value_name = "NAME")]
+        fixes: Vec<String>,
         /// Also write the run as audit logs in DIR, one `<api-server>.jsonl`
         /// per API server, as a real cluster's would be (`recon audit` reads them).
         #[arg(long, value_name = "DIR")]
@@ -100,6 +104,10 @@ enum Command {
         /// Override the scenario's seed.
         #[arg(long)]
         seed: Option<u64>,
+        /// Turn on the scenario's upstream fix NAME (repeatable; the
+        /// scenario's `fixes` lists them).
+        #[arg(long = "fix", value_name = "NAME")]
+        fixes: Vec<String>,
         /// Worker threads (default: every core).
         #[arg(long)]
         jobs: Option<usize>,
@@ -150,15 +158,15 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { scenario, seed, trace, timeline, expect, plugins, audit_log } => {
-            run(&scenario, seed, trace, timeline, expect, &plugins, audit_log.as_deref())
+        Command::Run { scenario, seed, trace, timeline, expect, plugins, fixes, audit_log } => {
+            let options = RunOptions { seed, fixes, plugins };
+            run(&scenario, &options, trace, timeline, expect, audit_log.as_deref())
         }
-        Command::Explore { scenario, plugins, budget, seed, jobs, shard, keep_going, out, differential } => {
+        Command::Explore { scenario, plugins, fixes, budget, seed, jobs, shard, keep_going, out, differential } => {
             explore::explore(explore::Args {
                 scenario,
-                plugins,
+                options: RunOptions { seed, fixes, plugins },
                 budget,
-                seed,
                 jobs,
                 shard,
                 keep_going,
@@ -187,15 +195,28 @@ fn bad_input(message: impl std::fmt::Display) -> ExitCode {
 /// Reads a scenario file, applies a `--seed` and prepares it with the
 /// `--plugin` swaps; on bad input, says why and returns exit status 2.
 /// Warnings about where a plugin stands in go to standard error.
-fn prepare(path: &Path, seed: Option<u64>, plugin_args: &[String]) -> Result<Prepared, ExitCode> {
+/// What the command line changes in a scenario before it runs.
+pub(crate) struct RunOptions {
+    /// `--seed`.
+    seed: Option<u64>,
+    /// `--fix`: fixes to turn on.
+    fixes: Vec<String>,
+    /// `--plugin COMPONENT=FILE`.
+    plugins: Vec<String>,
+}
+
+fn prepare(path: &Path, options: &RunOptions) -> Result<Prepared, ExitCode> {
     let name = path.display().to_string();
     let text =
         std::fs::read_to_string(path).map_err(|e| bad_input(format!("{name}: cannot read the scenario: {e}")))?;
     let mut file = ScenarioFile::parse(&name, &text).map_err(bad_input)?;
-    if let Some(seed) = seed {
+    if let Some(seed) = options.seed {
         file.scenario.seed = seed;
     }
-    let swaps = plugins::load_swaps(&file, plugin_args).map_err(bad_input)?;
+    for fix in &options.fixes {
+        file.scenario.set_fix(fix, true).map_err(|e| bad_input(format!("{name}: --fix {fix}: {e}")))?;
+    }
+    let swaps = plugins::load_swaps(&file, &options.plugins).map_err(bad_input)?;
     let mut preparer = Preparer::new().map_err(bad_input)?;
     let prepared = preparer.prepare(file, &swaps).map_err(bad_input)?;
     for warning in &prepared.warnings {
@@ -206,14 +227,13 @@ fn prepare(path: &Path, seed: Option<u64>, plugin_args: &[String]) -> Result<Pre
 
 fn run(
     path: &Path,
-    seed: Option<u64>,
+    options: &RunOptions,
     trace_out: Option<PathBuf>,
     timeline: bool,
     expect: bool,
-    plugin_args: &[String],
     audit_log: Option<&std::path::Path>,
 ) -> ExitCode {
-    let prepared = match prepare(path, seed, plugin_args) {
+    let prepared = match prepare(path, options) {
         Ok(prepared) => prepared,
         Err(status) => return status,
     };

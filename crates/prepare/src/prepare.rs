@@ -173,14 +173,18 @@ impl Preparer {
             .map_err(|crash| PrepareError::Rejected { component: swap.component.clone(), reason: crash.to_string() })
     }
 
-    /// Prepares a scenario with plugins standing in for some components:
+    /// Prepares a scenario, its enabled fixes made
+    /// ([`Scenario::with_fixes_applied`]), with plugins standing in for some components:
     /// each must name a component of the scenario, is compiled under the
     /// scenario's `limits.plugins` and must [`fit`] its component (a
     /// warning is kept in [`Prepared::warnings`]). A second plugin for the
     /// same component replaces the first. A plugin that crashes as it
     /// starts is not refused here: the simulator reports the crash in the
     /// run and backs off, as it would for a later crash.
-    pub fn prepare(&mut self, file: ScenarioFile, swaps: &[Swap]) -> Result<Prepared, PrepareError> {
+    pub fn prepare(&mut self, mut file: ScenarioFile, swaps: &[Swap]) -> Result<Prepared, PrepareError> {
+        // What runs is the scenario with its enabled fixes made, and what it
+        // expects is the outcome of exactly those fixes.
+        file.scenario = file.scenario.with_fixes_applied();
         let mut plugins = BTreeMap::new();
         let mut warnings = BTreeMap::new();
         for swap in swaps {

@@ -39,6 +39,10 @@ pub struct Scenario {
     /// Plain-language description: what happens and what to look for.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    /// The public issue the scenario reproduces, as a link; empty for a
+    /// scenario that tells no particular bug report.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
     /// Seed of the run's one random number generator.
     #[serde(default)]
     pub seed: u64,
@@ -68,9 +72,14 @@ pub struct Scenario {
     /// Which safety checks run. All by default.
     #[serde(default)]
     pub checks: Checks,
-    /// What the run is expected to show (used by tests and `recon run --expect`).
+    /// What the run is expected to show (used by tests and `recon run
+    /// --expect`) with none of its `fixes` on.
     #[serde(default)]
     pub expect: Expectation,
+    /// The fixes shipped (or proposed) upstream for the bug the scenario
+    /// shows, each a switch; see [`Fix`] and [`Scenario::with_fixes_applied`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fixes: Vec<Fix>,
     /// Bounds on the run itself.
     #[serde(default, skip_serializing_if = "RunLimits::is_default")]
     pub limits: RunLimits,
@@ -81,6 +90,117 @@ impl Scenario {
     /// CustomResourceDefinitions (among its objects) declare.
     pub fn kinds(&self) -> crate::Kinds {
         crate::Kinds::declared_by(&self.objects)
+    }
+
+    /// Turns the fix called `name` on (or off), or says which fixes the
+    /// scenario declares.
+    pub fn set_fix(&mut self, name: &str, enabled: bool) -> Result<(), String> {
+        let declared: Vec<&str> = self.fixes.iter().map(|f| f.name.as_str()).collect();
+        let message = if declared.is_empty() {
+            format!("the scenario declares no fixes, so there is no fix {name:?}")
+        } else {
+            format!("the scenario declares no fix {name:?} (it declares: {})", declared.join(", "))
+        };
+        let fix = self.fixes.iter_mut().find(|f| f.name == name).ok_or(message)?;
+        fix.enabled = enabled;
+        Ok(())
+    }
+
+    /// The scenario as it runs: every enabled fix's changes made to its
+    /// components (in the order the fixes are declared), `expect` the
+    /// outcome expected with exactly those fixes on, and no `fixes` left
+    /// to apply. With no fix on, only `fixes` is dropped. Applying it to
+    /// its own result changes nothing, so every front end may call it.
+    ///
+    /// The outcome of several fixes together is the checks every one of
+    /// them still expects to be violated: each fix is declared with what
+    /// it alone leaves broken, and fixes only take bugs away.
+    pub fn with_fixes_applied(&self) -> Scenario {
+        let mut run = self.clone();
+        let fixes = std::mem::take(&mut run.fixes);
+        let enabled: Vec<&Fix> = fixes.iter().filter(|f| f.enabled).collect();
+        for fix in &enabled {
+            for change in &fix.components {
+                if let Some(component) = run.components.iter_mut().find(|c| c.name == change.name) {
+                    change.apply_to(component);
+                }
+            }
+        }
+        if let Some((first, rest)) = enabled.split_first() {
+            let mut violations = first.expect.violations.clone();
+            violations.retain(|check| rest.iter().all(|f| f.expect.violations.contains(check)));
+            run.expect = Expectation { violations };
+        }
+        run
+    }
+}
+
+/// An upstream fix of the bug a scenario reproduces, as a switch: off, the
+/// scenario runs as written; on, the components it names run as the fix
+/// makes them (another controller, another list mode, other parameters).
+/// In YAML:
+///
+/// ```yaml
+/// fixes:
+///   - name: quorum-relist
+///     summary: The controller's first list after a restart reads etcd.
+///     link: https://github.com/kubernetes/kubernetes/issues/59848
+///     components:
+///       - { name: kubelet-node-1, listMode: quorum }
+///     expect: { violations: [] }
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Fix {
+    /// Short identifier, unique in the scenario, e.g. `quorum-relist`:
+    /// `recon run --fix quorum-relist` turns it on.
+    pub name: String,
+    /// What the fix does, in one sentence.
+    pub summary: String,
+    /// Where upstream describes it (the pull request, the KEP).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub link: String,
+    /// Whether it is on. Default false: the scenario shows the bug.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub enabled: bool,
+    /// What it changes, component by component. At least one.
+    pub components: Vec<ComponentChange>,
+    /// The outcome with this fix alone on. Default: a clean run.
+    #[serde(default)]
+    pub expect: Expectation,
+}
+
+/// What a [`Fix`] changes in one component; what it leaves out stays as
+/// the component has it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComponentChange {
+    /// The component (must be in `components`).
+    pub name: String,
+    /// Run this controller instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<String>,
+    /// List this way instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub list_mode: Option<ListMode>,
+    /// Parameters set over the component's own (a key given here replaces
+    /// the component's value of it; the others stay).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, Value>,
+}
+
+impl ComponentChange {
+    /// Makes the change to `component`.
+    pub fn apply_to(&self, component: &mut Component) {
+        if let Some(controller) = &self.controller {
+            component.controller.clone_from(controller);
+        }
+        if self.list_mode.is_some() {
+            component.list_mode = self.list_mode;
+        }
+        for (key, value) in &self.params {
+            component.params.insert(key.clone(), value.clone());
+        }
     }
 }
 

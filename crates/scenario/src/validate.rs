@@ -46,6 +46,7 @@ pub(crate) fn validate(scenario: &Scenario, source: &SourceMap) -> Vec<Diagnosti
     v.objects(scenario);
     v.script(scenario, &names);
     v.checks(scenario);
+    v.fixes(scenario, &names);
     v.plugin_limits(scenario);
     v.found
 }
@@ -366,13 +367,45 @@ impl<'a> Validator<'a> {
     }
 
     fn checks(&mut self, s: &Scenario) {
-        for (i, check) in s.expect.violations.iter().enumerate() {
+        self.expectation("expect", &s.expect, s);
+    }
+
+    /// An expected violation needs its check enabled.
+    fn expectation(&mut self, path: &str, expect: &crate::Expectation, s: &Scenario) {
+        for (i, check) in expect.violations.iter().enumerate() {
             if !s.checks.enabled.contains(check) {
                 self.report(
-                    format!("expect.violations[{i}]"),
+                    format!("{path}.violations[{i}]"),
                     format!("expects a {check} violation, but the {check} check is not in checks.enabled"),
                 );
             }
+        }
+    }
+
+    /// Each fix has a name to be turned on by, a sentence to be shown
+    /// with, something to change in a component the scenario has, and an
+    /// outcome its checks can show.
+    fn fixes(&mut self, s: &Scenario, defined: &Defined<'_>) {
+        self.names("fix", "fixes", s.fixes.iter().map(|f| f.name.as_str()));
+        for (i, fix) in s.fixes.iter().enumerate() {
+            let path = format!("fixes[{i}]");
+            if fix.summary.trim().is_empty() {
+                self.report(format!("{path}.summary"), format!("fix `{}` needs a one-sentence summary", fix.name));
+            }
+            if fix.components.is_empty() {
+                self.report(
+                    format!("{path}.components"),
+                    format!("fix `{}` changes nothing: name at least one component and what changes in it", fix.name),
+                );
+            }
+            for (j, change) in fix.components.iter().enumerate() {
+                let at = format!("{path}.components[{j}]");
+                self.reference(format!("{at}.name"), &change.name, &defined.components);
+                if change.controller.is_none() && change.list_mode.is_none() && change.params.is_empty() {
+                    self.report(at, format!("this change of `{}` sets no controller, listMode or params", change.name));
+                }
+            }
+            self.expectation(&format!("{path}.expect"), &fix.expect, s);
         }
     }
 

@@ -55,8 +55,13 @@ pub struct Sim {
 impl Sim {
     /// Builds a simulation of `scenario`: writes the nodes and initial objects
     /// into the store, fills every watch cache, starts every component and
-    /// schedules the script. Fails if a component names an unknown controller.
+    /// schedules the script, with the scenario's enabled fixes made
+    /// (`Scenario::with_fixes_applied`). Fails if a component names an
+    /// unknown controller.
     pub fn new(scenario: &Scenario, instantiate: Instantiate) -> Result<Sim, SimError> {
+        // A scenario runs with the fixes it has turned on made (a no-op for
+        // one already prepared so, and for one without fixes).
+        let scenario = &scenario.with_fixes_applied();
         for (i, c) in scenario.components.iter().enumerate() {
             if instantiate(c).is_none() {
                 return Err(SimError::UnknownController {

@@ -24,6 +24,20 @@
 //! relists from a stale cache still acts on what it sees, which is the
 //! "ReplicaSet flapping" scenario.
 //!
+//! Expired expectations count as satisfied, as in Kubernetes: a controller
+//! whose pod informer lags longer than the timeout then acts on a cache
+//! that does not show its own creates, and creates them again (Kubernetes
+//! issue #129795). The component parameters switch on the fixes discussed
+//! for it, each off by default:
+//! - `expiredExpectations: wait`: expiry is not satisfaction; the set waits
+//!   until its informer shows what it wrote;
+//! - `expiredExpectations: relist`: on expiry, read the set's pods with a
+//!   quorum list (`resourceVersion` unset, from etcd) and act on that;
+//! - `staleControllerConsistency: true`: KEP-5647's read-your-own-writes
+//!   gate: remember the resourceVersion of the controller's own last pod
+//!   write for each set, and skip the set's sync while the pod informer
+//!   has not reached it.
+//!
 //! The status (`replicas`, `readyReplicas`, `observedGeneration`) is written
 //! with `UpdateStatus` only when it changed.
 //!
@@ -43,10 +57,10 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use recon_abi::{
     ABI_VERSION, Action, ActionResult, ComponentConfig, Controller, Input, ListMode, Manifest, Object, ObjectKey,
-    ObjectMeta, Outcome, Output, StatusReason, Verb, WatchSpec, WritePermission,
+    ObjectMeta, Outcome, Output, RequestId, StatusReason, Verb, WatchSpec, WritePermission,
 };
 use recon_sdk::meta::{self, controller_uid, json_object_mut, owner_reference};
-use recon_sdk::reconcile::{Context, Reconciler, Requeue, Runtime};
+use recon_sdk::reconcile::{Context, ListParams, Reconciler, Requeue, Runtime};
 use recon_sdk::{Cache, Change, Index, RETRY_AFTER_MS, pod};
 use serde_json::{Value, json};
 
@@ -75,11 +89,39 @@ struct Expectations {
     expires_ms: u64,
     /// A write failed transiently: do not act before this time.
     not_before_ms: u64,
+    /// Pods a live read showed before the informer did: when they appear
+    /// in the cache they are not one of these creates.
+    seen_live: BTreeSet<ObjectKey>,
 }
 
 impl Expectations {
-    fn fulfilled(&self, now: u64) -> bool {
-        now >= self.not_before_ms && ((self.adds <= 0 && self.deletes.is_empty()) || now >= self.expires_ms)
+    /// Every write they wait for has been seen (or failed), and so has
+    /// every pod a live read showed first.
+    fn seen_all(&self) -> bool {
+        self.adds <= 0 && self.deletes.is_empty() && self.seen_live.is_empty()
+    }
+}
+
+/// What expired expectations mean (component parameter `expiredExpectations`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum OnExpiry {
+    /// `satisfied`: act on the cache as if they were fulfilled (Kubernetes
+    /// today, and issue #129795).
+    #[default]
+    Satisfied,
+    /// `wait`: keep waiting for the informer to show the writes.
+    Wait,
+    /// `relist`: read the set's pods from etcd (a quorum list) and act on that.
+    Relist,
+}
+
+impl OnExpiry {
+    fn from_param(value: Option<&Value>) -> OnExpiry {
+        match value.and_then(Value::as_str) {
+            Some("wait") => OnExpiry::Wait,
+            Some("relist") => OnExpiry::Relist,
+            _ => OnExpiry::Satisfied,
+        }
     }
 }
 
@@ -125,6 +167,17 @@ pub struct ReplicaSets {
     expectations_timeout_ms: u64,
     /// Break ties among equally ranked victims by uid instead of name.
     tie_break_by_uid: bool,
+    /// What expired expectations mean.
+    on_expiry: OnExpiry,
+    /// KEP-5647: skip a set's sync until the pod informer has seen the
+    /// controller's own last pod write for it.
+    stale_controller_consistency: bool,
+    /// The resourceVersion of the last pod write (create or delete) each
+    /// set's sync made, for KEP-5647's gate.
+    last_write: BTreeMap<ObjectKey, u64>,
+    /// The quorum list in flight for each set whose expectations expired
+    /// (`expiredExpectations: relist`).
+    relists: BTreeMap<ObjectKey, RequestId>,
 }
 
 impl Default for ReplicaSets {
@@ -135,6 +188,10 @@ impl Default for ReplicaSets {
             creates: VecDeque::new(),
             expectations_timeout_ms: DEFAULT_EXPECTATIONS_TIMEOUT_MS,
             tie_break_by_uid: false,
+            on_expiry: OnExpiry::Satisfied,
+            stale_controller_consistency: false,
+            last_write: BTreeMap::new(),
+            relists: BTreeMap::new(),
         }
     }
 }
@@ -147,7 +204,16 @@ impl Reconciler for ReplicaSets {
             .and_then(Value::as_u64)
             .unwrap_or(DEFAULT_EXPECTATIONS_TIMEOUT_MS);
         let tie_break_by_uid = config.params.get("scaleDownTieBreak").and_then(Value::as_str) == Some("uid");
-        *self = ReplicaSets { expectations_timeout_ms, tie_break_by_uid, ..ReplicaSets::default() };
+        let on_expiry = OnExpiry::from_param(config.params.get("expiredExpectations"));
+        let stale_controller_consistency =
+            config.params.get("staleControllerConsistency").and_then(Value::as_bool) == Some(true);
+        *self = ReplicaSets {
+            expectations_timeout_ms,
+            tie_break_by_uid,
+            on_expiry,
+            stale_controller_consistency,
+            ..ReplicaSets::default()
+        };
         Manifest {
             name: "replicaset".into(),
             abi_version: ABI_VERSION,
@@ -178,7 +244,7 @@ impl Reconciler for ReplicaSets {
             if let Some(expected) = self.expectations.get_mut(set) {
                 let appeared =
                     change.old.is_none() && current.is_some_and(|p| controller_uid(p) == Some(&expected.uid));
-                if appeared {
+                if appeared && !expected.seen_live.remove(&change.key) {
                     expected.adds -= 1;
                 }
                 let deleted_uid = expected.deletes.get(&change.key);
@@ -206,8 +272,10 @@ impl Reconciler for ReplicaSets {
             (Verb::Create, Outcome::Ok(Some(pod))) => {
                 // Matched by owner; the expectation stays until the pod is seen.
                 let uid = controller_uid(pod).unwrap_or_default();
-                if let Some(at) = self.creates.iter().position(|c| c.set_uid == uid) {
-                    self.creates.remove(at);
+                if let Some(at) = self.creates.iter().position(|c| c.set_uid == uid)
+                    && let Some(create) = self.creates.remove(at)
+                {
+                    self.wrote(create.set, pod);
                 }
                 return Vec::new();
             }
@@ -231,6 +299,9 @@ impl Reconciler for ReplicaSets {
                     return Vec::new();
                 };
                 if failed.is_none() {
+                    if let Outcome::Ok(Some(pod)) = &result.outcome {
+                        self.wrote(set, pod);
+                    }
                     // Fulfilled when the pod is seen terminating or gone.
                     return Vec::new();
                 }
@@ -239,7 +310,8 @@ impl Reconciler for ReplicaSets {
                 }
                 set
             }
-            // Status writes are the runtime's to track; it sends no reads.
+            // Status writes are the runtime's to track, and so are the
+            // quorum lists (their sets are woken when they arrive).
             (Verb::UpdateStatus | Verb::Update | Verb::Patch | Verb::PatchStatus | Verb::Get | Verb::List, _) => {
                 return Vec::new();
             }
@@ -264,14 +336,37 @@ impl Reconciler for ReplicaSets {
         if self.expectations.get(key).is_some_and(|e| e.uid != set.metadata.uid) {
             self.expectations.remove(key);
         }
-        let active: Vec<&Object> = self
-            .owned
-            .keys(&set.metadata.uid)
-            .filter_map(|k| ctx.cache().get(PODS, k))
-            .filter(|p| pod::is_active(p))
-            .collect();
+        if self.stale_controller_consistency && self.behind_own_writes(key, ctx.cache()) {
+            // KEP-5647: the informer has not yet seen what this controller
+            // wrote; the event that shows it wakes the set again.
+            return Requeue::AwaitChange;
+        }
+        let (fulfilled, live) = match self.expectations.get(key) {
+            None => (true, None),
+            Some(e) if now < e.not_before_ms => (false, None),
+            Some(e) if e.seen_all() => (true, None),
+            Some(e) if now < e.expires_ms => (false, None),
+            Some(_) => match self.on_expiry {
+                OnExpiry::Satisfied => (true, None),
+                // Not acting yet; the status is still written below.
+                OnExpiry::Wait => (false, None),
+                OnExpiry::Relist => match self.relist(key, ctx) {
+                    Some(pods) => (true, Some(pods)),
+                    // Sent or in flight: its answer wakes the set.
+                    None if self.relists.contains_key(key) => return Requeue::AwaitChange,
+                    // It failed: try again after a while.
+                    None => return Requeue::AfterMs(RETRY_AFTER_MS),
+                },
+            },
+        };
+        // The set's active pods: as the quorum list showed them after
+        // expired expectations, as the cache holds them otherwise.
+        let active: Vec<&Object> = match &live {
+            Some(pods) => pods.iter().filter(|p| controller_uid(p) == Some(&set.metadata.uid)).collect(),
+            None => self.owned.keys(&set.metadata.uid).filter_map(|k| ctx.cache().get(PODS, k)).collect(),
+        };
+        let active: Vec<&Object> = active.into_iter().filter(|p| pod::is_active(p)).collect();
         let want = meta::replicas(set) as usize;
-        let fulfilled = self.expectations.get(key).is_none_or(|e| e.fulfilled(now));
 
         let mut requeue = Requeue::AwaitChange;
         if fulfilled && active.len() != want {
@@ -281,6 +376,7 @@ impl Reconciler for ReplicaSets {
                 deletes: BTreeMap::new(),
                 expires_ms: now + self.expectations_timeout_ms,
                 not_before_ms: 0,
+                seen_live: not_cached(&active, ctx.cache()),
             };
             if active.len() < want {
                 let count = (want - active.len()).min(BURST);
@@ -309,13 +405,33 @@ impl Reconciler for ReplicaSets {
             // Come back when they expire, in case what they wait for never shows.
             requeue = Requeue::AfterMs(self.expectations_timeout_ms);
             self.expectations.insert(key.clone(), expected);
+        } else if let Some(seen_live) = live.is_some().then(|| not_cached(&active, ctx.cache()))
+            && !seen_live.is_empty()
+        {
+            // The live read agreed with the set, but the cache has yet to
+            // show those pods: until it does, it must not be acted on.
+            let expected = Expectations {
+                uid: set.metadata.uid.clone(),
+                adds: 0,
+                deletes: BTreeMap::new(),
+                expires_ms: now + self.expectations_timeout_ms,
+                not_before_ms: 0,
+                seen_live,
+            };
+            self.expectations.insert(key.clone(), expected);
+            requeue = Requeue::AfterMs(self.expectations_timeout_ms);
         } else if fulfilled {
             self.expectations.remove(key);
         } else if let Some(expected) = self.expectations.get(key) {
             // Make sure a timer wakes the set when it may act again, whatever
             // earlier timers were for.
             let wake = if now < expected.not_before_ms { expected.not_before_ms } else { expected.expires_ms };
-            requeue = Requeue::AfterMs(wake.saturating_sub(now));
+            requeue = if wake > now || self.on_expiry != OnExpiry::Wait {
+                Requeue::AfterMs(wake.saturating_sub(now))
+            } else {
+                // Expired, and waiting for the informer: its events wake the set.
+                Requeue::AwaitChange
+            };
         }
 
         let ready = active.iter().filter(|p| pod::is_ready(p)).count();
@@ -331,6 +447,50 @@ impl Reconciler for ReplicaSets {
         }
         requeue
     }
+}
+
+impl ReplicaSets {
+    /// Remembers the resourceVersion of a pod write the set's sync made.
+    fn wrote(&mut self, set: ObjectKey, pod: &Object) {
+        if let Ok(revision) = pod.metadata.resource_version.parse::<u64>() {
+            let last = self.last_write.entry(set).or_default();
+            *last = (*last).max(revision);
+        }
+    }
+
+    /// KEP-5647's check: the pod informer has not yet reached the
+    /// controller's own last pod write for this set. (Kubernetes compares
+    /// resourceVersions only since they are comparable, KEP-5504; here they
+    /// are etcd revisions.)
+    fn behind_own_writes(&self, set: &ObjectKey, cache: &Cache) -> bool {
+        let seen = cache.resource_version(PODS).parse::<u64>().unwrap_or(0);
+        self.last_write.get(set).is_some_and(|&written| seen < written)
+    }
+
+    /// After expired expectations (`expiredExpectations: relist`): the pods
+    /// of the set's namespace as a quorum list returned them, once it has
+    /// arrived; until then `None`, with the list sent if it was not yet
+    /// (and `None` with nothing in flight when the list failed).
+    fn relist(&mut self, set: &ObjectKey, ctx: &mut Context<'_>) -> Option<Vec<Object>> {
+        let Some(&id) = self.relists.get(set) else {
+            let params = ListParams { namespace: set.namespace.clone(), ..ListParams::default() };
+            let id = ctx.list_direct("Pod", params);
+            self.relists.insert(set.clone(), id);
+            return None;
+        };
+        let result = ctx.take_result(id)?;
+        self.relists.remove(set);
+        match result.outcome {
+            Outcome::Listed(list) => Some(list.items),
+            _ => None,
+        }
+    }
+}
+
+/// The pods a live read showed that the cache does not hold yet: their
+/// events are still to come, and fulfil no expectation of a later write.
+fn not_cached(pods: &[&Object], cache: &Cache) -> BTreeSet<ObjectKey> {
+    pods.iter().map(|p| p.key()).filter(|k| cache.get(PODS, k).is_none()).collect()
 }
 
 /// Pods in the order they should go: unbound first, then not Ready, then

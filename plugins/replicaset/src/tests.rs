@@ -246,3 +246,54 @@ fn replicaset_expectations_raised_later_still_get_a_timer_of_their_own() {
     let out = c.handle(&input(8_000, vec![timer("ReplicaSet/default/web")]));
     assert_eq!(creates(&out.actions), 1);
 }
+
+/// Issue #129795's start: one create sent, succeeded (at revision 40,
+/// after the informer's 30), and never shown by the lagging informer
+/// before the expectations expire at 5s.
+fn created_but_unseen(params: &[(&str, Value)]) -> (ReplicaSetController, Object) {
+    let mut params = params.to_vec();
+    params.push(("expectationsTimeoutMs", json!(5_000)));
+    let mut c = controller_with(&params);
+    let set = web(1);
+    let out = c.handle(&input(0, vec![listed(0, "30", vec![set.clone()]), listed(1, "30", vec![])]));
+    assert_eq!(creates(&out.actions), 1);
+    let created = pod("default", "web-a", "uid-web-a", "40").owned_by(&set).with_label("app", "web");
+    c.handle(&input(10, vec![InputEvent::Result(succeeded(Verb::Create, &created))]));
+    (c, created)
+}
+
+#[test]
+fn expired_expectations_count_as_satisfied_by_default_and_the_pod_is_created_again_issue_129795() {
+    let (mut c, _) = created_but_unseen(&[]);
+    assert_eq!(creates(&c.handle(&input(5_000, vec![timer("ReplicaSet/default/web")])).actions), 1);
+}
+
+#[test]
+fn with_expired_expectations_wait_the_set_waits_for_its_informer_issue_129795() {
+    let (mut c, created) = created_but_unseen(&[("expiredExpectations", json!("wait"))]);
+    let out = c.handle(&input(5_000, vec![timer("ReplicaSet/default/web")]));
+    assert_eq!(creates(&out.actions), 0);
+    assert!(!out.actions.iter().any(|a| matches!(a, Action::RequeueAfter { .. })), "no busy timer: {out:?}");
+    // The informer catches up: the pod is there, nothing more to do.
+    assert_eq!(creates(&c.handle(&input(6_000, vec![added(1, created)])).actions), 0);
+}
+
+#[test]
+fn kep_5647_skips_the_sync_until_the_informer_has_seen_the_controllers_own_last_write() {
+    let (mut c, created) = created_but_unseen(&[("staleControllerConsistency", json!(true))]);
+    // Expired, but the pod informer is at 30 and the controller wrote at 40.
+    let out = c.handle(&input(5_000, vec![timer("ReplicaSet/default/web")]));
+    assert_eq!(out.actions, vec![], "the whole sync is skipped");
+    // Once it has seen revision 40, the set is synced, and is whole.
+    assert_eq!(creates(&c.handle(&input(6_000, vec![added(1, created)])).actions), 0);
+}
+
+#[test]
+fn with_expired_expectations_relist_the_set_reads_its_pods_from_etcd_first_issue_129795() {
+    let (mut c, _) = created_but_unseen(&[("expiredExpectations", json!("relist"))]);
+    let out = c.handle(&input(5_000, vec![timer("ReplicaSet/default/web")]));
+    assert_eq!(creates(&out.actions), 0);
+    let list = out.actions.iter().find(|a| matches!(a, Action::List { .. })).expect("a direct list");
+    let Action::List { kind, namespace, resource_version, .. } = list else { unreachable!() };
+    assert_eq!((kind.as_str(), namespace.as_str(), resource_version), ("Pod", "default", &None), "a quorum list");
+}

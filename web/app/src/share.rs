@@ -293,6 +293,17 @@ mod tests {
     }
 
     #[test]
+    fn a_fix_turned_on_travels_in_the_link_with_the_scenario() {
+        let library = recon_catalog::scenario("replicaset-expectations-129795").expect("a museum entry");
+        let mut scenario = recon_scenario::parse("museum.yaml", library.yaml).unwrap();
+        scenario.set_fix("quorum-relist", true).unwrap();
+        let made = make(library.name, &recon_scenario::to_yaml(&scenario), &[], None);
+        let opened = recon_scenario::parse("opened.yaml", &read(&made.fragment).unwrap().scenario).unwrap();
+        let on: Vec<&str> = opened.fixes.iter().filter(|f| f.enabled).map(|f| f.name.as_str()).collect();
+        assert_eq!(on, ["quorum-relist"]);
+    }
+
+    #[test]
     fn plugins_travel_as_bytes_after_the_head_and_the_same_plugin_travels_once() {
         let bytes = noise(20_000);
         let uploads = [upload("kubelet-node-1", "k.wasm", &bytes), upload("kubelet-node-2", "k2.wasm", &bytes)];

@@ -266,11 +266,56 @@ fn scenario_panel(app: &App, ctx: &Context<App>) -> Html {
                 aria-label="What the scenario shows">
                 { &scenario.description }
             </div>
+            { source_link(scenario) }
+            { fixes(scenario, ctx) }
             <button id="editor-toggle" onclick={toggle} aria-expanded={app.show_editor.to_string()}
                 aria-controls="editor-room">
                 { if app.show_editor { "Hide the scenario file" } else { "Edit the scenario file" } }
             </button>
         </section>
+    }
+}
+
+/// The public issue the scenario reproduces, when it names one.
+fn source_link(scenario: &Scenario) -> Html {
+    if scenario.source.is_empty() {
+        return Html::default();
+    }
+    html! {
+        <p class="source">
+            { "From " }
+            <a id="scenario-source" href={scenario.source.clone()} target="_blank" rel="noopener">{ &scenario.source }</a>
+        </p>
+    }
+}
+
+/// A checkbox per upstream fix the scenario declares: each turns the fix
+/// on or off in the scenario, which re-runs (and so travels in links).
+fn fixes(scenario: &Scenario, ctx: &Context<App>) -> Html {
+    if scenario.fixes.is_empty() {
+        return Html::default();
+    }
+    html! {
+        <fieldset class="fixes" id="fixes">
+            <legend>{ "Upstream fixes" }</legend>
+            { for scenario.fixes.iter().map(|fix| {
+                let name = fix.name.clone();
+                let toggle = ctx.link().callback(move |e: Event| {
+                    let (name, on) = (name.clone(), checked_of(&e));
+                    edit(move |s| s.set_fix(&name, on))
+                });
+                html! {
+                    <label class="fix" title={fix.summary.clone()}>
+                        <input type="checkbox" id={format!("fix-{}", fix.name)} checked={fix.enabled}
+                            onchange={toggle} />
+                        { " " }<strong>{ &fix.name }</strong>{ ": " }{ &fix.summary }
+                        if !fix.link.is_empty() {
+                            { " " }<a href={fix.link.clone()} target="_blank" rel="noopener">{ "(source)" }</a>
+                        }
+                    </label>
+                }
+            }) }
+        </fieldset>
     }
 }
 
