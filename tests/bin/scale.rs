@@ -177,6 +177,10 @@ fn one(args: &[String]) {
     if let Some((_, reason)) = sim.trace().halted() {
         eprintln!("  halted: {reason}");
     }
+    // A crash is why a Wasm run leaves the native one's path: say which.
+    for crash in recon_trace::explain::crashes(sim.trace()).iter().take(5) {
+        eprintln!("  crashed: {} ({} times); last: {}", crash.component, crash.count, crash.reason);
+    }
     let peak = memory("VmHWM:").map_or("?".to_owned(), |k| k.to_string());
     println!("{build_s:.3} {run_s:.3} {} {peak} {}", sim.trace().entries.len(), sim.trace().hash());
 }
