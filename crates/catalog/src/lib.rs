@@ -193,11 +193,13 @@ mod tests {
     }
 
     #[test]
-    fn only_the_fixed_kubelet_lists_with_a_quorum_read_issue_59848() {
+    fn only_the_fixed_kubelet_and_the_kube_rs_examples_list_with_a_quorum_read_issue_59848() {
         let config = ComponentConfig { name: "c".into(), node: Some("node-1".into()), ..Default::default() };
+        // kube's `watcher::Config::default()` lists with `ListSemantic::MostRecent`, a quorum read.
+        let quorum = ["kubelet-fixed", "configmap-generator", "pod-reconciler", "secret-syncer"];
         for builtin in BUILTINS {
             let manifest = instantiate(builtin.name).unwrap().init(&config).unwrap();
-            let expected = if builtin.name == "kubelet-fixed" { ListMode::Quorum } else { ListMode::Any };
+            let expected = if quorum.contains(&builtin.name) { ListMode::Quorum } else { ListMode::Any };
             assert_eq!(manifest.list_mode, expected, "{}", builtin.name);
         }
     }
