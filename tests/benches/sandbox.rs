@@ -11,7 +11,7 @@
 use std::time::{Duration, Instant};
 
 use recon_abi::{ComponentConfig, Input, InputEvent, Instance, Object, ObjectMeta};
-use recon_scenario::Scenario;
+use recon_scenario::{Scenario, StepAction};
 
 const ROUNDS: usize = 7;
 
@@ -63,6 +63,57 @@ fn scenario_case(
         },
     );
     report(name, "entry", entries, times);
+}
+
+/// The kube-rs pod reconciler's scenario with `pods` labelled pods
+/// instead of one: each is created, then edited twice a second apart,
+/// so each goes through the same conflicts and back-offs as `web` does.
+fn scaled_pod_reconciler(pods: usize) -> Scenario {
+    let mut scenario = recon_tests::load("pod-reconciler");
+    let steps = std::mem::take(&mut scenario.script);
+    for step in steps {
+        let web = match &step.action {
+            StepAction::Create { object, .. } | StepAction::Apply { object, .. } => object.metadata.name == "web",
+            _ => false,
+        };
+        if !web {
+            scenario.script.push(step);
+            continue;
+        }
+        for i in 0..pods {
+            let mut copy = step.clone();
+            if let StepAction::Create { object, .. } | StepAction::Apply { object, .. } = &mut copy.action {
+                object.metadata.name = format!("web-{i}");
+            }
+            scenario.script.push(copy);
+        }
+    }
+    scenario.script.sort_by_key(|step| step.at);
+    scenario
+}
+
+/// The async kube-style controller (issue 15): the pod reconciler, its
+/// `main` and every reconcile on recon-kube's executor, linked natively
+/// and as a Wasm plugin; the whole run, and per reconcile of it.
+fn kube_case(pods: usize, plugins: &std::collections::BTreeMap<String, recon_host::CompiledPlugin>) {
+    let scenario = scaled_pod_reconciler(pods);
+    let native = recon_tests::run(&scenario);
+    assert_eq!(recon_tests::run_wasm(&scenario, plugins).hash(), native.hash(), "same run both ways");
+    let reconciles = native
+        .entries
+        .iter()
+        .filter(|e| matches!(&e.event, recon_trace::Event::Reconcile { component, .. } if component == "pod-reconciler"))
+        .count();
+    let times = compare(
+        || {
+            recon_tests::run(&scenario);
+        },
+        || {
+            recon_tests::run_wasm(&scenario, plugins);
+        },
+    );
+    report(&format!("kube pod-reconciler, {pods} pods (run)"), "entry", native.entries.len(), times);
+    report(&format!("kube pod-reconciler, {pods} pods"), "reconcile", reconciles, times);
 }
 
 /// One kubelet call with a typical input: one pod event for its node.
@@ -147,6 +198,8 @@ fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         let scenario = recon_tests::load("pod-safety-59848");
         assert_eq!(recon_tests::run(&scenario).hash(), recon_tests::run_wasm(&scenario, &plugins).hash());
+        let kube = scaled_pod_reconciler(3);
+        assert_eq!(recon_tests::run(&kube).hash(), recon_tests::run_wasm(&kube, &plugins).hash());
         println!("sandbox benchmark: smoke run only (use `cargo xtask bench` to measure)");
         return;
     }
@@ -159,6 +212,11 @@ fn main() {
     }
     if wanted("call") {
         call_case(&plugins);
+    }
+    for pods in [1, 100, 1_000] {
+        if wanted(&format!("kube pod-reconciler, {pods} pods")) {
+            kube_case(pods, &plugins);
+        }
     }
     let scenarios = [
         ("pod-safety-59848 (whole run)", 0, 0),

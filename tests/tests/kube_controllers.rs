@@ -123,3 +123,46 @@ fn the_kube_rs_configmap_generator_on_a_stale_cache_brings_back_the_config_map_o
         "{steps:#?}"
     );
 }
+
+/// The store writes of `component` that failed, with when and why.
+fn refused_writes(trace: &recon_trace::Trace, component: &str) -> Vec<(u64, u16)> {
+    trace
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::WriteFailed { by, status, .. } if by == component => Some((e.time_ms, status.code)),
+            _ => None,
+        })
+        .collect()
+}
+
+// The pod reconciler's replace carries the resourceVersion of the pod in
+// its store, so a write from a stale store is refused: Kubernetes' API
+// concepts (https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions)
+// say resourceVersion is for optimistic concurrency, and the API
+// conventions (https://github.com/kubernetes/community/blob/master/contributors/devel/sig-architecture/api-conventions.md#concurrency-control-and-consistency)
+// that an update whose resourceVersion no longer matches is answered 409
+// Conflict. kube-runtime runs the error policy's `Action` as it runs the
+// reconciler's (https://docs.rs/kube/latest/kube/runtime/struct.Controller.html#method.run):
+// the object is reconciled again after the requeue delay, unless a watch
+// event triggers it sooner.
+#[test]
+fn the_kube_rs_pod_reconciler_backs_off_on_conflicts_from_its_stale_store_and_loses_no_edit() {
+    let key = ObjectKey::new("Pod", "default", "web");
+    let outcome = run_both("pod-reconciler", "pod-reconciler", std::slice::from_ref(&key));
+    let web = outcome.objects[0].as_ref().expect("the pod exists at the end");
+    assert_eq!(web.metadata.labels["tier"], "api", "the user's last edit stands");
+    assert_eq!(web.metadata.annotations["nullable.se/labels"], "app=web,tier=api");
+    let trace = recon_tests::run(&load("pod-reconciler"));
+    // After the first edit (6s) reaches its 2s-stale cache, three replaces
+    // from the old version are refused, each after the error policy's
+    // doubled back-off; the second edit's arrival ends the streak.
+    let refused = refused_writes(&trace, "pod-reconciler");
+    assert_eq!(refused.iter().map(|(_, code)| *code).collect::<Vec<_>>(), [409, 409, 409], "{refused:?}");
+    let gaps: Vec<u64> = refused.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    assert!(gaps[0] >= 250 && gaps[0] < 300 && gaps[1] >= 500 && gaps[1] < 550, "back-offs: {refused:?}");
+    assert!(refused[0].0 >= 8_000 && refused[2].0 < 9_000, "{refused:?}");
+    // The unlabelled pod is never touched; web is written at creation and after the second edit.
+    assert!(!outcome.writes.iter().any(|w| w.contains("plain")), "{:?}", outcome.writes);
+    assert_eq!(outcome.writes, ["update Pod default/web", "update Pod default/web"]);
+}

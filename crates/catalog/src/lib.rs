@@ -81,6 +81,13 @@ pub const BUILTINS: &[Builtin] = &[
         crate_name: "recon_plugin_kubelet_fixed",
     },
     Builtin {
+        name: "pod-reconciler",
+        description: "A pod reconciler in the style of kube-rs's examples (kube's API served by recon-kube): mirrors \
+                      each labelled pod's labels into an annotation by a replace from its cache, requeues, and backs \
+                      off per pod when the API server refuses the write (409 Conflict).",
+        crate_name: "recon_plugin_pod_reconciler",
+    },
+    Builtin {
         name: "replicaset",
         description: "Keeps spec.replicas pods per ReplicaSet, with expectations so it does not act twice on one view.",
         crate_name: "recon_plugin_replicaset",
@@ -156,6 +163,7 @@ pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
         "garbage-collector" => Box::new(GarbageCollector::new()),
         "kubelet" => Box::new(Kubelet::new()),
         "kubelet-fixed" => Box::new(KubeletFixed::new()),
+        "pod-reconciler" => Box::new(recon_kube::Native::new(recon_plugin_pod_reconciler::controller())),
         "replicaset" => Box::new(ReplicaSetController::new()),
         "scheduler" => Box::new(Scheduler::new()),
         "secret-syncer" => Box::new(recon_kube::Native::new(recon_plugin_secret_syncer::controller())),
@@ -185,11 +193,13 @@ mod tests {
     }
 
     #[test]
-    fn only_the_fixed_kubelet_lists_with_a_quorum_read_issue_59848() {
+    fn only_the_fixed_kubelet_and_the_kube_rs_examples_list_with_a_quorum_read_issue_59848() {
         let config = ComponentConfig { name: "c".into(), node: Some("node-1".into()), ..Default::default() };
+        // kube's `watcher::Config::default()` lists with `ListSemantic::MostRecent`, a quorum read.
+        let quorum = ["kubelet-fixed", "configmap-generator", "pod-reconciler", "secret-syncer"];
         for builtin in BUILTINS {
             let manifest = instantiate(builtin.name).unwrap().init(&config).unwrap();
-            let expected = if builtin.name == "kubelet-fixed" { ListMode::Quorum } else { ListMode::Any };
+            let expected = if quorum.contains(&builtin.name) { ListMode::Quorum } else { ListMode::Any };
             assert_eq!(manifest.list_mode, expected, "{}", builtin.name);
         }
     }
