@@ -18,6 +18,11 @@ pub const PODS_PER_DEPLOYMENT: usize = 1_000;
 /// size writes millions of entries.
 pub const MAX_TRACE_ENTRIES: u64 = recon_scenario::RunLimits::MAX_TRACE_ENTRIES;
 
+/// Each Wasm plugin's memory: the most a scenario may give. The default
+/// (64 MiB) holds a few thousand pods in a controller's informer cache;
+/// the ReplicaSet controller's cache of 30,000 pods does not fit in it.
+pub const PLUGIN_MEMORY_BYTES: u64 = recon_scenario::PluginLimits::MAX_MEMORY_BYTES;
+
 /// The API servers, with each one's watch-cache lag.
 const API_SERVERS: [(&str, &str); 3] = [("apiserver-1", "0ms"), ("apiserver-2", "50ms"), ("apiserver-3", "2s")];
 
@@ -33,7 +38,7 @@ pub fn yaml(nodes: usize, pods: usize) -> String {
            the scheduler restarts at 2m.\n\
          seed: 1\n\
          duration: 5m\n\
-         limits: {{ maxTraceEntries: {MAX_TRACE_ENTRIES} }}\n\
+         limits: {{ maxTraceEntries: {MAX_TRACE_ENTRIES}, plugins: {{ memoryBytes: {PLUGIN_MEMORY_BYTES} }} }}\n\
          apiServers:\n"
     );
     for (name, lag) in API_SERVERS {
