@@ -107,11 +107,8 @@ struct SecondMeter {
     objects: u64,
 }
 
-/// What each object a call's input brings (a listed object, a watch event,
-/// a result) adds to the budget of its virtual second: work that grows
-/// with the cluster (a scheduler handed 3,000 pods at once) is paid for by
-/// the input that asks for it, while a plugin that only asks to be called
-/// again gets [`Limits::fuel_per_virtual_second`] and no more.
+/// The default of [`Limits::fuel_per_input_object`]: a scheduler handed
+/// 3,000 pods at once (the scale benchmark's smallest cluster) needs it.
 pub const FUEL_PER_INPUT_OBJECT: u64 = 20_000_000;
 
 /// How many objects an input brings: timers bring none.
@@ -139,7 +136,7 @@ impl SecondMeter {
 
     /// The second's budget so far.
     fn allowance(&self, limits: &Limits) -> u64 {
-        limits.fuel_per_virtual_second.saturating_add(self.objects.saturating_mul(FUEL_PER_INPUT_OBJECT))
+        limits.fuel_per_virtual_second.saturating_add(self.objects.saturating_mul(limits.fuel_per_input_object))
     }
 }
 
@@ -240,11 +237,11 @@ impl WasmInstance {
         // The crash entry says when; the reason says which budget ran out.
         if let (Budget::RestOfSecond { .. }, true) = (self.budget, fuel_left < 0) {
             let per_second = self.limits.fuel_per_virtual_second;
-            reason = match self.second.objects {
+            reason = match self.limits.fuel_per_input_object {
                 0 => format!("ran out of fuel for this virtual second (budget {per_second} per virtual second)"),
-                n => format!(
+                per_object => format!(
                     "ran out of fuel for this virtual second (budget {per_second} per virtual second, \
-                     and {FUEL_PER_INPUT_OBJECT} for each of the {n} objects its input brought in it)"
+                     plus {per_object} per object its input brought)"
                 ),
             };
         }

@@ -36,9 +36,16 @@ pub struct Limits {
     /// restarts back off by a second or more). Default: 2,000,000,000, two
     /// calls' worth (the busiest built-in controller spends about 15,000,000
     /// in a virtual second of the library's scenarios); each object the
-    /// second's inputs bring adds [`FUEL_PER_INPUT_OBJECT`](crate::FUEL_PER_INPUT_OBJECT),
-    /// so a scheduler handed a large cluster's pods at once is not cut short.
+    /// second's inputs bring adds [`Limits::fuel_per_input_object`], so a
+    /// scheduler handed a large cluster's pods at once is not cut short.
     pub fuel_per_virtual_second: u64,
+    /// What each object a `recon_handle` call's input brings (a listed
+    /// object, a watch event, a result; timers bring none) adds to the
+    /// budget of its virtual second: work that grows with the cluster is
+    /// paid for by the input that asks for it, while a plugin that only
+    /// asks to be called again gets [`Limits::fuel_per_virtual_second`].
+    /// Default: 20,000,000.
+    pub fuel_per_input_object: u64,
     /// How deeply calls may nest inside the plugin: the exported function the
     /// host calls is depth 1. Default: 2,000.
     pub max_call_depth: u32,
@@ -66,6 +73,7 @@ impl Limits {
         memory_bytes: 64 << 20,
         fuel_per_call: 1_000_000_000,
         fuel_per_virtual_second: 2_000_000_000,
+        fuel_per_input_object: crate::FUEL_PER_INPUT_OBJECT,
         max_call_depth: 2_000,
         max_module_bytes: 16 << 20,
         max_functions: 20_000,
@@ -89,6 +97,7 @@ impl From<&recon_scenario::PluginLimits> for Limits {
             memory_bytes: set.memory_bytes.unwrap_or(d.memory_bytes),
             fuel_per_call: set.fuel_per_call.unwrap_or(d.fuel_per_call),
             fuel_per_virtual_second: set.fuel_per_virtual_second.unwrap_or(d.fuel_per_virtual_second),
+            fuel_per_input_object: d.fuel_per_input_object,
             max_call_depth: set.max_call_depth.unwrap_or(d.max_call_depth),
             max_module_bytes: set.max_module_bytes.unwrap_or(d.max_module_bytes),
             max_functions: set.max_functions.unwrap_or(d.max_functions),
