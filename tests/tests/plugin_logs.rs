@@ -43,6 +43,18 @@ fn logged(trace: &Trace) -> Vec<(u64, String)> {
     out
 }
 
+/// Why `logger` first crashed.
+fn crash_reason(trace: &Trace) -> String {
+    trace
+        .entries
+        .iter()
+        .find_map(|e| match &e.event {
+            Event::ComponentCrashed { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("the plugin crashes")
+}
+
 #[test]
 fn a_wasm_plugins_log_lines_are_in_the_trace_in_the_order_it_wrote_them() {
     let trace = run("");
@@ -56,14 +68,7 @@ fn a_wasm_plugins_log_lines_are_in_the_trace_in_the_order_it_wrote_them() {
 #[test]
 fn a_panicking_sdk_plugin_crashes_with_its_panic_message_and_location() {
     let trace = run("panicAtMs: 1000");
-    let reason = trace
-        .entries
-        .iter()
-        .find_map(|e| match &e.event {
-            Event::ComponentCrashed { reason, .. } => Some(reason.clone()),
-            _ => None,
-        })
-        .expect("the plugin crashes");
+    let reason = crash_reason(&trace);
     let prefix = "logging.wasm: recon_handle panicked at tests/plugins/logging/src/lib.rs:";
     assert!(reason.starts_with(prefix), "{reason}");
     assert!(reason.contains(": asked to panic at 1"), "{reason}");
@@ -75,15 +80,7 @@ fn a_panicking_sdk_plugin_crashes_with_its_panic_message_and_location() {
 
 #[test]
 fn a_plugin_that_reads_the_real_clock_crashes_saying_it_has_none_and_what_to_use() {
-    let trace = run("readClockAtMs: 1000");
-    let reason = trace
-        .entries
-        .iter()
-        .find_map(|e| match &e.event {
-            Event::ComponentCrashed { reason, .. } => Some(reason.clone()),
-            _ => None,
-        })
-        .expect("the plugin crashes");
+    let reason = crash_reason(&run("readClockAtMs: 1000"));
     assert!(reason.contains("time not implemented on this platform"), "{reason}");
     assert!(reason.contains("a plugin has no clock: use the virtual time of its input"), "{reason}");
     assert!(!reason.contains('\n'), "one line: {reason}");
