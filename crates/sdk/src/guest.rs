@@ -200,7 +200,7 @@ mod instance {
         // drop the first for nothing.
         static HOOK: std::sync::Once = std::sync::Once::new();
         HOOK.call_once(|| std::panic::set_hook(Box::new(|info| crate::log(&super::panic_line(info)))));
-        super::LOG_TO_HOST.set(true);
+        super::LOG_TO_HOST.set(Some(super::import::log));
         GUEST.with_borrow_mut(|guest| packed(guest.init(make, from_i32(address), from_i32(len))))
     }
 
@@ -254,9 +254,8 @@ pub fn instead_of(message: &str) -> &'static str {
 /// whole program from loading.
 pub fn log(line: &str) {
     let captured = CAPTURED.with_borrow_mut(|captured| captured.as_mut().map(|lines| lines.push(line.to_owned())).is_some());
-    if !captured && LOG_TO_HOST.get() {
-        #[cfg(target_arch = "wasm32")]
-        import::log(line);
+    if let Some(to_host) = LOG_TO_HOST.get().filter(|_| !captured) {
+        to_host(line);
     }
 }
 
@@ -275,8 +274,10 @@ thread_local! {
     /// Lines logged inside [`capture_logs`], innermost call's.
     static CAPTURED: std::cell::RefCell<Option<Vec<String>>> = const { std::cell::RefCell::new(None) };
     /// Set by the `recon_init` export: this module is a plugin and its host
-    /// provides `recon.log`.
-    static LOG_TO_HOST: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// provides `recon.log`. A function pointer, so that only `recon_init`
+    /// names the import: a program without the export (the worker, a test
+    /// that links controllers natively) keeps none, optimised or not.
+    static LOG_TO_HOST: std::cell::Cell<Option<fn(&str)>> = const { std::cell::Cell::new(None) };
 }
 
 #[cfg(target_arch = "wasm32")]
