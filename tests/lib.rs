@@ -58,35 +58,57 @@ pub fn run_with_seed(scenario: &Scenario, seed: u64) -> Trace {
 /// builds the plugin crates for wasm32 and passes their directory in
 /// `RECON_PLUGIN_DIR`.
 pub fn wasm_plugins() -> BTreeMap<String, CompiledPlugin> {
-    let dir = std::env::var_os("RECON_PLUGIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
+    let (dir, engine) = (plugin_dir(), Engine::new().expect("wasmtime starts"));
+    recon_catalog::BUILTINS.iter().map(|b| (b.name.to_string(), compile(&engine, &dir, b.crate_name, b.name))).collect()
+}
+
+/// One plugin built by `cargo xtask plugins`, by its crate name with `_`
+/// (`recon_test_plugin_logging`), compiled under the name `name` (which
+/// its crash reasons start with).
+pub fn wasm_plugin(crate_name: &str, name: &str) -> CompiledPlugin {
+    compile(&Engine::new().expect("wasmtime starts"), &plugin_dir(), crate_name, name)
+}
+
+/// Where `cargo xtask test` (or `cargo xtask plugins`) put the `.wasm` files.
+fn plugin_dir() -> PathBuf {
+    std::env::var_os("RECON_PLUGIN_DIR").map(PathBuf::from).unwrap_or_else(|| {
         panic!(
             "RECON_PLUGIN_DIR is not set: run the tests with `cargo xtask test`, which builds the Wasm plugins \
              first, or run `cargo xtask plugins` and set RECON_PLUGIN_DIR to the directory it prints"
         )
-    });
-    let engine = Engine::new().expect("wasmtime starts");
-    recon_catalog::BUILTINS
-        .iter()
-        .map(|b| {
-            let path = dir.join(format!("{}.wasm", b.crate_name));
-            let bytes =
-                std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (run `cargo xtask plugins`)", path.display()));
-            let module = Module::load(b.name, &bytes, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
-            (b.name.to_string(), engine.compile(&module).unwrap_or_else(|e| panic!("{e}")))
-        })
-        .collect()
+    })
+}
+
+fn compile(engine: &Engine, dir: &std::path::Path, crate_name: &str, name: &str) -> CompiledPlugin {
+    let path = dir.join(format!("{crate_name}.wasm"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (run `cargo xtask plugins`)", path.display()));
+    let module = Module::load(name, &bytes, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+    engine.compile(&module).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The simulator's instantiate for `plugins` by controller name: a
+/// controller without a plugin is refused.
+pub fn wasm_instantiate(plugins: BTreeMap<String, CompiledPlugin>) -> recon_sim::Instantiate {
+    Box::new(move |c| {
+        let plugin = plugins.get(&c.controller)?;
+        Some(Box::new(plugin.instantiate().expect("built-in plugins instantiate")) as Box<dyn recon_abi::Instance>)
+    })
 }
 
 /// Runs a scenario with every controller as a Wasm plugin under wasmtime.
 pub fn run_wasm(scenario: &Scenario, plugins: &BTreeMap<String, CompiledPlugin>) -> Trace {
-    let plugins = plugins.clone();
-    let instantiate: recon_sim::Instantiate = Box::new(move |c| {
-        let plugin = plugins.get(&c.controller)?;
-        Some(Box::new(plugin.instantiate().expect("built-in plugins instantiate")) as Box<dyn recon_abi::Instance>)
-    });
-    let mut sim = Sim::new(scenario, instantiate).expect("scenario builds");
+    let mut sim = Sim::new(scenario, wasm_instantiate(plugins.clone())).expect("scenario builds");
     sim.run();
     sim.into_trace()
+}
+
+/// A `/proc/self/status` field in KiB, e.g. `VmHWM:` (peak resident set);
+/// `None` where there is no such file (outside Linux). For the soak and
+/// scale runs' memory figures.
+pub fn proc_status_kib(field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The #59848 story at scale: `nodes` nodes with a kubelet each, a

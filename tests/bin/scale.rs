@@ -148,13 +148,7 @@ fn one(args: &[String]) {
     let scenario = recon_tests::scale::scenario(nodes, pods);
     let instantiate: recon_sim::Instantiate = match engine.as_str() {
         "native" => Box::new(|c| recon_catalog::instantiate(&c.controller)),
-        "wasm" => {
-            let plugins = recon_tests::wasm_plugins();
-            Box::new(move |c| {
-                let plugin = plugins.get(&c.controller)?;
-                Some(Box::new(plugin.instantiate().expect("built-in plugins instantiate")) as Box<dyn recon_abi::Instance>)
-            })
-        }
+        "wasm" => recon_tests::wasm_instantiate(recon_tests::wasm_plugins()),
         other => usage(&format!("{other}: the engine is native or wasm")),
     };
     let mut sim = Sim::new(&scenario, instantiate).expect("the scale scenario builds");
@@ -181,15 +175,8 @@ fn one(args: &[String]) {
     for crash in recon_trace::explain::crashes(sim.trace()).iter().take(5) {
         eprintln!("  crashed: {} ({} times); last: {}", crash.component, crash.count, crash.reason);
     }
-    let peak = memory("VmHWM:").map_or("?".to_owned(), |k| k.to_string());
+    let peak = recon_tests::proc_status_kib("VmHWM:").map_or("?".to_owned(), |k| k.to_string());
     println!("{build_s:.3} {run_s:.3} {} {peak} {}", sim.trace().entries.len(), sim.trace().hash());
-}
-
-/// A `/proc/self/status` field in KiB, e.g. `VmHWM:` (peak resident set).
-fn memory(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 fn number(text: &str) -> usize {

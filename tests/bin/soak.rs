@@ -75,7 +75,7 @@ fn main() {
         sim.run_until(minute * 60_000);
         let entries = sim.trace().entries.len();
         let store = sim.store();
-        let rss = memory("VmRSS:");
+        let rss = recon_tests::proc_status_kib("VmRSS:");
         println!(
             "{:>7}m {:>8.1}s {:>11} {:>10} {:>9} {:>10} {:>8} {:>10}",
             minute,
@@ -104,18 +104,11 @@ fn main() {
     println!("container starts  {starts}");
     println!("trace as JSON     {} MiB", counter.0 >> 20);
     println!("store             revision {}, {} live keys", sim.store().revision(), sim.store().len());
-    println!("peak RSS          {} MiB", memory("VmHWM:").map_or("?".into(), |kb| (kb / 1024).to_string()));
+    println!("peak RSS          {} MiB", recon_tests::proc_status_kib("VmHWM:").map_or("?".into(), |kb| (kb / 1024).to_string()));
     println!("findings          {findings:?}");
     if let Some((_, reason)) = trace.halted() {
         println!("halted            {reason}");
     }
-}
-
-/// A `/proc/self/status` field in KiB, e.g. `VmHWM:` (peak resident set).
-fn memory(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with(field))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Counts the bytes written to it.

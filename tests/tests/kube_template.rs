@@ -2,10 +2,7 @@
 //! its README says: natively, and built for wasm32 under wasmtime, with
 //! the same trace, annotating what it should and nothing else.
 
-use std::path::PathBuf;
-
 use recon_abi::ObjectKey;
-use recon_host::{Engine, Limits, Module};
 use recon_sim::{Instantiate, Sim};
 use recon_trace::{Event, explain};
 
@@ -44,15 +41,8 @@ fn the_template_annotates_its_labelled_config_map_with_the_same_trace_natively_a
             Box::new(recon_kube::Native::new(recon_plugin_kube_template::controller())) as Box<dyn recon_abi::Instance>
         })
     }));
-    let dir = std::env::var_os("RECON_PLUGIN_DIR").map(PathBuf::from).expect("RECON_PLUGIN_DIR is set");
-    let path = dir.join("recon_plugin_kube_template.wasm");
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (run `cargo xtask plugins`)", path.display()));
-    let module = Module::load("kube-template.wasm", &bytes, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
-    let plugin = Engine::new().unwrap().compile(&module).unwrap_or_else(|e| panic!("{e}"));
-    let wasm = run(Box::new(move |c| {
-        (c.controller == "kube-template")
-            .then(|| Box::new(plugin.instantiate().expect("it instantiates")) as Box<dyn recon_abi::Instance>)
-    }));
+    let plugin = recon_tests::wasm_plugin("recon_plugin_kube_template", "kube-template.wasm");
+    let wasm = run(recon_tests::wasm_instantiate([("kube-template".to_owned(), plugin)].into()));
     assert_eq!(native.0, wasm.0, "native and Wasm traces differ");
     let (_, annotations, writes) = native;
     assert_eq!(annotations, [Some("mode,size".to_owned()), None], "the last keys of settings; plain untouched");

@@ -3,18 +3,12 @@
 //! `tests/plugins/logging` (built by `cargo xtask plugins` into
 //! `RECON_PLUGIN_DIR`).
 
-use std::path::PathBuf;
-
-use recon_host::{CompiledPlugin, Engine, Limits, Module};
+use recon_host::CompiledPlugin;
 use recon_sim::{Event, Sim, Trace};
 
 /// The test plugin, compiled.
 fn logging_plugin() -> CompiledPlugin {
-    let dir = std::env::var_os("RECON_PLUGIN_DIR").map(PathBuf::from).expect("RECON_PLUGIN_DIR is set");
-    let path = dir.join("recon_test_plugin_logging.wasm");
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (run `cargo xtask plugins`)", path.display()));
-    let module = Module::load("logging.wasm", &bytes, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
-    Engine::new().unwrap().compile(&module).unwrap_or_else(|e| panic!("{e}"))
+    recon_tests::wasm_plugin("recon_test_plugin_logging", "logging.wasm")
 }
 
 /// One API server and the component `logger` running the test plugin
