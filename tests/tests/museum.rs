@@ -71,3 +71,53 @@ fn expired_expectations_and_a_lagging_informer_make_the_replicaset_controller_cr
         assert_eq!(fixed.violations().count(), 0, "{fix}");
     }
 }
+
+/// rabbitmq/cluster-operator#648: restarted onto a lagging API server, the
+/// operator lists a cluster it already let go as still being deleted, runs
+/// its finalizer again and deletes, by name, the StatefulSet of the cluster
+/// re-created since. The API reference's `DeleteOptions.preconditions`: a
+/// delete with a uid precondition is refused with 409 Conflict when the
+/// object under that name has another uid, which is upstream's fix
+/// (https://github.com/rabbitmq/cluster-operator/pull/651).
+#[test]
+fn a_restarted_rabbitmq_operator_deletes_the_statefulset_of_a_re_created_cluster_issue_648() {
+    let scenario = load("rabbitmq-stale-deletion-648");
+    let trace = run(&scenario);
+    let (entry, _, message) =
+        trace.violations().find(|(_, check, _)| *check == Check::DeletedLiveDependent).expect("the bug shows");
+    assert!(message.starts_with("rabbitmq-cluster-operator deleted StatefulSet default/rabbit-server"), "{message}");
+    assert!(message.contains("was still the earlier incarnation") && message.contains("was being deleted"), "{message}");
+    // After the restart onto the lagging API server (12s).
+    assert!(entry.time_ms >= 12_000, "at {} ms", entry.time_ms);
+
+    // With the uid precondition the same stale delete is refused.
+    let fixed = run(&with_fixes(&scenario, &["delete-precondition-uid"]));
+    let refused = fixed.entries.iter().any(|e| {
+        matches!(&e.event, recon_trace::Event::WriteFailed { by, verb: recon_abi::Verb::Delete, key, status, .. }
+            if by == "rabbitmq-cluster-operator" && key.name == "rabbit-server" && status.code == 409)
+    });
+    assert!(refused, "the stale delete is refused with 409 Conflict");
+    let left: Vec<Check> = fixed.violations().map(|(_, check, _)| check).collect();
+    assert!(left.iter().all(|c| *c == Check::TimeTravel), "{left:?}");
+}
+
+/// Controllers delete dependents of live owners as their job (a ReplicaSet
+/// scaling down, a kubelet finishing a pod's deletion, a Deployment
+/// pruning old ReplicaSets): with `deletedLiveDependent` on everywhere, only
+/// the collector's stale delete and the delete of a newer incarnation by
+/// name are flagged in the whole library.
+#[test]
+fn deleting_a_live_dependent_is_flagged_only_for_a_collector_or_a_newer_incarnation() {
+    let mut flagged = BTreeSet::new();
+    for path in all_scenarios() {
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let mut scenario = load(&stem);
+        if !scenario.checks.enabled.contains(&Check::DeletedLiveDependent) {
+            scenario.checks.enabled.push(Check::DeletedLiveDependent);
+        }
+        if run(&scenario).violations().any(|(_, check, _)| check == Check::DeletedLiveDependent) {
+            flagged.insert(stem);
+        }
+    }
+    assert_eq!(flagged, BTreeSet::from(["gc-stale-view".to_owned(), "rabbitmq-stale-deletion-648".to_owned()]));
+}

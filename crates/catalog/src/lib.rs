@@ -88,6 +88,13 @@ pub const BUILTINS: &[Builtin] = &[
         crate_name: "recon_plugin_pod_reconciler",
     },
     Builtin {
+        name: "rabbitmq-cluster-operator",
+        description: "The RabbitMQ cluster operator's deletion path (rabbitmq/cluster-operator#648): runs each \
+                      RabbitmqCluster as a StatefulSet, and its finalizer deletes that StatefulSet by name; with \
+                      deletePreconditionUid: true (upstream's fix) the delete carries the StatefulSet's uid.",
+        crate_name: "recon_plugin_rabbitmq_cluster_operator",
+    },
+    Builtin {
         name: "replicaset",
         description: "Keeps spec.replicas pods per ReplicaSet, with expectations so it does not act twice on one view.",
         crate_name: "recon_plugin_replicaset",
@@ -164,6 +171,7 @@ pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
         "kubelet" => Box::new(Kubelet::new()),
         "kubelet-fixed" => Box::new(KubeletFixed::new()),
         "pod-reconciler" => Box::new(recon_kube::Native::new(recon_plugin_pod_reconciler::controller())),
+        "rabbitmq-cluster-operator" => Box::new(recon_plugin_rabbitmq_cluster_operator::controller()),
         "replicaset" => Box::new(ReplicaSetController::new()),
         "scheduler" => Box::new(Scheduler::new()),
         "secret-syncer" => Box::new(recon_kube::Native::new(recon_plugin_secret_syncer::controller())),

@@ -735,8 +735,10 @@ pub enum Check {
     StuckDeleting,
     /// A garbage collector never deletes a dependent while one of the
     /// owners it names (by uid) exists and is not being deleted: a delete
-    /// decided on a view in which the owner looked gone. Judged against the
-    /// store when the delete commits.
+    /// decided on a view in which the owner looked gone. Nor does any other
+    /// component's delete, decided on an earlier incarnation of the object,
+    /// take a newer one whose owner exists (a delete by name from a stale
+    /// view). Judged against the store when the delete commits.
     DeletedLiveDependent,
     /// Liveness: when a garbage collector runs, no object is left at the
     /// end of the run that names only owners that no longer exist (by uid).

@@ -1,5 +1,7 @@
 //! Garbage collection: a collector's delete must not take a dependent
-//! whose owner exists (safety, judged at the commit against the store),
+//! whose owner exists, nor may any component's delete decided on an earlier
+//! incarnation take a newer one whose owner exists (safety, judged at the
+//! commit against the store),
 //! and, when a collector runs, no dependent may be left naming only owners
 //! that are gone (liveness, at the end of the run). The other side of
 //! ownership: a controller must not create a dependent for an owner that
@@ -47,7 +49,13 @@ fn describe_owner(owner: &OwnerReference) -> String {
     format!("{} {} (uid {})", owner.kind, owner.name, short_uid(&owner.uid))
 }
 
-/// Deletes by a garbage collector of dependents whose owner existed.
+/// Deletes of dependents whose owner existed: any such delete by a garbage
+/// collector (its whole job is to judge owners), and, by any other
+/// component, a delete that took a newer incarnation than the one its view
+/// held under that name (a delete by name, decided on a stale view: the
+/// pattern of rabbitmq/cluster-operator#648). Other controllers delete
+/// dependents of live owners as a matter of course (a ReplicaSet scaling
+/// down), so for them only the incarnation mix-up is judged.
 pub(super) struct DeletedLiveDependent {
     collectors: BTreeSet<String>,
 }
@@ -58,7 +66,17 @@ impl DeletedLiveDependent {
         DeletedLiveDependent { collectors: collectors.iter().cloned().collect() }
     }
 
-    /// What the collector believed, in words: the dependent and owner it
+    /// Whether the delete `write` took `deleted` although the writer's view
+    /// held an earlier incarnation (another uid) under its name.
+    fn took_a_newer_incarnation(truth: &Truth<'_>, write: EntryId, deleted: &Object) -> bool {
+        let Some(view) = view_of(truth, write) else { return false };
+        matches!(
+            truth.store.get(&deleted.key(), Some(view)),
+            Ok(Some(seen)) if seen.value.metadata.uid != deleted.metadata.uid
+        )
+    }
+
+    /// What the deleter believed, in words: the dependent and owner it
     /// saw at revision `view`.
     fn belief(truth: &Truth<'_>, deleted: &Object, view: u64) -> String {
         let behind = truth.store.revision().saturating_sub(view);
@@ -74,10 +92,19 @@ impl DeletedLiveDependent {
             .filter(|o| owner_at(truth.store, &seen, o, Some(view)).is_none())
             .map(describe_owner)
             .collect();
-        let believed = if gone.is_empty() {
-            "no owner was gone there either".to_owned()
-        } else {
+        let deleting: Vec<String> = seen
+            .metadata
+            .owner_references
+            .iter()
+            .filter(|o| owner_at(truth.store, &seen, o, Some(view)).is_some_and(|owner| owner.is_terminating()))
+            .map(describe_owner)
+            .collect();
+        let believed = if !gone.is_empty() {
             format!("it believed owner {} gone", gone.join(", "))
+        } else if !deleting.is_empty() {
+            format!("its owner there, {}, was being deleted", deleting.join(", "))
+        } else {
+            "no owner was gone there either".to_owned()
         };
         if seen.metadata.uid == deleted.metadata.uid {
             format!("{prefix} {believed}")
@@ -94,11 +121,14 @@ impl DeletedLiveDependent {
 
 impl Observer for DeletedLiveDependent {
     fn committed(&mut self, truth: &Truth<'_>, commit: &Commit<'_>) -> Vec<Finding> {
-        let Some(writer) = commit.writer.filter(|w| self.collectors.contains(*w)) else { return Vec::new() };
+        let Some(writer) = commit.writer else { return Vec::new() };
         let event = commit.event;
         let was_live = event.prev.as_ref().is_some_and(|p| !p.is_terminating());
         let deleting = event.kind == EventKind::Delete || event.value.is_terminating();
         let Some(dependent) = event.prev.as_ref().filter(|_| was_live && deleting) else { return Vec::new() };
+        if !self.collectors.contains(writer) && !Self::took_a_newer_incarnation(truth, commit.entry, dependent) {
+            return Vec::new();
+        }
         let live = dependent
             .metadata
             .owner_references
