@@ -10,17 +10,19 @@ const MAX_PAGES: u64 = 65_536;
 /// with a larger frame is refused at load.
 ///
 /// A frame is charged 64 bytes, plus 8 for each parameter and local (16 for
-/// a `v128`), plus 8 for each value its operand stack can hold at its
-/// highest, four more for the metering's own, (16 each in a module that
-/// uses SIMD): an upper bound of what V8's baseline compiler (4 to 16 bytes
-/// a slot, about 56 bytes of header, measured) and Cranelift reserve for it.
+/// a `v128`), plus 8 for each value its operand stack holds at its highest
+/// and four more for the metering's own (16 each in a function whose
+/// operand stack ever holds a `v128`): an upper bound of what V8's baseline
+/// compiler (4 to 16 bytes a slot, about 56 bytes of header, measured in
+/// Chromium) and Cranelift reserve for it.
 /// Every call adds its frame's charge to the stack meter on entry and takes
 /// it back on exit, and traps when the meter passes [`Limits::stack_bytes`].
 /// Since an engine reserves a frame before its first instruction runs, the
 /// engine's stack must hold the whole budget plus one frame of this size:
 /// in a Chromium worker (about 500 KB) the budget takes half and this a
 /// quarter, leaving the rest to the host's own frames. Real compilers' frames
-/// are far smaller (the built-in controllers' largest is about 2.5 KiB).
+/// are far smaller (the built-in controllers' functions have at most 238
+/// locals, about 2 KiB).
 pub const MAX_FRAME_BYTES: u32 = 128 << 10;
 
 /// The limits a plugin runs under.
