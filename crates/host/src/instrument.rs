@@ -729,6 +729,32 @@ mod tests {
     }
 
     #[test]
+    fn conversion_bounds_are_exact_in_the_operand_type_and_only_trapping_conversions_are_guarded() {
+        use Operator as O;
+        let trapping = [
+            O::I32TruncF32S,
+            O::I32TruncF32U,
+            O::I32TruncF64S,
+            O::I32TruncF64U,
+            O::I64TruncF32S,
+            O::I64TruncF32U,
+            O::I64TruncF64S,
+            O::I64TruncF64U,
+        ];
+        for op in &trapping {
+            let range = integer_range(op).unwrap();
+            if !range.from_f64 {
+                assert_eq!(f64::from(range.low as f32), range.low, "{op:?}");
+                assert_eq!(f64::from(range.high as f32), range.high, "{op:?}");
+            }
+            // A low bound is inclusive exactly where the exclusive one is not exact.
+            assert_eq!(range.low_inclusive, range.low != -1.0 && range.low != -2_147_483_649.0, "{op:?}");
+        }
+        assert_eq!(integer_range(&O::I32TruncSatF64S), None);
+        assert_eq!(integer_range(&O::F64Trunc), None);
+    }
+
+    #[test]
     fn straight_line_code_is_one_block_charged_at_entry() {
         let costs = body_costs("(module (func (result i32) i32.const 1 i32.const 2 i32.add))");
         assert_eq!(charged(&costs), [("I32Const", 4)]);

@@ -573,36 +573,41 @@ fn large_frames() -> Vec<u8> {
     let locals = 4_000;
     let set: String = (1..=locals).map(|l| format!("(local.set {l} (i64.extend_i32_u (local.get 0)))")).collect();
     let sum: String = (1..=locals).map(|l| format!("(local.get {l}) i64.add ")).collect();
-    let wat = format!(
-        r#"(module
-             (memory (export "memory") 1)
-             (data (i32.const 0x100) "{}")
-             (func (export "recon_abi_version") (result i32) i32.const 1)
-             (func (export "recon_alloc") (param i32) (result i32) i32.const 0x1000)
-             (func (export "recon_init") (param i32 i32) (result i64) i64.const {})
-             (func $down (param i32) (result i64) (local {})
+    generated_plugin(
+        "(drop (call $down (i32.const 0))) unreachable",
+        &format!(
+            "(func $down (param i32) (result i64) (local {})
                {set}
                (call $down (i32.add (local.get 0) (i32.const 1)))
-               {sum})
-             (func (export "recon_handle") (param i32 i32) (result i64)
-               (drop (call $down (i32.const 0)))
-               unreachable))"#,
-        MANIFEST.replace('"', "\\\""),
-        (0x100_i64 << 32) | MANIFEST.len() as i64,
-        "i64 ".repeat(locals),
-    );
-    wat::parse_str(wat).unwrap()
+               {sum})",
+            "i64 ".repeat(locals)
+        ),
+    )
 }
 
 /// The well-behaved part of every generated module, with `extra` fields.
 fn generated(extra: &str) -> Vec<u8> {
+    generated_module("i64.const 0", "i64.const 0", extra)
+}
+
+/// A generated module that gets as far as `recon_handle`: its `recon_init`
+/// returns [`MANIFEST`], its `recon_handle` runs `handle`.
+fn generated_plugin(handle: &str, extra: &str) -> Vec<u8> {
+    let manifest = format!(r#"(data (i32.const 0x100) "{}")"#, MANIFEST.replace('"', "\\\""));
+    let init = format!("i64.const {}", (0x100_i64 << 32) | MANIFEST.len() as i64);
+    generated_module(&init, handle, &format!("{manifest} {extra}"))
+}
+
+/// A module with the ABI's exports, whose `recon_init` and `recon_handle`
+/// run `init` and `handle`, and `extra` fields.
+fn generated_module(init: &str, handle: &str, extra: &str) -> Vec<u8> {
     let wat = format!(
         r#"(module
              (memory (export "memory") 272)
              (func (export "recon_abi_version") (result i32) i32.const 1)
              (func (export "recon_alloc") (param i32) (result i32) i32.const 0x1000)
-             (func (export "recon_init") (param i32 i32) (result i64) i64.const 0)
-             (func (export "recon_handle") (param i32 i32) (result i64) i64.const 0)
+             (func (export "recon_init") (param i32 i32) (result i64) {init})
+             (func (export "recon_handle") (param i32 i32) (result i64) {handle})
              {extra})"#
     );
     wat::parse_str(wat).unwrap()
