@@ -464,9 +464,12 @@ fn a_float_to_integer_conversion_traps_alike_on_nan_and_out_of_range_and_convert
 
 /// A plugin whose `recon_handle` recurses `n` times through a function that
 /// keeps `locals` `i64` locals live across its recursive call: frames larger
-/// than an optimising compiler can keep in registers.
+/// than an optimising compiler can keep in registers. Each is loaded from
+/// its own address, so no compiler can merge them or compute them again
+/// after the call.
 fn recursive_with_locals(locals: usize, n: u32) -> Plugin {
-    let set: String = (1..=locals).map(|l| format!("(local.set {l} (i64.extend_i32_u (local.get 0)))")).collect();
+    let set: String =
+        (1..=locals).map(|l| format!("(local.set {l} (i64.load offset={} (i32.const 0)))", 8 * l)).collect();
     let sum: String = (1..=locals).map(|l| format!("(local.get {l}) i64.add ")).collect();
     let rec = format!(
         "(func $rec (param i32) (result i64) {}
@@ -491,6 +494,17 @@ fn answer(plugin: &Plugin, limits: &Limits) -> Result<Output, String> {
     instance.handle(&input(0)).map_err(|crash| crash.reason)
 }
 
+/// The largest `n` below `fails` for which `fits(n)` holds, by bisection:
+/// `fits` holds up to some `n` and not beyond.
+fn deepest(fails: u32, fits: impl Fn(u32) -> bool) -> u32 {
+    let (mut fits_at, mut fails_at) = (0, fails);
+    while fails_at - fits_at > 1 {
+        let mid = (fits_at + fails_at) / 2;
+        if fits(mid) { fits_at = mid } else { fails_at = mid }
+    }
+    fits_at
+}
+
 const STACK_BUDGET: &str = "test.wasm: recon_handle exhausted its stack budget (262144 bytes)";
 
 /// Issue 20: Chromium's frames grew faster with live locals than
@@ -508,12 +522,7 @@ fn recursion_with_larger_frames_exhausts_the_stack_budget_at_the_same_depth_in_e
     assert_eq!(answer(&recursive_with_locals(16, 1_000_000), &Limits::default()).unwrap_err(), STACK_BUDGET);
     // The deepest recursion that fits, found by bisection, is the same
     // number in every engine (the charge is the module's, not the engine's).
-    let fits = |n: u32| answer(&recursive_with_locals(16, n), &Limits::default()).is_ok();
-    let (mut fits_at, mut fails_at) = (0, 2_000);
-    while fails_at - fits_at > 1 {
-        let mid = (fits_at + fails_at) / 2;
-        if fits(mid) { fits_at = mid } else { fails_at = mid }
-    }
+    let fits_at = deepest(2_000, |n| answer(&recursive_with_locals(16, n), &Limits::default()).is_ok());
     assert_eq!(fits_at, 1_055, "recon_handle and {} frames of $rec fit in 262,144 bytes", fits_at + 1);
 }
 
@@ -575,6 +584,29 @@ fn every_frame_shape_exhausts_the_stack_budget_before_the_engines_stack() {
     assert_eq!(shallow.handle(&input(0)).unwrap(), Output::default());
 }
 
+/// With the budget lifted, the engine's own stack runs out: still a crash of
+/// the instance alone, worded the same in every engine, and the engine stays
+/// usable. How deep it gets measures the engine's stack in frames the budget
+/// charges about what V8 reserves for them (1,024 live `i64` locals, about
+/// 8 KiB): it holds the budget and half as much again (the largest frame a
+/// module may have is half the budget), with the host's own frames below.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn the_engines_own_stack_holds_the_budget_and_half_as_much_again() {
+    let budget = Limits { max_call_depth: u32::MAX, ..Limits::default() };
+    let lifted = Limits { stack_bytes: u32::MAX, ..budget };
+    let in_budget = deepest(1_000, |n| answer(&recursive_with_locals(1_024, n), &budget).is_ok());
+    let in_engine = deepest(1_000, |n| answer(&recursive_with_locals(1_024, n), &lifted).is_ok());
+    assert_eq!(
+        answer(&recursive_with_locals(1_024, in_engine + 1), &lifted).unwrap_err(),
+        "test.wasm: recon_handle trapped: exhausted the engine's stack"
+    );
+    assert!(in_engine * 2 >= in_budget * 3, "the engine's stack holds {in_engine} frames, the budget {in_budget}");
+    let mut shallow = recursive_with_locals(16, 10).compile(&lifted).instantiate().unwrap();
+    shallow.init(&config()).unwrap();
+    assert_eq!(shallow.handle(&input(0)).unwrap(), Output::default());
+}
+
 /// The worst case for an engine's stack: frames whose charge is about what
 /// the engines reserve for them (live `i64` locals, 8 bytes a slot in V8 as
 /// in the charge) fill the budget to its brim, and the next call is to the
@@ -611,12 +643,7 @@ fn the_largest_frame_fits_on_top_of_a_full_stack_budget() {
         extra: functions,
         ..Plugin::default()
     };
-    // The deepest $fill that fits, by bisection.
-    let (mut fits_at, mut fails_at) = (0, 1_000);
-    while fails_at - fits_at > 1 {
-        let mid = (fits_at + fails_at) / 2;
-        if answer(&plugin(mid, false), &limits).is_ok() { fits_at = mid } else { fails_at = mid }
-    }
+    let fits_at = deepest(1_000, |n| answer(&plugin(n, false), &limits).is_ok());
     assert_eq!(answer(&plugin(fits_at + 1, false), &limits).unwrap_err(), STACK_BUDGET);
     assert!(fits_at > 100, "frames of 256 locals, about 2 KiB: {fits_at}");
     // Then the largest frame on top: the budget says no, not the engine.
