@@ -58,15 +58,21 @@ pub fn run_with_seed(scenario: &Scenario, seed: u64) -> Trace {
 /// builds the plugin crates for wasm32 and passes their directory in
 /// `RECON_PLUGIN_DIR`.
 pub fn wasm_plugins() -> BTreeMap<String, CompiledPlugin> {
+    wasm_plugins_under(&Limits::default())
+}
+
+/// [`wasm_plugins`], loaded under `limits` rather than the defaults.
+pub fn wasm_plugins_under(limits: &Limits) -> BTreeMap<String, CompiledPlugin> {
     let (dir, engine) = (plugin_dir(), Engine::new().expect("wasmtime starts"));
-    recon_catalog::BUILTINS.iter().map(|b| (b.name.to_string(), compile(&engine, &dir, b.crate_name, b.name))).collect()
+    let compile = |b: &recon_catalog::Builtin| compile(&engine, &dir, b.crate_name, b.name, limits);
+    recon_catalog::BUILTINS.iter().map(|b| (b.name.to_string(), compile(b))).collect()
 }
 
 /// One plugin built by `cargo xtask plugins`, by its crate name with `_`
 /// (`recon_test_plugin_logging`), compiled under the name `name` (which
 /// its crash reasons start with).
 pub fn wasm_plugin(crate_name: &str, name: &str) -> CompiledPlugin {
-    compile(&Engine::new().expect("wasmtime starts"), &plugin_dir(), crate_name, name)
+    compile(&Engine::new().expect("wasmtime starts"), &plugin_dir(), crate_name, name, &Limits::default())
 }
 
 /// Where `cargo xtask test` (or `cargo xtask plugins`) put the `.wasm` files.
@@ -79,10 +85,10 @@ fn plugin_dir() -> PathBuf {
     })
 }
 
-fn compile(engine: &Engine, dir: &std::path::Path, crate_name: &str, name: &str) -> CompiledPlugin {
+fn compile(engine: &Engine, dir: &std::path::Path, crate_name: &str, name: &str, limits: &Limits) -> CompiledPlugin {
     let path = dir.join(format!("{crate_name}.wasm"));
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e} (run `cargo xtask plugins`)", path.display()));
-    let module = Module::load(name, &bytes, &Limits::default()).unwrap_or_else(|e| panic!("{e}"));
+    let module = Module::load(name, &bytes, limits).unwrap_or_else(|e| panic!("{e}"));
     engine.compile(&module).unwrap_or_else(|e| panic!("{e}"))
 }
 

@@ -6,7 +6,7 @@
 //! allow for modules of any size only off the main thread: run it in a Web
 //! Worker, as the playground does.
 //!
-//! The instrumented module enforces fuel, memory and depth by itself, and the
+//! The instrumented module enforces fuel, memory, depth and stack by itself, and the
 //! memory's declared maximum is the cap, so `memory.grow` fails at the same
 //! size here as natively. Unlike wasmtime, the browser offers no fuel of its
 //! own to back the instrumentation up: if a host bug let a call run forever,
@@ -17,21 +17,15 @@
 //! `RangeError` when the engine's stack runs out); their messages, in the
 //! words of V8, SpiderMonkey or JavaScriptCore, are mapped onto a [`Trap`]
 //! and explained from the meters ([`Trap::explain`]), so crash reasons are
-//! the same as natively.
-//!
-//! Differences remain that the host cannot hide:
-//!
-//! - V8 reports a float-to-integer conversion of NaN and of a value out of
-//!   range with one message, worded as [`Trap::BadConversionToInteger`];
-//!   wasmtime calls the second [`Trap::IntegerOverflow`]. (Older V8 also had
-//!   one message for a call to an empty table slot and one with the wrong
-//!   signature, worded as [`Trap::BadSignature`].)
-//! - The engine's stack is the worker's JavaScript stack, about 1 MiB in
-//!   Chromium, like wasmtime's, but Chromium's frames grow faster with a
-//!   function's live locals than Cranelift's: at the default depth limit of
-//!   2,000, a recursive function may keep about 20 `i64` locals live across
-//!   its call before the stack runs out first, and the call crashes with
-//!   [`Trap::StackOverflow`] rather than at the depth limit.
+//! the same as natively. Two differences between the engines are taken care
+//! of in the module: V8 has one message for a float-to-integer conversion
+//! of NaN and of a value out of range, where wasmtime calls the second an
+//! integer overflow, so the instrumentation turns an out-of-range operand
+//! into NaN; and the worker's stack (about 500 KB in Chromium) holds fewer
+//! large frames than wasmtime's, so the stack budget, charged by frame size,
+//! stops recursion first in both. (Older V8 had one message for a call to an
+//! empty table slot and one with the wrong signature, worded as
+//! [`Trap::BadSignature`]: only such a V8 would differ.)
 
 use std::borrow::Cow;
 use std::cell::{OnceCell, RefCell};
@@ -46,7 +40,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::call::{Call, Logs, in_bounds, one_line};
 use crate::instance::{Machine, lost_export, not_instantiated};
-use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, Module, PluginError, Trap, WasmInstance};
+use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, Meters, Module, PluginError, STACK_EXPORT, Trap, WasmInstance};
 
 /// The browser's own WebAssembly engine, driven synchronously: use it in a
 /// Web Worker. There is nothing to configure, since the limits are in the
@@ -55,8 +49,7 @@ use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, Module, PluginError, Trap, WasmIn
 /// There is no fuel backstop: unlike wasmtime, the browser cannot stop a
 /// call that the instrumented fuel meter failed to stop (a host bug). The
 /// playground's page keeps a watchdog that terminates the worker as a last
-/// resort. A few traps are worded differently from natively, and the stack
-/// holds fewer large frames; see the crate's README.
+/// resort. See the crate's README.
 #[derive(Clone)]
 pub struct Engine {
     _private: (),
@@ -81,6 +74,7 @@ pub(crate) struct Browser {
     handle: Function,
     fuel: WebAssembly::Global,
     depth: WebAssembly::Global,
+    stack: WebAssembly::Global,
     logs: Rc<RefCell<Logs>>,
     _log: Closure<dyn FnMut(i32, i32)>,
 }
@@ -141,6 +135,7 @@ impl CompiledPlugin {
         let memory: WebAssembly::Memory = export(&exports, "memory").ok_or_else(|| missing("memory"))?;
         let fuel = export(&exports, FUEL_EXPORT).ok_or_else(|| missing(FUEL_EXPORT))?;
         let depth = export(&exports, DEPTH_EXPORT).ok_or_else(|| missing(DEPTH_EXPORT))?;
+        let stack = export(&exports, STACK_EXPORT).ok_or_else(|| missing(STACK_EXPORT))?;
         let version = export(&exports, "recon_abi_version");
         let alloc = export(&exports, "recon_alloc");
         let init = export(&exports, "recon_init");
@@ -150,7 +145,7 @@ impl CompiledPlugin {
         };
         // Set once, here: the cell was empty.
         let _ = memory_cell.set(memory.clone());
-        let machine = Browser { memory, version, alloc, init, handle, fuel, depth, logs, _log: log };
+        let machine = Browser { memory, version, alloc, init, handle, fuel, depth, stack, logs, _log: log };
         WasmInstance::start(self.name.clone(), self.limits, machine)
     }
 }
@@ -164,14 +159,19 @@ impl Machine for Browser {
         let value = JsValue::from_str("value");
         Reflect::set(&self.fuel, &value, &BigInt::from(fuel))
             .and_then(|_| Reflect::set(&self.depth, &value, &JsValue::from(0)))
+            .and_then(|_| Reflect::set(&self.stack, &value, &JsValue::from(0)))
             .map(drop)
             .map_err(|e| message(&e))
     }
 
-    fn meters(&mut self) -> (i64, u32) {
-        let fuel_left = i64::try_from_js_value(self.fuel.value()).unwrap_or(0);
-        let depth = self.depth.value().as_f64().map_or(0, |depth| depth as i32 as u32);
-        (fuel_left, depth)
+    fn meters(&mut self) -> Meters {
+        // An i32 global reads as a (signed) number.
+        let i32_meter = |global: &WebAssembly::Global| global.value().as_f64().map_or(0, |n| n as i32 as u32);
+        Meters {
+            fuel_left: i64::try_from_js_value(self.fuel.value()).unwrap_or(0),
+            depth: i32_meter(&self.depth),
+            stack_bytes: i32_meter(&self.stack),
+        }
     }
 
     fn memory_bytes(&mut self) -> u64 {
@@ -217,7 +217,9 @@ impl Machine for Browser {
             return Trap::Other(message(error));
         };
         match String::from(error.message()).trim() {
-            // V8 (Chrome, Edge, Node), SpiderMonkey (Firefox), JavaScriptCore (Safari).
+            // V8 (Chrome, Edge, Node; its `MessageTemplate`s, stable across
+            // versions but for the few older ones listed too), SpiderMonkey
+            // (Firefox), JavaScriptCore (Safari).
             "unreachable" | "unreachable executed" | "Unreachable code should not be executed" => Trap::Unreachable,
             "memory access out of bounds"
             | "data segment out of bounds"
@@ -242,6 +244,7 @@ impl Machine for Browser {
             }
             "divide result unrepresentable" | "integer overflow" | "Integer overflow" => Trap::IntegerOverflow,
             "float unrepresentable in integer range"
+            | "integer result unrepresentable"
             | "invalid conversion to integer"
             | "Out of bounds Trunc operation" => Trap::BadConversionToInteger,
             "Maximum call stack size exceeded" | "Maximum call stack size exceeded." | "too much recursion" => {

@@ -1,10 +1,9 @@
 //! The native engine: wasmtime with Cranelift.
 //!
-//! The instrumented module already enforces fuel, memory and depth; wasmtime
-//! is configured so that its own mechanisms only back them up: its fuel is a
-//! multiple of the budget, its resource limiter caps memory at the same size,
-//! and its stack is deep enough that the depth limit trips first for any
-//! ordinary code.
+//! The instrumented module already enforces fuel, memory, depth and stack;
+//! wasmtime is configured so that its own mechanisms only back them up: its
+//! fuel is a multiple of the budget, its resource limiter caps memory at the
+//! same size, and its stack is four times the default stack budget.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -16,18 +15,20 @@ use wasmtime::{
 
 use crate::call::{Call, Logs, in_bounds, one_line};
 use crate::instance::{Machine, lost_export, not_instantiated};
-use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, Module, PluginError, Trap, WasmInstance};
+use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, Meters, Module, PluginError, STACK_EXPORT, Trap, WasmInstance};
 
 /// The most native stack a call may use. Calls must run on a thread with
 /// more than this (Rust's main thread has 8 MiB, spawned threads 2 MiB).
-/// At the default depth limit it leaves 512 bytes per frame.
+/// Four times the default stack budget ([`Limits::stack_bytes`]), whose
+/// charge for a frame is already an upper bound of Cranelift's.
 const MAX_WASM_STACK: usize = 1 << 20;
 
 /// wasmtime's fuel, per unit of the instrumented budget. wasmtime counts the
-/// instrumentation's instructions too, at most about 21 per unit charged
-/// (a call to a function whose body is one `end`), so 32 guarantees the
-/// instrumented counter trips first; wasmtime's only catches host bugs.
-const BACKSTOP_FACTOR: u64 = 32;
+/// instrumentation's instructions too, at most about 35 per unit charged
+/// (a call to a function whose body is one `end`: the depth and stack
+/// meters and the fuel charge), so 64 guarantees the instrumented counter
+/// trips first; wasmtime's only catches host bugs.
+const BACKSTOP_FACTOR: u64 = 64;
 
 /// The wasmtime engine, configured for deterministic plugins. Create one per
 /// process and share it: compiled plugins belong to the engine that compiled
@@ -57,6 +58,7 @@ pub(crate) struct Wasmtime {
     handle: TypedFunc<(i32, i32), i64>,
     fuel: Global,
     depth: Global,
+    stack: Global,
 }
 
 /// What a store holds besides the instance.
@@ -68,7 +70,8 @@ struct HostState {
 impl Engine {
     /// An engine with NaN canonicalisation, deterministic relaxed SIMD (which
     /// validation refuses anyway), no threads (compiled out), no tail calls,
-    /// no memory64 or multi-memory, fuel as a backstop and a 1 MiB wasm stack.
+    /// no memory64 or multi-memory, fuel as a backstop and a 1 MiB wasm stack
+    /// as another.
     pub fn new() -> Result<Engine, PluginError> {
         let mut config = Config::new();
         config
@@ -121,6 +124,7 @@ impl CompiledPlugin {
         let memory = instance.get_memory(&mut store, "memory").ok_or_else(|| missing("memory"))?;
         let fuel = instance.get_global(&mut store, FUEL_EXPORT).ok_or_else(|| missing(FUEL_EXPORT))?;
         let depth = instance.get_global(&mut store, DEPTH_EXPORT).ok_or_else(|| missing(DEPTH_EXPORT))?;
+        let stack = instance.get_global(&mut store, STACK_EXPORT).ok_or_else(|| missing(STACK_EXPORT))?;
         let version = instance.get_typed_func(&mut store, "recon_abi_version");
         let alloc = instance.get_typed_func(&mut store, "recon_alloc");
         let init = instance.get_typed_func(&mut store, "recon_init");
@@ -128,7 +132,7 @@ impl CompiledPlugin {
         let (Ok(version), Ok(alloc), Ok(init), Ok(handle)) = (version, alloc, init, handle) else {
             return Err(missing("recon_*"));
         };
-        let machine = Wasmtime { store, memory, version, alloc, init, handle, fuel, depth };
+        let machine = Wasmtime { store, memory, version, alloc, init, handle, fuel, depth, stack };
         WasmInstance::start(self.name.clone(), self.limits, machine)
     }
 }
@@ -141,14 +145,15 @@ impl Machine for Wasmtime {
         self.fuel
             .set(&mut self.store, Val::I64(fuel))
             .and_then(|()| self.depth.set(&mut self.store, Val::I32(0)))
+            .and_then(|()| self.stack.set(&mut self.store, Val::I32(0)))
             .and_then(|()| self.store.set_fuel(backstop))
             .map_err(|e| one_line(&e))
     }
 
-    fn meters(&mut self) -> (i64, u32) {
-        let fuel_left = self.fuel.get(&mut self.store).i64().unwrap_or(0);
-        let depth = self.depth.get(&mut self.store).i32().unwrap_or(0) as u32;
-        (fuel_left, depth)
+    fn meters(&mut self) -> Meters {
+        let mut i32_meter = |global: Global| global.get(&mut self.store).i32().unwrap_or(0) as u32;
+        let (depth, stack_bytes) = (i32_meter(self.depth), i32_meter(self.stack));
+        Meters { fuel_left: self.fuel.get(&mut self.store).i64().unwrap_or(0), depth, stack_bytes }
     }
 
     fn memory_bytes(&mut self) -> u64 {

@@ -10,9 +10,9 @@ use recon_abi::{ABI_VERSION, ComponentConfig, Crash, Input, InputEvent, Instance
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::Trap;
 use crate::call::{Call, Logs, crash, one_line};
 use crate::{CompiledPlugin, Engine, Limits, Module, PluginError};
+use crate::{Meters, Trap};
 
 /// The engine's side of an instance on this target.
 #[cfg(not(target_arch = "wasm32"))]
@@ -28,12 +28,12 @@ pub(crate) trait Machine {
     type Error;
 
     /// Fills the fuel meter with `fuel` (the call's [`Budget`]) and sets the
-    /// depth meter to 0 (and rearms an engine backstop, if the engine has
-    /// one). Fails only on a host bug, with one line.
+    /// depth and stack meters to 0 (and rearms an engine backstop, if the
+    /// engine has one). Fails only on a host bug, with one line.
     fn reset_meters(&mut self, fuel: i64) -> Result<(), String>;
 
-    /// The meters: the fuel left and the call depth.
-    fn meters(&mut self) -> (i64, u32);
+    /// The meters, as the last call left them.
+    fn meters(&mut self) -> Meters;
 
     /// The size of the memory in bytes.
     fn memory_bytes(&mut self) -> u64;
@@ -223,19 +223,19 @@ impl WasmInstance {
     }
 
     /// Records the fuel used by the call that just ended; returns the meters.
-    fn read_meters(&mut self) -> (i64, u32) {
-        let (fuel_left, depth) = self.machine.meters();
-        self.fuel_used = self.budget.fuel(&self.limits).saturating_sub(fuel_left.max(0)).unsigned_abs();
-        (fuel_left, depth)
+    fn read_meters(&mut self) -> Meters {
+        let meters = self.machine.meters();
+        self.fuel_used = self.budget.fuel(&self.limits).saturating_sub(meters.fuel_left.max(0)).unsigned_abs();
+        meters
     }
 
     /// The crash for a call that trapped, explained from the meters.
     fn trapped(&mut self, export: &str, error: <EngineInstance as Machine>::Error) -> Crash {
-        let (fuel_left, depth) = self.read_meters();
+        let meters = self.read_meters();
         let memory_bytes = self.machine.memory_bytes();
-        let mut reason = EngineInstance::trap(&error).explain(&self.limits, fuel_left, depth, memory_bytes);
+        let mut reason = EngineInstance::trap(&error).explain(&self.limits, meters, memory_bytes);
         // The crash entry says when; the reason says which budget ran out.
-        if let (Budget::RestOfSecond { .. }, true) = (self.budget, fuel_left < 0) {
+        if let (Budget::RestOfSecond { .. }, true) = (self.budget, meters.fuel_left < 0) {
             let per_second = self.limits.fuel_per_virtual_second;
             reason = match self.limits.fuel_per_input_object {
                 0 => format!("ran out of fuel for this virtual second (budget {per_second} per virtual second)"),

@@ -2,10 +2,14 @@
 //!
 //! Every defined function gets, in this order:
 //!
-//! - a **depth** prologue: `recon_depth += 1`, trap if it passes the limit;
-//!   the body is wrapped in a block so that every way out (falling off the
-//!   end, `return`, a branch to the function's label) passes the matching
-//!   `recon_depth -= 1`. `return` becomes a branch to that block.
+//! - a **depth and stack** prologue: `recon_depth += 1` and `recon_stack +=`
+//!   the frame's charge ([`crate::MAX_FRAME_BYTES`] says how a frame is
+//!   charged), trap if either passes its limit; the body is wrapped in a
+//!   block so that every way out (falling off the end, `return`, a branch to
+//!   the function's label) passes the matching decrements. `return` becomes
+//!   a branch to that block. The charge is an upper bound of the frame every
+//!   engine reserves, so the budget runs out at the same call everywhere,
+//!   before any engine's own stack does.
 //! - a **fuel** charge at the start of every basic block: the number of
 //!   instructions up to and including the block's last one is subtracted
 //!   from `recon_fuel`, and the call traps if the result is negative. Blocks
@@ -28,6 +32,14 @@
 //!   (x86 gives negative NaNs, wasmtime canonicalises), so without this a
 //!   plugin that looks at them could make a trace differ between engines.
 //!
+//! - a **float-to-integer guard** before every trapping conversion
+//!   (`i32.trunc_f64_s` and the like): an operand out of the integer's range
+//!   becomes NaN, so the conversion traps as one of NaN in every engine.
+//!   wasmtime would call the out-of-range trap an integer overflow (the
+//!   word it also uses for `i32.div_s` of `MIN` by -1), V8 cannot tell it
+//!   from NaN; this way both report "converted an unrepresentable float to
+//!   an integer", at the same instruction.
+//!
 //! Memory and table maxima are lowered to the caps, so `memory.grow` and
 //! `table.grow` fail at the same size everywhere. The instrumentation's own
 //! instructions are not charged.
@@ -44,7 +56,8 @@ use wasm_encoder::{
 };
 use wasmparser::{CompositeInnerType, Operator};
 
-use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits};
+use crate::validate::OperandStack;
+use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, MAX_FRAME_BYTES, STACK_EXPORT};
 
 /// The most elements a table may have (validation refuses a larger initial
 /// size; the maximum is lowered to this).
@@ -58,6 +71,20 @@ pub(crate) const MAX_FUNCTION_BYTES: usize = 7_654_321;
 /// engine (V8's limit, which wasmparser shares).
 pub(crate) const MAX_FUNCTION_LOCALS: u64 = 50_000;
 
+/// What every frame is charged besides its slots: what V8 and Cranelift
+/// keep in a frame's header (return address, frame pointer, instance, saved
+/// registers; V8's baseline compiler takes about 56 bytes, measured).
+const FRAME_HEADER_BYTES: u64 = 64;
+
+/// What a slot of a frame is charged: a parameter, a local or an operand
+/// stack value of a scalar type or a reference. A `v128` takes two.
+const SLOT_BYTES: u64 = 8;
+
+/// The most values the instrumentation pushes above a function's own
+/// operand stack (the NaN canonicalisation and the conversion guard take
+/// an operand and hold up to five values in its place).
+const METERING_OPERANDS: u64 = 4;
+
 /// Why a module could not be instrumented.
 #[derive(Debug)]
 pub(crate) enum Failure {
@@ -68,8 +95,9 @@ pub(crate) enum Failure {
     Bug(String),
 }
 
-/// Rewrites a validated plugin; see the module docs.
-pub(crate) fn instrument(bytes: &[u8], limits: &Limits) -> Result<Vec<u8>, Failure> {
+/// Rewrites a validated plugin; see the module docs. `operand_stacks` is
+/// what validation learnt of each defined function's operand stack.
+pub(crate) fn instrument(bytes: &[u8], limits: &Limits, operand_stacks: &[OperandStack]) -> Result<Vec<u8>, Failure> {
     // Function indices count imported functions first.
     let mut imported = 0;
     for payload in wasmparser::Parser::new(0).parse_all(bytes) {
@@ -80,6 +108,7 @@ pub(crate) fn instrument(bytes: &[u8], limits: &Limits) -> Result<Vec<u8>, Failu
     }
     let mut rewriter = Rewriter {
         limits,
+        operand_stacks,
         types: Vec::new(),
         functions: Vec::new(),
         bodies: 0,
@@ -107,9 +136,11 @@ pub(crate) fn instrument(bytes: &[u8], limits: &Limits) -> Result<Vec<u8>, Failu
 /// What the rewrite of one module has learnt so far.
 struct Rewriter<'a> {
     limits: &'a Limits,
-    /// Per type index: its parameter count and the block type that wraps the
-    /// body of a function of that type (no parameters, the same results).
-    types: Vec<(u32, BlockType)>,
+    /// Per defined function, what validation learnt of its operand stack.
+    operand_stacks: &'a [OperandStack],
+    /// Per type index: its parameters and the block type that wraps the body
+    /// of a function of that type (no parameters, the same results).
+    types: Vec<(Params, BlockType)>,
     /// The type index of each defined function.
     functions: Vec<u32>,
     /// How many function bodies have been rewritten.
@@ -117,10 +148,32 @@ struct Rewriter<'a> {
     /// How many functions the module imports: the first body is function
     /// number `imported`.
     imported: usize,
-    /// The indices of the fuel and depth globals, once they exist.
-    meters: Option<(u32, u32)>,
+    /// The meters' globals, once they exist.
+    meters: Option<MeterGlobals>,
     /// Set when a rewritten function passes an engine's limit.
     too_large: Option<String>,
+}
+
+/// A function type's parameters, as the rewrite counts them.
+#[derive(Clone, Copy, Debug)]
+struct Params {
+    /// How many there are: the first local is number `count`.
+    count: u32,
+    /// The frame slots they take (a `v128` takes two).
+    slots: u64,
+}
+
+/// The indices of the meters' globals.
+#[derive(Clone, Copy, Debug)]
+struct MeterGlobals {
+    fuel: u32,
+    depth: u32,
+    stack: u32,
+}
+
+/// The frame slots a value of type `ty` takes.
+fn slots(ty: ValType) -> u64 {
+    if ty == ValType::V128 { 2 } else { 1 }
 }
 
 impl Rewriter<'_> {
@@ -130,10 +183,11 @@ impl Rewriter<'_> {
         // Fuel starts at zero: an export called before the host sets it traps.
         globals.global(meter(ValType::I64), &ConstExpr::i64_const(0));
         globals.global(meter(ValType::I32), &ConstExpr::i32_const(0));
-        self.meters = Some((fuel, fuel + 1));
+        globals.global(meter(ValType::I32), &ConstExpr::i32_const(0));
+        self.meters = Some(MeterGlobals { fuel, depth: fuel + 1, stack: fuel + 2 });
     }
 
-    fn meters(&self) -> Result<(u32, u32), Error<String>> {
+    fn meters(&self) -> Result<MeterGlobals, Error<String>> {
         self.meters.ok_or_else(|| Error::UserError("code or exports before the meters exist".into()))
     }
 }
@@ -162,7 +216,11 @@ impl Reencode for Rewriter<'_> {
                         BlockType::FunctionType(u32::MAX) // numbered below
                     }
                 };
-                self.types.push((func.params().len() as u32, wrapper));
+                let params = Params {
+                    count: func.params().len() as u32,
+                    slots: func.params().iter().map(|ty| if *ty == wasmparser::ValType::V128 { 2 } else { 1 }).sum(),
+                };
+                self.types.push((params, wrapper));
             }
             self.parse_recursive_type_group(types.ty(), group)?;
         }
@@ -238,8 +296,11 @@ impl Reencode for Rewriter<'_> {
         section: wasmparser::ExportSectionReader<'_>,
     ) -> Result<(), Error<String>> {
         utils::parse_export_section(self, exports, section)?;
-        let (fuel, depth) = self.meters()?;
-        exports.export(FUEL_EXPORT, ExportKind::Global, fuel).export(DEPTH_EXPORT, ExportKind::Global, depth);
+        let meters = self.meters()?;
+        exports
+            .export(FUEL_EXPORT, ExportKind::Global, meters.fuel)
+            .export(DEPTH_EXPORT, ExportKind::Global, meters.depth)
+            .export(STACK_EXPORT, ExportKind::Global, meters.stack);
         Ok(())
     }
 
@@ -262,15 +323,16 @@ impl Reencode for Rewriter<'_> {
         code: &mut CodeSection,
         body: wasmparser::FunctionBody<'_>,
     ) -> Result<(), Error<String>> {
-        let (fuel, depth) = self.meters()?;
+        let MeterGlobals { fuel, depth, stack } = self.meters()?;
         let no_type = || Error::UserError("a function body without a type".into());
         let index = self.imported + self.bodies;
         let ty = *self.functions.get(self.bodies).ok_or_else(no_type)?;
         let (params, wrapper) = *self.types.get(ty as usize).ok_or_else(no_type)?;
+        let operand_stack = *self.operand_stacks.get(self.bodies).ok_or_else(no_type)?;
         self.bodies += 1;
 
         let mut locals = Vec::new();
-        let mut next = params; // ends as the index of the first new local
+        let mut next = params.count; // ends as the index of the first new local
         for local in body.get_locals_reader()? {
             let (count, ty) = local?;
             next += count;
@@ -287,8 +349,14 @@ impl Reencode for Rewriter<'_> {
             })
         };
         let bulk_scratch = scratch(ops.iter().any(is_bulk), ValType::I32);
-        let f32_scratch = scratch(ops.iter().any(|op| nan_kind(op) == Some(Nan::F32)), ValType::F32);
-        let f64_scratch = scratch(ops.iter().any(|op| nan_kind(op) == Some(Nan::F64)), ValType::F64);
+        let f32_scratch = scratch(
+            ops.iter().any(|op| nan_kind(op) == Some(Nan::F32) || integer_range(op).is_some_and(|r| !r.from_f64)),
+            ValType::F32,
+        );
+        let f64_scratch = scratch(
+            ops.iter().any(|op| nan_kind(op) == Some(Nan::F64) || integer_range(op).is_some_and(|r| r.from_f64)),
+            ValType::F64,
+        );
         let v128_scratch =
             scratch(ops.iter().any(|op| matches!(nan_kind(op), Some(Nan::F32x4 | Nan::F64x2))), ValType::V128);
         if u64::from(next) > MAX_FUNCTION_LOCALS {
@@ -299,6 +367,14 @@ impl Reencode for Rewriter<'_> {
             ));
             return Err(Error::UserError("too large".into()));
         }
+        let frame = frame_bytes(params.slots, &locals, operand_stack);
+        if frame > u64::from(MAX_FRAME_BYTES) {
+            self.too_large = Some(format!(
+                "has a function (index {index}) whose frame takes {frame} bytes of stack once metered, above the \
+                 limit of {MAX_FRAME_BYTES} bytes per frame"
+            ));
+            return Err(Error::UserError("too large".into()));
+        }
 
         let mut f = Function::new(locals);
         f.instructions()
@@ -306,10 +382,18 @@ impl Reencode for Rewriter<'_> {
             .i32_const(1)
             .i32_add()
             .global_set(depth)
-            .global_get(depth)
+            .global_get(stack)
+            .i32_const(frame as i32)
+            .i32_add()
+            .global_set(stack)
             // Compared unsigned, so any u32 limit works.
+            .global_get(depth)
             .i32_const(self.limits.max_call_depth as i32)
             .i32_gt_u()
+            .global_get(stack)
+            .i32_const(self.limits.stack_bytes as i32)
+            .i32_gt_u()
+            .i32_or()
             .if_(BlockType::Empty)
             .unreachable()
             .end()
@@ -327,6 +411,9 @@ impl Reencode for Rewriter<'_> {
                 charge(&mut f, fuel, |sink| {
                     sink.local_get(scratch).i64_extend_i32_u().i64_const(3).i64_shr_u();
                 });
+            }
+            if let Some(range) = integer_range(&op) {
+                guard_conversion(&mut f, if range.from_f64 { f64_scratch } else { f32_scratch }, range);
             }
             let nan = nan_kind(&op);
             match op {
@@ -348,7 +435,16 @@ impl Reencode for Rewriter<'_> {
             }
         }
         // The last `end` closed the wrapper block.
-        f.instructions().global_get(depth).i32_const(1).i32_sub().global_set(depth).end();
+        f.instructions()
+            .global_get(depth)
+            .i32_const(1)
+            .i32_sub()
+            .global_set(depth)
+            .global_get(stack)
+            .i32_const(frame as i32)
+            .i32_sub()
+            .global_set(stack)
+            .end();
         if f.byte_len() > MAX_FUNCTION_BYTES {
             self.too_large = Some(format!(
                 "has a function (index {}) of {} bytes that would be {} bytes once metered, above the engines' \
@@ -362,6 +458,83 @@ impl Reencode for Rewriter<'_> {
         code.function(&f);
         Ok(())
     }
+}
+
+/// What a frame is charged (see [`crate::MAX_FRAME_BYTES`]): its header, its
+/// parameters' and locals' slots (the metering's scratch locals included)
+/// and its operand stack at its highest, with room for the metering's own
+/// operands.
+fn frame_bytes(param_slots: u64, locals: &[(u32, ValType)], operands: OperandStack) -> u64 {
+    let local_slots: u64 = locals.iter().map(|&(count, ty)| u64::from(count) * slots(ty)).sum();
+    let operand_bytes = if operands.vectors { 2 * SLOT_BYTES } else { SLOT_BYTES };
+    FRAME_HEADER_BYTES
+        + (param_slots + local_slots) * SLOT_BYTES
+        + (u64::from(operands.max_values) + METERING_OPERANDS) * operand_bytes
+}
+
+/// The operands a trapping float-to-integer conversion accepts: those
+/// above `low` (or equal to it, if `low_inclusive`) and below `high`, the
+/// bounds being exact in the float type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct IntegerRange {
+    /// Whether the operand is an `f64` (else an `f32`).
+    from_f64: bool,
+    low: f64,
+    low_inclusive: bool,
+    high: f64,
+}
+
+/// The range of a trapping float-to-integer conversion (the WebAssembly
+/// specification's `trunc`: it traps on NaN and on a value whose integer
+/// part does not fit), or `None` for any other instruction. A signed
+/// N-bit conversion accepts -2^(N-1)-1 < x < 2^(N-1), written with `>=
+/// -2^(N-1)` where -2^(N-1)-1 is not exact in the float type; an unsigned
+/// one -1 < x < 2^N.
+fn integer_range(op: &Operator<'_>) -> Option<IntegerRange> {
+    use Operator as O;
+    let (from_f64, low, low_inclusive, high) = match op {
+        O::I32TruncF32S => (false, -2_147_483_648.0, true, 2_147_483_648.0),
+        O::I32TruncF64S => (true, -2_147_483_649.0, false, 2_147_483_648.0),
+        O::I32TruncF32U => (false, -1.0, false, 4_294_967_296.0),
+        O::I32TruncF64U => (true, -1.0, false, 4_294_967_296.0),
+        O::I64TruncF32S => (false, -9_223_372_036_854_775_808.0, true, 9_223_372_036_854_775_808.0),
+        O::I64TruncF64S => (true, -9_223_372_036_854_775_808.0, true, 9_223_372_036_854_775_808.0),
+        O::I64TruncF32U => (false, -1.0, false, 18_446_744_073_709_551_616.0),
+        O::I64TruncF64U => (true, -1.0, false, 18_446_744_073_709_551_616.0),
+        _ => return None,
+    };
+    Some(IntegerRange { from_f64, low, low_inclusive, high })
+}
+
+/// Replaces the operand on top of the stack, about to be converted to an
+/// integer, by NaN if it is outside `range`, through `scratch`, a local of
+/// its type: `select(x, NaN, low < x && x < high)`. NaN fails both
+/// comparisons and stays NaN.
+fn guard_conversion(f: &mut Function, scratch: Option<u32>, range: IntegerRange) {
+    // The scratch local exists whenever a conversion from its type does.
+    let Some(t) = scratch else { return };
+    let mut sink = f.instructions();
+    sink.local_tee(t);
+    if range.from_f64 {
+        sink.f64_const(Ieee64::new(CANONICAL_F64)).local_get(t).f64_const(Ieee64::from(range.low));
+        if range.low_inclusive {
+            sink.f64_ge()
+        } else {
+            sink.f64_gt()
+        };
+        sink.local_get(t).f64_const(Ieee64::from(range.high)).f64_lt();
+    } else {
+        // The bounds are exact in f32 too.
+        let (low, high) = (range.low as f32, range.high as f32);
+        sink.f32_const(Ieee32::new(CANONICAL_F32)).local_get(t).f32_const(Ieee32::from(low));
+        if range.low_inclusive {
+            sink.f32_ge()
+        } else {
+            sink.f32_gt()
+        };
+        sink.local_get(t).f32_const(Ieee32::from(high)).f32_lt();
+    }
+    sink.i32_and().select();
 }
 
 /// The result types whose NaNs are canonicalised.
@@ -553,6 +726,32 @@ mod tests {
 
     fn charged(costs: &[(String, u64)]) -> Vec<(&str, u64)> {
         costs.iter().filter(|(_, c)| *c > 0).map(|(n, c)| (n.as_str(), *c)).collect()
+    }
+
+    #[test]
+    fn conversion_bounds_are_exact_in_the_operand_type_and_only_trapping_conversions_are_guarded() {
+        use Operator as O;
+        let trapping = [
+            O::I32TruncF32S,
+            O::I32TruncF32U,
+            O::I32TruncF64S,
+            O::I32TruncF64U,
+            O::I64TruncF32S,
+            O::I64TruncF32U,
+            O::I64TruncF64S,
+            O::I64TruncF64U,
+        ];
+        for op in &trapping {
+            let range = integer_range(op).unwrap();
+            if !range.from_f64 {
+                assert_eq!(f64::from(range.low as f32), range.low, "{op:?}");
+                assert_eq!(f64::from(range.high as f32), range.high, "{op:?}");
+            }
+            // A low bound is inclusive exactly where the exclusive one is not exact.
+            assert_eq!(range.low_inclusive, range.low != -1.0 && range.low != -2_147_483_649.0, "{op:?}");
+        }
+        assert_eq!(integer_range(&O::I32TruncSatF64S), None);
+        assert_eq!(integer_range(&O::F64Trunc), None);
     }
 
     #[test]

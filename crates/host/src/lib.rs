@@ -8,7 +8,8 @@
 //!    2.0 features only, the ABI's exports and types, no import but
 //!    `recon.log`, no start function, one private 32-bit memory within the
 //!    cap) and **instrument**: rewrite the module so that it meters its own
-//!    fuel, caps its memory and counts its call depth ([`Limits`]).
+//!    fuel, caps its memory, counts its call depth and charges its frames
+//!    against a stack budget ([`Limits`]).
 //! 2. **Compile** ([`Engine::compile`]), once per module: natively with
 //!    wasmtime, in the browser (`wasm32`) with the page's own `WebAssembly`.
 //! 3. **Instantiate** ([`CompiledPlugin::instantiate`], or
@@ -19,7 +20,7 @@
 //!
 //! Because the limits are in the module's own code, they do not depend on
 //! the engine: a call runs out of fuel at the same instruction, `memory.grow`
-//! fails at the same size and recursion stops at the same depth under
+//! fails at the same size and recursion stops at the same call under
 //! wasmtime and in any browser, and crash reasons are worded the same
 //! ([`Trap::explain`]). The engines' own limits are only a backstop.
 //!
@@ -30,8 +31,8 @@
 //! synchronously and so must run in a Web Worker. What happens around a call
 //! (writing the input, reading and decoding the result, wording every crash,
 //! bounding the log) is shared; only the raw calls and the meters' access
-//! differ. The browser engine has no fuel backstop of its own, and a few
-//! traps are reported differently (the crate's README says which).
+//! differ. The browser engine has no fuel backstop of its own (the crate's
+//! README says what else to know).
 //!
 //! ```
 //! use recon_abi::{ComponentConfig, Instance};
@@ -66,6 +67,6 @@ pub use browser::{CompiledPlugin, Engine};
 pub use engine::{CompiledPlugin, Engine};
 pub use error::PluginError;
 pub use instance::{FUEL_PER_INPUT_OBJECT, WasmInstance, check};
-pub use limits::Limits;
-pub use module::{DEPTH_EXPORT, FUEL_EXPORT, Module};
-pub use trap::Trap;
+pub use limits::{Limits, MAX_FRAME_BYTES};
+pub use module::{DEPTH_EXPORT, FUEL_EXPORT, Module, STACK_EXPORT};
+pub use trap::{Meters, Trap};

@@ -6,6 +6,25 @@ pub(crate) const PAGE_BYTES: u64 = 65_536;
 /// Pages in 4 GiB, all a 32-bit memory can address.
 const MAX_PAGES: u64 = 65_536;
 
+/// The most stack one function's frame may be charged, in bytes; a module
+/// with a larger frame is refused at load.
+///
+/// A frame is charged 64 bytes, plus 8 for each parameter and local (16 for
+/// a `v128`), plus 8 for each value its operand stack holds at its highest
+/// and four more for the metering's own (16 each in a function whose
+/// operand stack ever holds a `v128`): an upper bound of what V8's baseline
+/// compiler (4 to 16 bytes a slot, about 56 bytes of header, measured in
+/// Chromium) and Cranelift reserve for it.
+/// Every call adds its frame's charge to the stack meter on entry and takes
+/// it back on exit, and traps when the meter passes [`Limits::stack_bytes`].
+/// Since an engine reserves a frame before its first instruction runs, the
+/// engine's stack must hold the whole budget plus one frame of this size:
+/// in a Chromium worker (about 500 KB) the budget takes half and this a
+/// quarter, leaving the rest to the host's own frames. Real compilers' frames
+/// are far smaller (the built-in controllers' functions have at most 238
+/// locals, about 2 KiB).
+pub const MAX_FRAME_BYTES: u32 = 128 << 10;
+
 /// The limits a plugin runs under.
 ///
 /// They are written into the module when it is loaded ([`crate::Module::load`]),
@@ -49,6 +68,16 @@ pub struct Limits {
     /// How deeply calls may nest inside the plugin: the exported function the
     /// host calls is depth 1. Default: 2,000.
     pub max_call_depth: u32,
+    /// The stack budget: the most bytes the frames of the calls nested inside
+    /// the plugin may take together, each charged by its size
+    /// ([`crate::MAX_FRAME_BYTES`] says how). It stops recursion of large
+    /// frames at the same call in every engine, before the engines' own
+    /// stacks run out (the browser's is the smaller, about 500 KB in a
+    /// Chromium worker: the budget, one more frame of the largest size a
+    /// module may have and the host's own frames fit in it). Not a scenario
+    /// setting; raise it only with the engines' stacks. Default: 262,144
+    /// (256 KiB).
+    pub stack_bytes: u32,
     /// The largest module accepted, in bytes: the file as uploaded, and the
     /// module once instrumented (which adds the meters' code). Default: 16 MiB
     /// (a release build of a built-in controller is about 0.5 MiB, a debug
@@ -75,6 +104,7 @@ impl Limits {
         fuel_per_virtual_second: 2_000_000_000,
         fuel_per_input_object: crate::FUEL_PER_INPUT_OBJECT,
         max_call_depth: 2_000,
+        stack_bytes: 256 << 10,
         max_module_bytes: 16 << 20,
         max_functions: 20_000,
         max_output_bytes: 16 << 20,
@@ -99,6 +129,7 @@ impl From<&recon_scenario::PluginLimits> for Limits {
             fuel_per_virtual_second: set.fuel_per_virtual_second.unwrap_or(d.fuel_per_virtual_second),
             fuel_per_input_object: d.fuel_per_input_object,
             max_call_depth: set.max_call_depth.unwrap_or(d.max_call_depth),
+            stack_bytes: d.stack_bytes,
             max_module_bytes: set.max_module_bytes.unwrap_or(d.max_module_bytes),
             max_functions: set.max_functions.unwrap_or(d.max_functions),
             max_output_bytes: set.max_output_bytes.unwrap_or(d.max_output_bytes),

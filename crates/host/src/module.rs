@@ -15,6 +15,12 @@ pub const FUEL_EXPORT: &str = "recon_fuel";
 /// a trap means the call nested too deeply.
 pub const DEPTH_EXPORT: &str = "recon_depth";
 
+/// The exported `i32` global that holds the bytes of stack charged to the
+/// frames of the calls in progress (see [`crate::MAX_FRAME_BYTES`]). The host
+/// sets it to 0 before each call; a value above [`Limits::stack_bytes`] after
+/// a trap means the call exhausted its stack budget.
+pub const STACK_EXPORT: &str = "recon_stack";
+
 /// A plugin that passed validation and carries its limits in its code.
 ///
 /// Its [`bytes`](Module::bytes) are what every engine instantiates: wasmtime
@@ -30,9 +36,9 @@ impl Module {
     /// Validates `bytes` as a plugin named `name` (usually its file name; it
     /// starts every error message) and instruments it for `limits`.
     pub fn load(name: &str, bytes: &[u8], limits: &Limits) -> Result<Module, PluginError> {
-        validate::validate(name, bytes, limits)?;
+        let operand_stacks = validate::validate(name, bytes, limits)?;
         let host = |reason| PluginError::Host { name: name.to_owned(), reason };
-        let bytes = instrument::instrument(bytes, limits).map_err(|failure| match failure {
+        let bytes = instrument::instrument(bytes, limits, &operand_stacks).map_err(|failure| match failure {
             instrument::Failure::TooLarge(problem) => PluginError::TooLarge { name: name.to_owned(), problem },
             instrument::Failure::Bug(e) => host(format!("instrumentation failed: {e}")),
         })?;

@@ -2,9 +2,13 @@
 //!
 //! A crash reason ends up in the trace, and a trace must be byte-identical
 //! natively and in the browser. So engines do not report their own trap
-//! messages: each maps its trap onto a [`Trap`], and [`Trap::explain`] reads
-//! the instrumentation's meters first, since running out of fuel or depth is
-//! an `unreachable` the instrumentation planted.
+//! messages: each maps its trap onto a [`Trap`] (wasmtime by its trap code,
+//! the browser by the `WebAssembly.RuntimeError`'s message), and
+//! [`Trap::explain`] reads the instrumentation's meters first, since running
+//! out of fuel, depth or stack is an `unreachable` the instrumentation
+//! planted. Where engines would name one trap differently, the
+//! instrumentation makes them agree (a float-to-integer conversion out of
+//! range traps as one of NaN, see `instrument.rs`).
 
 use std::fmt;
 
@@ -30,8 +34,9 @@ pub enum Trap {
     IntegerOverflow,
     /// A float-to-integer conversion of NaN or an out-of-range value.
     BadConversionToInteger,
-    /// The engine's own stack ran out before the call depth limit (frames
-    /// larger than the host allows for; see the engine's docs).
+    /// The engine's own stack ran out. The stack budget
+    /// ([`Limits::stack_bytes`]) is meant to stop every call first; this
+    /// names what happens if it did not.
     StackOverflow,
     /// Anything else, in the engine's words.
     Other(String),
@@ -54,24 +59,43 @@ impl fmt::Display for Trap {
     }
 }
 
+/// The meters the instrumented module exports, as a call left them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Meters {
+    /// The fuel left (`recon_fuel`): negative once the call ran out.
+    pub fuel_left: i64,
+    /// The call depth (`recon_depth`): above [`Limits::max_call_depth`] once
+    /// the call nested too deeply.
+    pub depth: u32,
+    /// The bytes of stack the frames of the calls in progress are charged
+    /// (`recon_stack`): above [`Limits::stack_bytes`] once the budget ran out.
+    pub stack_bytes: u32,
+}
+
 impl Trap {
     /// Explains a trapped call in one line, from the meters exported by the
-    /// instrumented module as they were after the trap (`recon_fuel`,
-    /// `recon_depth`) and the size of its memory in bytes.
+    /// instrumented module as they were after the trap and the size of its
+    /// memory in bytes.
     ///
     /// ```
-    /// use recon_host::{Limits, Trap};
+    /// use recon_host::{Limits, Meters, Trap};
     /// let limits = Limits::default();
-    /// assert_eq!(Trap::Unreachable.explain(&limits, -3, 1, 65_536), "ran out of fuel (budget 1000000000 per call)");
-    /// assert_eq!(Trap::Unreachable.explain(&limits, 10, 1, 65_536), "trapped: executed an unreachable instruction");
+    /// let ran_out = Meters { fuel_left: -3, depth: 1, stack_bytes: 100 };
+    /// assert_eq!(Trap::Unreachable.explain(&limits, ran_out, 65_536), "ran out of fuel (budget 1000000000 per call)");
+    /// let deep = Meters { fuel_left: 10, depth: 9, stack_bytes: 300_000 };
+    /// assert_eq!(Trap::Unreachable.explain(&limits, deep, 65_536), "exhausted its stack budget (262144 bytes)");
+    /// let plain = Meters { fuel_left: 10, depth: 1, stack_bytes: 100 };
+    /// assert_eq!(Trap::Unreachable.explain(&limits, plain, 65_536), "trapped: executed an unreachable instruction");
     /// ```
-    pub fn explain(&self, limits: &Limits, fuel_left: i64, depth: u32, memory_bytes: u64) -> String {
-        // The meters go negative (fuel) or past the limit (depth) only on the
-        // way into the `unreachable` the instrumentation planted.
-        if fuel_left < 0 {
+    pub fn explain(&self, limits: &Limits, meters: Meters, memory_bytes: u64) -> String {
+        // The meters go negative (fuel) or past their limits (depth, stack)
+        // only on the way into the `unreachable` the instrumentation planted.
+        if meters.fuel_left < 0 {
             format!("ran out of fuel (budget {} per call)", limits.fuel_per_call)
-        } else if depth > limits.max_call_depth {
+        } else if meters.depth > limits.max_call_depth {
             format!("exceeded the call depth limit ({})", limits.max_call_depth)
+        } else if meters.stack_bytes > limits.stack_bytes {
+            format!("exhausted its stack budget ({} bytes)", limits.stack_bytes)
         } else if memory_bytes >= limits.memory_pages() * crate::limits::PAGE_BYTES {
             // Most allocators abort when `memory.grow` fails: say so.
             format!("trapped: {self}, with its memory at the cap ({memory_bytes} bytes)")

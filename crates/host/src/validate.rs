@@ -12,7 +12,7 @@ use wasmparser::{
 };
 
 use crate::instrument::TABLE_ELEMENTS;
-use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, PluginError, limits::PAGE_BYTES};
+use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, PluginError, STACK_EXPORT, limits::PAGE_BYTES};
 
 /// What plugins may use: WebAssembly 2.0, which is what rustc emits for
 /// `wasm32-unknown-unknown` by default (mutable globals, sign extension,
@@ -31,9 +31,20 @@ const FUNCTIONS: [(&str, &[ValType], &[ValType], &str); 4] = [
     ("recon_handle", &[ValType::I32, ValType::I32], &[ValType::I64], "a function (i32, i32) -> i64"),
 ];
 
+/// What validation learns about a function's operand stack, which the
+/// instrumentation charges as part of its frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OperandStack {
+    /// The most values it holds at once.
+    pub(crate) max_values: u32,
+    /// Whether it ever holds a `v128`, which takes two slots.
+    pub(crate) vectors: bool,
+}
+
 /// Checks everything the sandbox requires of `bytes`; see [`PluginError`]
-/// for the cases.
-pub(crate) fn validate(name: &str, bytes: &[u8], limits: &Limits) -> Result<(), PluginError> {
+/// for the cases. Returns the operand stack of each defined function, in
+/// order.
+pub(crate) fn validate(name: &str, bytes: &[u8], limits: &Limits) -> Result<Vec<OperandStack>, PluginError> {
     let name_ = || name.to_owned();
     if !bytes.starts_with(b"\0asm") {
         let found = match bytes.len() {
@@ -55,6 +66,7 @@ pub(crate) fn validate(name: &str, bytes: &[u8], limits: &Limits) -> Result<(), 
     // Initial sizes, for the segments: memory in bytes, tables in elements.
     let mut memory_bytes = 0;
     let mut tables = Vec::new();
+    let mut operand_stacks = Vec::new();
     for payload in Parser::new(0).parse_all(bytes) {
         let payload = payload.map_err(refuse)?;
         match &payload {
@@ -130,7 +142,7 @@ pub(crate) fn validate(name: &str, bytes: &[u8], limits: &Limits) -> Result<(), 
             Payload::ExportSection(reader) => {
                 for export in reader.clone() {
                     let export = export.map_err(refuse)?;
-                    if [FUEL_EXPORT, DEPTH_EXPORT].contains(&export.name) {
+                    if [FUEL_EXPORT, DEPTH_EXPORT, STACK_EXPORT].contains(&export.name) {
                         return Err(PluginError::ReservedExport { name: name_(), export: export.name.to_owned() });
                     }
                     exports.push((export.name.to_owned(), export.kind, export.index));
@@ -147,13 +159,34 @@ pub(crate) fn validate(name: &str, bytes: &[u8], limits: &Limits) -> Result<(), 
                         func.index
                     )));
                 }
-                func.into_validator(Default::default()).validate(&body).map_err(refuse)?
+                let mut func = func.into_validator(Default::default());
+                operand_stacks.push(validate_body(&mut func, &body).map_err(refuse)?);
             }
             ValidPayload::End(types) => check_abi(name, &types, log_type, &exports)?,
             ValidPayload::Ok | ValidPayload::Parser(_) => {}
         }
     }
-    Ok(())
+    Ok(operand_stacks)
+}
+
+/// Validates one function body, as `FuncValidator::validate` does, watching
+/// its operand stack as it goes.
+fn validate_body(
+    func: &mut wasmparser::FuncValidator<wasmparser::ValidatorResources>,
+    body: &wasmparser::FunctionBody<'_>,
+) -> Result<OperandStack, BinaryReaderError> {
+    let mut reader = body.get_binary_reader();
+    func.read_locals(&mut reader)?;
+    reader.set_features(FEATURES);
+    let mut stack = OperandStack::default();
+    while !reader.eof() {
+        reader.visit_operator(&mut func.visitor(reader.original_position()))??;
+        stack.max_values = stack.max_values.max(func.operand_stack_height());
+        // Every value is on top once, when it is pushed.
+        stack.vectors |= func.get_operand_type(0) == Some(Some(ValType::V128));
+    }
+    reader.finish_expression(&func.visitor(reader.original_position()))?;
+    Ok(stack)
 }
 
 /// The deepest a function's blocks, loops and ifs may nest. Compiling a

@@ -77,6 +77,8 @@ catalogue!(
     requeue_spinner,
     deep_recursion,
     stack_exhaustion,
+    large_frames,
+    float_to_int_trap,
     memory_growth,
     huge_output_buffer,
     out_of_bounds_result,
@@ -106,6 +108,7 @@ catalogue!(
     huge_function,
     too_many_locals,
     nested_blocks,
+    huge_frame,
 );
 
 #[cfg_attr(not(target_arch = "wasm32"), test)]

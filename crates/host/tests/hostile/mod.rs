@@ -19,7 +19,9 @@
 //! | `infinite_loop` | loops forever | crash: ran out of fuel |
 //! | `requeue_spinner` | spends much of its fuel on every call and asks to be called again in 1 ms | crash after 4 calls: ran out of its virtual second's fuel |
 //! | `deep_recursion` | recurses without end | crash: call depth limit |
-//! | `stack_exhaustion` | recurses with 64 live `i64`s per frame, depth limit lifted | crash: the engine's stack |
+//! | `stack_exhaustion` | recurses with 64 live `i64`s per frame, depth limit lifted | crash: the stack budget |
+//! | `large_frames` | recurses through a frame of 4,000 live `i64` locals | crash: the stack budget, at the same call in every engine |
+//! | `float_to_int_trap` | converts 1e10 to an `i32` with the trapping conversion | crash: the same words in every engine |
 //! | `memory_growth` | grows memory until it cannot | crash: trapped with memory at the cap |
 //! | `huge_output_buffer` | returns a 20 MiB output | crash: output above the limit |
 //! | `out_of_bounds_result` | returns a pointer outside memory | crash: out-of-bounds result |
@@ -44,6 +46,7 @@
 //! | `huge_function` | a function too large once metered | refused at load |
 //! | `too_many_locals` | a function with too many locals once metered | refused at load |
 //! | `nested_blocks` | a function of 1,001 nested blocks (compiling nesting costs more than its bytes) | refused at load |
+//! | `huge_frame` | a function of 20,000 locals, a frame larger than the stack may take on top of a full budget | refused at load |
 
 #![allow(dead_code, reason = "each test file uses a part")]
 
@@ -147,8 +150,12 @@ const ROOMY: Limits = Limits { memory_bytes: 128 << 20, ..Limits::DEFAULT };
 /// calls, a virtual second's for four.
 // No allowance for input objects: the spinner crashes after the same
 // number of calls alone and inside #59848, where its first call brings a list.
-const SPIN_FUEL: Limits =
-    Limits { fuel_per_call: 10_000_000, fuel_per_virtual_second: 25_000_000, fuel_per_input_object: 0, ..Limits::DEFAULT };
+const SPIN_FUEL: Limits = Limits {
+    fuel_per_call: 10_000_000,
+    fuel_per_virtual_second: 25_000_000,
+    fuel_per_input_object: 0,
+    ..Limits::DEFAULT
+};
 
 /// No depth limit, so that the engine's own stack is what runs out.
 const NO_DEPTH_LIMIT: Limits = Limits { max_call_depth: u32::MAX, ..Limits::DEFAULT };
@@ -196,7 +203,27 @@ pub const CASES: &[Case] = &[
         module: wat!("stack_exhaustion"),
         limits: NO_DEPTH_LIMIT,
         stage: Stage::Handle,
-        message: "stack_exhaustion.wasm: recon_handle trapped: exhausted the engine's stack",
+        message: "stack_exhaustion.wasm: recon_handle exhausted its stack budget (262144 bytes)",
+        whole: true,
+        refused: &[],
+    },
+    Case {
+        name: "large_frames",
+        item: "recursion through large frames (thousands of locals)",
+        module: large_frames,
+        limits: DEFAULT,
+        stage: Stage::Handle,
+        message: "large_frames.wasm: recon_handle exhausted its stack budget (262144 bytes)",
+        whole: true,
+        refused: &[],
+    },
+    Case {
+        name: "float_to_int_trap",
+        item: "a float-to-integer conversion out of range",
+        module: wat!("float_to_int_trap"),
+        limits: DEFAULT,
+        stage: Stage::Handle,
+        message: "float_to_int_trap.wasm: recon_handle trapped: converted an unrepresentable float to an integer",
         whole: true,
         refused: &[],
     },
@@ -511,6 +538,18 @@ pub const CASES: &[Case] = &[
         whole: true,
         refused: &[],
     },
+    Case {
+        name: "huge_frame",
+        item: "a function whose frame is too large for the stack",
+        module: huge_frame,
+        limits: DEFAULT,
+        stage: Stage::Load,
+        // 64 + 8 per local + 8 for each of the metering's four operands.
+        message: "huge_frame.wasm has a function (index 4) whose frame takes 160096 bytes of stack once metered, \
+                  above the limit of 131072 bytes per frame",
+        whole: true,
+        refused: &[],
+    },
 ];
 
 /// A function whose blocks nest `depth` deep: 3 bytes a level, and the
@@ -523,15 +562,52 @@ fn nested_blocks() -> Vec<u8> {
     nested(1_001)
 }
 
+/// A function of 20,000 `i64` locals.
+fn huge_frame() -> Vec<u8> {
+    generated(&format!("(func (local {}))", "i64 ".repeat(20_000)))
+}
+
+/// `recon_handle` recurses without end through a function that keeps
+/// 4,000 `i64` locals live across its call: about 32 KiB a frame.
+fn large_frames() -> Vec<u8> {
+    let locals = 4_000;
+    let set: String = (1..=locals).map(|l| format!("(local.set {l} (i64.extend_i32_u (local.get 0)))")).collect();
+    let sum: String = (1..=locals).map(|l| format!("(local.get {l}) i64.add ")).collect();
+    generated_plugin(
+        "(drop (call $down (i32.const 0))) unreachable",
+        &format!(
+            "(func $down (param i32) (result i64) (local {})
+               {set}
+               (call $down (i32.add (local.get 0) (i32.const 1)))
+               {sum})",
+            "i64 ".repeat(locals)
+        ),
+    )
+}
+
 /// The well-behaved part of every generated module, with `extra` fields.
 fn generated(extra: &str) -> Vec<u8> {
+    generated_module("i64.const 0", "i64.const 0", extra)
+}
+
+/// A generated module that gets as far as `recon_handle`: its `recon_init`
+/// returns [`MANIFEST`], its `recon_handle` runs `handle`.
+fn generated_plugin(handle: &str, extra: &str) -> Vec<u8> {
+    let manifest = format!(r#"(data (i32.const 0x100) "{}")"#, MANIFEST.replace('"', "\\\""));
+    let init = format!("i64.const {}", (0x100_i64 << 32) | MANIFEST.len() as i64);
+    generated_module(&init, handle, &format!("{manifest} {extra}"))
+}
+
+/// A module with the ABI's exports, whose `recon_init` and `recon_handle`
+/// run `init` and `handle`, and `extra` fields.
+fn generated_module(init: &str, handle: &str, extra: &str) -> Vec<u8> {
     let wat = format!(
         r#"(module
              (memory (export "memory") 272)
              (func (export "recon_abi_version") (result i32) i32.const 1)
              (func (export "recon_alloc") (param i32) (result i32) i32.const 0x1000)
-             (func (export "recon_init") (param i32 i32) (result i64) i64.const 0)
-             (func (export "recon_handle") (param i32 i32) (result i64) i64.const 0)
+             (func (export "recon_init") (param i32 i32) (result i64) {init})
+             (func (export "recon_handle") (param i32 i32) (result i64) {handle})
              {extra})"#
     );
     wat::parse_str(wat).unwrap()

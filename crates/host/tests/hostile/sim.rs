@@ -23,6 +23,11 @@
 //!   network RNG, so any other run's later timings differ by design.
 //! - **Refused at load**: the plugin never reaches the simulator (the CLI
 //!   and the playground refuse the file and run nothing else differently).
+//!
+//! And every engine gives the same run: the trace of each case that reaches
+//! the simulator is pinned by its hash in `trace-hashes.txt` (written
+//! natively, by recon-tests' `hostile_plugins` with `RECON_BLESS=1`), and the
+//! browser must give the same hash, crash reasons and all.
 
 use recon_host::{CompiledPlugin, Engine, Limits, Module};
 use recon_sim::{Event, Sim, Trace};
@@ -158,16 +163,40 @@ fn assert_rest_goes_on(case: &str, trace: &Trace) {
     );
 }
 
+/// The file of pinned trace hashes: `case hash` lines.
+pub const TRACE_HASHES: &str = include_str!("trace-hashes.txt");
+
+/// The pinned hash of `case`'s trace, if it has one.
+pub fn pinned_hash(case: &str) -> Option<&'static str> {
+    TRACE_HASHES
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .find_map(|line| line.split_once(' ').filter(|(name, _)| *name == case).map(|(_, hash)| hash.trim()))
+}
+
+/// Checks that `case` gave the trace pinned for it (`hash`, `None` when it
+/// never reached the simulator): the same in every engine.
+pub fn assert_pinned(case: &Case, hash: Option<&str>) {
+    assert_eq!(
+        hash,
+        pinned_hash(case.name),
+        "{}: the trace differs from the one pinned natively; if the change is meant, re-pin with RECON_BLESS=1 \
+         (recon-tests' hostile_plugins) and say why in the commit",
+        case.name
+    );
+}
+
 /// Runs `case` in #59848 and checks that it is contained (see the module
-/// docs for what is compared with what).
-pub fn assert_contained(case: &Case) {
+/// docs for what is compared with what). Returns its trace's hash, `None`
+/// if it was refused at load.
+pub fn assert_contained(case: &Case) -> Option<String> {
     let name = case.name;
     let bytes = (case.module)();
     let module = match Module::load(&case.file(), &bytes, &case.limits) {
         Err(refused) => {
             assert_eq!(case.stage, Stage::Load, "{name}: {refused}");
             assert!(case.matches(&refused.to_string()), "{name}: {refused}");
-            return;
+            return None;
         }
         Ok(module) => module,
     };
@@ -225,4 +254,5 @@ pub fn assert_contained(case: &Case) {
             }
         }
     }
+    Some(trace.hash())
 }
