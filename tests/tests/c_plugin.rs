@@ -33,7 +33,7 @@ fn run() -> Option<Run> {
 fn run_yaml(yaml: &str) -> Option<Run> {
     recon_tests::optional_plugin_file(FILE_STEM)?;
     let plugin = recon_tests::wasm_plugin(FILE_STEM, NAME);
-    let scenario = recon_scenario::parse("scenario.yaml", yaml).unwrap_or_else(|e| panic!("{e}"));
+    let scenario = recon_scenario::parse("plugins/c-team-config/scenario.yaml", yaml).unwrap_or_else(|e| panic!("{e}"));
     let mut sim = Sim::new(&scenario, recon_tests::wasm_instantiate([("c-team-config".to_owned(), plugin)].into()))
         .expect("the scenario builds");
     sim.run();
