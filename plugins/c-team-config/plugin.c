@@ -406,6 +406,20 @@ static void log_about(const char *what, const Namespace *ns) {
     log_str("/" CONFIG_MAP);
 }
 
+/* A request that failed for another reason than a stale read: say so,
+ * and look at every namespace again in a second. */
+static void failed(Span verb, const Namespace *ns, Span err) {
+    log_string(verb);
+    log_about(" of", ns);
+    log_str(" failed (");
+    log_num(number(member(err, "code")));
+    log_str(" ");
+    log_string(member(err, "reason"));
+    log_str("); checking every namespace again in 1s");
+    log_end();
+    retry_requested = 1;
+}
+
 static void on_result(Span result) {
     Span verb = member(result, "verb");
     Namespace *ns = find(member(member(result, "key"), "namespace"));
@@ -416,11 +430,11 @@ static void on_result(Span result) {
     u64 code = number(member(err, "code"));
     if (is(verb, "get")) {
         if (ok.at && !map_is_right(ok, ns)) update(ns, member(member(ok, "metadata"), "resourceVersion"));
-        else if (ok.at) return;
-        else if (code == 404) create(ns);
-        else goto failed;
+        else if (!ok.at && code == 404) create(ns);
+        else if (!ok.at) failed(verb, ns, err);
         return;
     }
+    /* Its create or update. */
     if (ok.at) {
         log_about(is(verb, "create") ? "created" : "updated", ns);
         log_str(" for team ");
@@ -428,9 +442,7 @@ static void on_result(Span result) {
         log_str(" at resourceVersion ");
         log_string(member(member(ok, "metadata"), "resourceVersion"));
         log_end();
-        return;
-    }
-    if (code == 409) {
+    } else if (code == 409) {
         log_about(is(verb, "create") ? "create of" : "update of", ns);
         log_str(" refused (409 ");
         log_string(member(err, "reason"));
@@ -438,18 +450,9 @@ static void on_result(Span result) {
         log_end();
         ns->dirty = 1;
         ns->quorum = 1;
-        return;
+    } else {
+        failed(verb, ns, err);
     }
-failed:
-    log_string(verb);
-    log_about(" of", ns);
-    log_str(" failed (");
-    log_num(code);
-    log_str(" ");
-    log_string(member(err, "reason"));
-    log_str("); checking every namespace again in 1s");
-    log_end();
-    retry_requested = 1;
 }
 
 /* ------------------------------------------------------------------ */
