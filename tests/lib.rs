@@ -75,6 +75,25 @@ pub fn wasm_plugin(crate_name: &str, name: &str) -> CompiledPlugin {
     compile(&Engine::new().expect("wasmtime starts"), &plugin_dir(), crate_name, name, &Limits::default())
 }
 
+/// The file of a plugin that `cargo xtask plugins` builds only where its
+/// compiler is found (a plugin written in C needs clang), by its name
+/// without `.wasm`; `None` once the reason it was skipped, from the note
+/// the xtask left in its place, is printed. Neither the file nor a note
+/// is an error that says to build it.
+pub fn optional_plugin_file(file_stem: &str) -> Option<PathBuf> {
+    let dir = plugin_dir();
+    let file = dir.join(format!("{file_stem}.wasm"));
+    if file.exists() {
+        return Some(file);
+    }
+    let note = dir.join(format!("{file_stem}.skipped"));
+    let why = std::fs::read_to_string(&note).unwrap_or_else(|_| {
+        panic!("{}: neither the plugin nor a note why it was skipped (run `cargo xtask plugins`)", file.display())
+    });
+    eprintln!("skipped: {}", why.trim());
+    None
+}
+
 /// Where `cargo xtask test` (or `cargo xtask plugins`) put the `.wasm` files.
 fn plugin_dir() -> PathBuf {
     std::env::var_os("RECON_PLUGIN_DIR").map(PathBuf::from).unwrap_or_else(|| {

@@ -11,16 +11,21 @@
 //!   alone (cluster sizes up to Kubernetes' published limits).
 //! - `cargo xtask e2e [ARGS]`: only the playground's end-to-end tests (ARGS
 //!   go to `cargo test`, e.g. `--test playground -- share`).
-//! - `cargo xtask plugins`: just build the plugins and print where they are.
+//! - `cargo xtask plugins`: just build the plugins and print where they are
+//!   (the Rust ones, and those written in C where clang can build them).
 //! - `cargo xtask size`: build the playground, print what a first visit
 //!   downloads (gzipped) against its budget, and write that table into
 //!   BENCHMARKS.md.
 //!
 //! Whatever a fresh machine lacks (the wasm32 target, wasm-bindgen-cli at
 //! the locked version, Trunk, Chromium on Debian) is installed here, or the
-//! command stops and says exactly what to run.
+//! command stops and says exactly what to run. Clang, for the plugins
+//! written in C, is optional: `test` installs it on Debian, and where it
+//! is missing those plugins and their tests are skipped with a line
+//! saying what to install.
 
 mod browser;
+mod c_plugins;
 mod fuzz;
 mod serve;
 mod size;
@@ -123,6 +128,7 @@ fn play(args: &[String]) -> Result<(), String> {
 
 fn test(args: &[String]) -> Result<(), String> {
     let root = workspace_root();
+    tools::ensure_clang(&clang_scratch(&root));
     let plugins = build_plugins()?;
     let chromium = tools::ensure_chromium()?;
     tools::ensure_wasm_bindgen(&root)?;
@@ -254,7 +260,8 @@ fn bench(args: &[String]) -> Result<(), String> {
 }
 
 /// Builds every crate under `plugins/` and `tests/plugins/` for wasm32
-/// (release) and returns the directory holding the `.wasm` files.
+/// (release), and the plugins written in C where clang can, and returns
+/// the directory holding the `.wasm` files.
 fn build_plugins() -> Result<PathBuf, String> {
     tools::ensure_wasm_target()?;
     let root = workspace_root();
@@ -267,7 +274,15 @@ fn build_plugins() -> Result<PathBuf, String> {
         build.args(["--package", &name]);
     }
     run(&mut build)?;
-    Ok(target_dir(&root).join(WASM_TARGET).join("release"))
+    let out = target_dir(&root).join(WASM_TARGET).join("release");
+    let clang = tools::find_clang(&tools::clang(), &clang_scratch(&root));
+    c_plugins::build_all(&root.join("plugins"), &out, &clang)?;
+    Ok(out)
+}
+
+/// Where clang's probe writes its scratch files.
+fn clang_scratch(root: &Path) -> PathBuf {
+    target_dir(root).join("c-plugins")
 }
 
 /// Builds the playground with Trunk (release) into `<target>/playground`,

@@ -1,6 +1,7 @@
 //! The tools the commands need beyond cargo, installed when missing: the
 //! wasm32 target, wasm-bindgen-cli at exactly the version in `Cargo.lock`,
-//! Trunk, and (for the browser tests) Chromium with its WebDriver.
+//! Trunk, (for the browser tests) Chromium with its WebDriver, and (for
+//! the plugins written in C) clang with wasm-ld.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -132,20 +133,26 @@ pub fn ensure_chromium() -> Result<Chromium, String> {
     if let Some(found) = find_chromium() {
         return Ok(found);
     }
-    let debian = Path::new("/usr/bin/apt-get").exists();
-    let root = Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
     let how = "Install Chromium and its WebDriver (Debian: `apt-get install chromium chromium-driver`), \
                or point CHROME and CHROMEDRIVER at them, and try again.";
-    if !(debian && root) {
+    if !may_apt_get() {
         return Err(format!("the browser tests need Chromium and chromedriver, which were not found. {how}"));
     }
     eprintln!("xtask: installing Debian's chromium and chromium-driver for the browser tests");
-    run(Command::new("apt-get").arg("update")).map_err(|e| format!("{e}. {how}"))?;
-    run(Command::new("apt-get")
-        .args(["install", "-y", "chromium", "chromium-driver"])
-        .env("DEBIAN_FRONTEND", "noninteractive"))
-    .map_err(|e| format!("{e}. {how}"))?;
+    apt_get_install(&["chromium", "chromium-driver"]).map_err(|e| format!("{e}. {how}"))?;
     find_chromium().ok_or_else(|| format!("chromium was installed but not found. {how}"))
+}
+
+/// Whether this is a Debian machine where we may install packages (as root).
+fn may_apt_get() -> bool {
+    let debian = Path::new("/usr/bin/apt-get").exists();
+    debian && Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Installs Debian packages with apt-get (after refreshing its lists).
+fn apt_get_install(packages: &[&str]) -> Result<(), String> {
+    run(Command::new("apt-get").arg("update"))?;
+    run(Command::new("apt-get").args(["install", "-y"]).args(packages).env("DEBIAN_FRONTEND", "noninteractive"))
 }
 
 fn find_chromium() -> Option<Chromium> {
@@ -159,4 +166,50 @@ fn find_chromium() -> Option<Chromium> {
     let browser = pick("CHROME", &["chromium", "chromium-browser", "google-chrome"])?;
     let driver = pick("CHROMEDRIVER", &["chromedriver"])?;
     Some(Chromium { browser, driver })
+}
+
+/// What to do when clang cannot build the plugins written in C.
+pub const CLANG_HOW: &str =
+    "install clang and lld (Debian: `apt-get install clang lld`), or set CLANG to a clang that targets wasm32";
+
+/// The clang to build C plugins with: `CLANG`, or `clang` on PATH.
+pub fn clang() -> PathBuf {
+    std::env::var_os("CLANG").map_or_else(|| PathBuf::from("clang"), PathBuf::from)
+}
+
+/// `clang` if it can compile C to wasm32 and link it with wasm-ld, proved
+/// by building a one-line module in `scratch`; or why not, in a few words.
+pub fn find_clang(clang: &Path, scratch: &Path) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(scratch).map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
+    let source = scratch.join("probe.c");
+    std::fs::write(&source, "int probe(void) { return 1; }\n")
+        .map_err(|e| format!("cannot write {}: {e}", source.display()))?;
+    let probe = Command::new(clang)
+        .args(["--target=wasm32-unknown-unknown", "-nostdlib", "-Wl,--no-entry", "-o"])
+        .arg(scratch.join("probe.wasm"))
+        .arg(&source)
+        .output();
+    match probe {
+        Err(_) => Err(format!("{} was not found", clang.display())),
+        Ok(out) if out.status.success() => Ok(clang.to_path_buf()),
+        Ok(out) => {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let first = stderr.lines().find(|l| !l.trim().is_empty()).unwrap_or("it failed");
+            Err(format!("{} cannot build for wasm32 ({})", clang.display(), first.trim()))
+        }
+    }
+}
+
+/// Installs Debian's clang and lld when no clang can build for wasm32 and
+/// this is a Debian machine where we may, as [`ensure_chromium`] does.
+/// Never fails the command: without clang the plugins written in C and
+/// their tests are skipped (with a line saying so).
+pub fn ensure_clang(scratch: &Path) {
+    if find_clang(&clang(), scratch).is_ok() || !may_apt_get() {
+        return;
+    }
+    eprintln!("xtask: installing Debian's clang and lld to build the plugins written in C");
+    if let Err(e) = apt_get_install(&["clang", "lld"]) {
+        eprintln!("xtask: {e}; the plugins written in C will be skipped");
+    }
 }
