@@ -35,6 +35,14 @@ fn listed_with(controller: &mut Controller, clusters: Vec<Object>, sets: Vec<Obj
     controller.handle(&input(0, vec![listed(0, "9", clusters), listed(1, "9", sets)])).actions
 }
 
+/// The first delete among `actions`: its key and uid precondition.
+fn first_delete(actions: &[Action]) -> Option<(ObjectKey, Option<String>)> {
+    actions.iter().find_map(|a| match a {
+        Action::Delete { key, uid, .. } => Some((key.clone(), uid.clone())),
+        _ => None,
+    })
+}
+
 #[test]
 fn a_live_cluster_gets_its_statefulset_owned_by_it() {
     let mut controller = started(false);
@@ -52,11 +60,7 @@ fn a_deleting_cluster_has_its_statefulset_deleted_by_name_then_its_finalizer_rem
     let mut controller = started(false);
     let old = cluster("uid-a");
     let actions = listed_with(&mut controller, vec![deleting(old.clone())], vec![statefulset_of(&old, "uid-sts-a")]);
-    let delete = actions.iter().find_map(|a| match a {
-        Action::Delete { key, uid, .. } => Some((key.clone(), uid.clone())),
-        _ => None,
-    });
-    assert_eq!(delete, Some((ObjectKey::new("StatefulSet", "default", "rabbit-server"), None)));
+    assert_eq!(first_delete(&actions), Some((ObjectKey::new("StatefulSet", "default", "rabbit-server"), None)));
     let update = actions.iter().find_map(|a| match a {
         Action::Update { object, .. } => Some(object.clone()),
         _ => None,
@@ -71,11 +75,7 @@ fn with_the_fix_the_delete_carries_the_uid_of_the_statefulset_the_cluster_contro
     let mut controller = started(true);
     let old = cluster("uid-a");
     let actions = listed_with(&mut controller, vec![deleting(old.clone())], vec![statefulset_of(&old, "uid-sts-a")]);
-    let uid = actions.iter().find_map(|a| match a {
-        Action::Delete { uid, .. } => Some(uid.clone()),
-        _ => None,
-    });
-    assert_eq!(uid, Some(Some("uid-sts-a".to_owned())));
+    assert_eq!(first_delete(&actions).map(|(_, uid)| uid), Some(Some("uid-sts-a".to_owned())));
 }
 
 #[test]
