@@ -35,13 +35,7 @@ async fn a_first_visit_shows_the_recorded_run_without_fetching_the_worker_until_
                           .filter(n => n.includes('recon-worker')).length";
     assert_eq!(script(&page, fetched_worker).await, 0, "a first visit fetched the worker");
     page.find("#tour-skip").await.click().await.unwrap();
-    let set_seed = "const e = document.getElementById('seed'); e.value = '2'; \
-                    e.dispatchEvent(new Event('change', { bubbles: true }));";
-    page.client().execute(set_seed, vec![]).await.unwrap();
-    let after = page.hash_after(Some(&recorded)).await;
-    let mut scenario = recon_scenario::parse(DEFAULT, recon_catalog::scenario(DEFAULT).unwrap().yaml).unwrap();
-    scenario.seed = 2;
-    assert_eq!(after, recon_e2e::run_scenario(&scenario, &[]).hash());
+    seed_2_runs_as_natively(&page, &recorded).await;
     assert!(!page.exists("#recorded").await, "a run in the worker shows its time, not \"recorded\"");
     assert!(script(&page, fetched_worker).await.as_u64().unwrap() > 0, "the change ran in the worker");
     page.close().await;
@@ -528,6 +522,18 @@ async fn the_editor_points_at_errors_as_you_type_and_runs_what_you_apply() {
     page.close().await;
 }
 
+/// Sets the default scenario's seed to 2 as the seed box would, and checks
+/// that the page runs it (a hash other than `previous`) as natively.
+async fn seed_2_runs_as_natively(page: &Browser, previous: &str) {
+    let set_seed = "const e = document.getElementById('seed'); e.value = '2'; \
+                    e.dispatchEvent(new Event('change', { bubbles: true }));";
+    page.client().execute(set_seed, vec![]).await.unwrap();
+    let after = page.hash_after(Some(previous)).await;
+    let mut scenario = recon_scenario::parse(DEFAULT, recon_catalog::scenario(DEFAULT).unwrap().yaml).unwrap();
+    scenario.seed = 2;
+    assert_eq!(after, recon_e2e::run_scenario(&scenario, &[]).hash());
+}
+
 /// Presses a key in whatever element has the focus, as a visitor would.
 async fn press(page: &Browser, key: fantoccini::key::Key) {
     page.client().active_element().await.unwrap().send_keys(&key).await.unwrap();
@@ -812,12 +818,6 @@ async fn a_malformed_audit_log_is_named_at_its_line_and_the_page_keeps_working()
     page.client().execute(DROP_FILES, vec!["#timeline-canvas".into(), plugin]).await.unwrap();
     page.wait_text("#error", |t| t.contains("kubelet.wasm is a plugin, not an audit log")).await;
     // The page works: a change runs.
-    let set_seed = "const e = document.getElementById('seed'); e.value = '2'; \
-                    e.dispatchEvent(new Event('change', { bubbles: true }));";
-    page.client().execute(set_seed, vec![]).await.unwrap();
-    let after = page.hash_after(Some(&before)).await;
-    let mut scenario = recon_scenario::parse(DEFAULT, recon_catalog::scenario(DEFAULT).unwrap().yaml).unwrap();
-    scenario.seed = 2;
-    assert_eq!(after, recon_e2e::run_scenario(&scenario, &[]).hash());
+    seed_2_runs_as_natively(&page, &before).await;
     page.close().await;
 }

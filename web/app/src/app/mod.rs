@@ -604,11 +604,12 @@ mod tests {
     fn answer(state: &mut State, runner: &mut Runner, request: ToWorker) -> Outcome {
         let mut out = Collect(Vec::new());
         runner.handle(request, &mut out);
-        let mut outcome = Outcome::Nothing;
-        for message in out.0 {
-            outcome = state.receive(message);
-        }
-        outcome
+        receive_all(state, out.0)
+    }
+
+    /// The state receives each message in turn; the outcome of the last.
+    fn receive_all(state: &mut State, messages: Vec<FromWorker>) -> Outcome {
+        messages.into_iter().fold(Outcome::Nothing, |_, message| state.receive(message))
     }
 
     #[test]
@@ -801,11 +802,7 @@ mod tests {
         let mut out = Collect(Vec::new());
         let answer = recon_worker::audit::audit(id, logs, &mut out);
         out.0.push(answer);
-        let mut outcome = Outcome::Nothing;
-        for message in out.0 {
-            outcome = state.receive(message);
-        }
-        outcome
+        receive_all(state, out.0)
     }
 
     /// Issue 18: audit logs take the run's place on the timeline, their
