@@ -784,19 +784,6 @@ async fn an_audit_log_is_drawn_with_its_stale_list_marked_and_explained() {
     page.close().await;
 }
 
-/// Drops files on the page as a visitor's drag would: a `drop` event on
-/// `css` carrying files made from `files` (`[name, text]` pairs).
-const DROP_FILES: &str = r#"
-    const [css, files] = arguments;
-    const data = new DataTransfer();
-    for (const [name, text] of files) data.items.add(new File([text], name));
-    const target = document.querySelector(css);
-    for (const type of ['dragenter', 'dragover', 'drop']) {
-        target.dispatchEvent(new DragEvent(type, { dataTransfer: data, bubbles: true, cancelable: true }));
-    }
-    return true;
-"#;
-
 /// Issue 18, bad input: a log dropped on the page with nothing readable in
 /// it is refused with its file and line, and nothing is lost: the run stays
 /// and the page goes on working.
@@ -805,8 +792,8 @@ async fn a_malformed_audit_log_is_named_at_its_line_and_the_page_keeps_working()
     let page = Browser::open("").await;
     let before = page.hash_after(None).await;
     page.find("#tour-skip").await.click().await.unwrap();
-    let files = serde_json::json!([["apiserver-1.log", "this is not an audit log\n{\"kind\": \"Event\", \"apiVer"]]);
-    page.client().execute(DROP_FILES, vec!["#timeline-canvas".into(), files]).await.unwrap();
+    page.drop_files("#timeline-canvas", &[("apiserver-1.log", "this is not an audit log\n{\"kind\": \"Event\", \"apiVer")])
+        .await;
     let error = page.wait_text("#error", |t| t.contains("apiserver-1.log")).await;
     assert!(error.contains("No audit event could be read from apiserver-1.log"), "{error}");
     assert!(error.contains("apiserver-1.log:1: not JSON"), "{error}");
@@ -814,8 +801,7 @@ async fn a_malformed_audit_log_is_named_at_its_line_and_the_page_keeps_working()
     assert!(!page.exists("#audit-panel").await, "nothing is shown in the run's place");
     assert_eq!(page.find("#trace-hash").await.text().await.unwrap(), before, "the run is kept");
     // A plugin dropped off any component is not taken for a log.
-    let plugin = serde_json::json!([["kubelet.wasm", "\u{0}asm"]]);
-    page.client().execute(DROP_FILES, vec!["#timeline-canvas".into(), plugin]).await.unwrap();
+    page.drop_files("#timeline-canvas", &[("kubelet.wasm", "\u{0}asm")]).await;
     page.wait_text("#error", |t| t.contains("kubelet.wasm is a plugin, not an audit log")).await;
     // The page works: a change runs.
     seed_2_runs_as_natively(&page, &before).await;
