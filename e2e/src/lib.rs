@@ -169,6 +169,19 @@ impl Browser {
         assert!(answered < Duration::from_secs(1), "the page took {answered:?} to answer a click");
     }
 
+    /// Drops files on the element matching `css` as a visitor's drag
+    /// would (`dragenter`, `dragover`, `drop`, bubbling), each file made in
+    /// the page from a `(name, text)` pair.
+    pub async fn drop_files(&self, css: &str, files: &[(&str, &str)]) {
+        let drop = "const [css, files] = arguments; const data = new DataTransfer(); \
+                    for (const [name, text] of files) data.items.add(new File([text], name)); \
+                    const target = document.querySelector(css); \
+                    for (const type of ['dragenter', 'dragover', 'drop']) \
+                      target.dispatchEvent(new DragEvent(type, { dataTransfer: data, bubbles: true, cancelable: true }));";
+        let files: Vec<serde_json::Value> = files.iter().map(|(name, text)| serde_json::json!([name, text])).collect();
+        self.client.execute(drop, vec![css.into(), files.into()]).await.expect("the files are dropped");
+    }
+
     /// Closes the browser and deletes its profile.
     pub async fn close(self) {
         let _ = self.client.close().await;

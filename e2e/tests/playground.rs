@@ -35,13 +35,7 @@ async fn a_first_visit_shows_the_recorded_run_without_fetching_the_worker_until_
                           .filter(n => n.includes('recon-worker')).length";
     assert_eq!(script(&page, fetched_worker).await, 0, "a first visit fetched the worker");
     page.find("#tour-skip").await.click().await.unwrap();
-    let set_seed = "const e = document.getElementById('seed'); e.value = '2'; \
-                    e.dispatchEvent(new Event('change', { bubbles: true }));";
-    page.client().execute(set_seed, vec![]).await.unwrap();
-    let after = page.hash_after(Some(&recorded)).await;
-    let mut scenario = recon_scenario::parse(DEFAULT, recon_catalog::scenario(DEFAULT).unwrap().yaml).unwrap();
-    scenario.seed = 2;
-    assert_eq!(after, recon_e2e::run_scenario(&scenario, &[]).hash());
+    seed_2_runs_as_natively(&page, &recorded).await;
     assert!(!page.exists("#recorded").await, "a run in the worker shows its time, not \"recorded\"");
     assert!(script(&page, fetched_worker).await.as_u64().unwrap() > 0, "the change ran in the worker");
     page.close().await;
@@ -528,6 +522,18 @@ async fn the_editor_points_at_errors_as_you_type_and_runs_what_you_apply() {
     page.close().await;
 }
 
+/// Sets the default scenario's seed to 2 as the seed box would, and checks
+/// that the page runs it (a hash other than `previous`) as natively.
+async fn seed_2_runs_as_natively(page: &Browser, previous: &str) {
+    let set_seed = "const e = document.getElementById('seed'); e.value = '2'; \
+                    e.dispatchEvent(new Event('change', { bubbles: true }));";
+    page.client().execute(set_seed, vec![]).await.unwrap();
+    let after = page.hash_after(Some(previous)).await;
+    let mut scenario = recon_scenario::parse(DEFAULT, recon_catalog::scenario(DEFAULT).unwrap().yaml).unwrap();
+    scenario.seed = 2;
+    assert_eq!(after, recon_e2e::run_scenario(&scenario, &[]).hash());
+}
+
 /// Presses a key in whatever element has the focus, as a visitor would.
 async fn press(page: &Browser, key: fantoccini::key::Key) {
     page.client().active_element().await.unwrap().send_keys(&key).await.unwrap();
@@ -701,5 +707,103 @@ async fn an_editor_problem_is_reached_with_tab_and_puts_the_caret_at_its_line_an
     let expected = recon_web::editor::utf16_offset(&broken, at_line, at_column);
     assert_eq!(caret.as_u64(), Some(u64::from(expected)), "the caret is at line {at_line}, column {at_column}");
     assert!(broken[recon_web::editor::byte_offset(&broken, at_line, at_column)..].starts_with("seeed"));
+    page.close().await;
+}
+
+/// The #59848 run's audit logs, as `recon run --audit-log` writes them
+/// (one per API server), the second gzipped, in a fresh directory: their
+/// paths and what `recon audit` draws from them natively.
+fn audit_logs_of_59848(dir: &std::path::Path) -> (Vec<std::path::PathBuf>, recon_audit::AuditTimeline) {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).unwrap();
+    let logs = recon_audit::audit_logs(&native_run(DEFAULT, &[])).unwrap();
+    let (mut paths, mut files, mut inputs) = (Vec::new(), Vec::new(), Vec::<Box<dyn std::io::BufRead>>::new());
+    for (k, log) in logs.into_iter().enumerate() {
+        let (name, bytes) = if k == 1 {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            std::io::Write::write_all(&mut gz, log.text.as_bytes()).unwrap();
+            (format!("{}.jsonl.gz", log.server), gz.finish().unwrap())
+        } else {
+            (format!("{}.jsonl", log.server), log.text.into_bytes())
+        };
+        std::fs::write(dir.join(&name), &bytes).unwrap();
+        paths.push(dir.join(&name));
+        // The page hands the worker each file under its name alone.
+        files.push(recon_audit::LogFile::named_by_stem(name));
+        inputs.push(Box::new(std::io::Cursor::new(bytes)));
+    }
+    let drawn = recon_audit::timeline_of(&files, inputs, &recon_audit::ReadOptions::default(), |_| {});
+    (paths, drawn)
+}
+
+/// Issue 18: a real cluster's audit logs, picked with *Open audit log…*,
+/// are read in the tab and drawn on the timeline (lanes per API server and
+/// per client, the stale list's findings as violations), with the same
+/// trace `recon audit` draws natively and the explanation panel naming
+/// the kubelet's stale list; *Back to the scenarios* brings the run back.
+#[tokio::test(flavor = "current_thread")]
+async fn an_audit_log_is_drawn_with_its_stale_list_marked_and_explained() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    page.find("#tour-skip").await.click().await.unwrap();
+    let dir = std::env::temp_dir().join(format!("recon-e2e-{}-audit", std::process::id()));
+    let (paths, native) = audit_logs_of_59848(&dir);
+    let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    // Several files at once: WebDriver takes them one per line.
+    page.find("#audit-open").await.send_keys(&paths.join("\n")).await.unwrap();
+    let hash = page.hash_after(Some(&before)).await;
+    assert_eq!(hash, native.trace.hash(), "the browser draws the trace recon audit draws");
+    let summary = page.wait_text("#audit-summary", |t| !t.is_empty()).await;
+    assert!(summary.contains("in 2 log(s)"), "{summary}");
+    let files = page.find("#audit-files").await.text().await.unwrap();
+    assert!(files.contains("apiserver-1.jsonl") && files.contains("apiserver-2.jsonl.gz"), "{files}");
+    // A lane per API server (with its cache) and per client.
+    let timeline = page.find("#timeline").await;
+    let lanes = timeline.attr("data-lanes").await.unwrap().unwrap_or_default();
+    let lanes: Vec<&str> = lanes.split(',').collect();
+    for lane in ["etcd", "apiserver-1", "apiserver-2", "apiserver-2 cache", "kubelet-node-1", "statefulset-controller"] {
+        assert!(lanes.contains(&lane), "no lane {lane}: {lanes:?}");
+    }
+    // Each finding a violation marker, each explained, the stale list among them.
+    let violations = timeline.attr("data-violations").await.unwrap().unwrap_or_default();
+    assert_eq!(violations, native.report.findings.len().to_string());
+    let stale = native.report.findings.iter().find(|f| f.kind == recon_audit::FindingKind::StaleRead).unwrap();
+    let findings = page.find("#findings").await.text().await.unwrap();
+    assert!(findings.contains(&stale.headline), "the stale list's finding is shown: {findings}");
+    let selected = page.find("article.violation.selected").await.text().await.unwrap();
+    assert!(selected.contains("apiserver-2") && selected.contains("node-1"), "{selected}");
+    // Nothing else ran: no link carries the logs.
+    page.find("#share").await.click().await.unwrap();
+    page.wait_text("#notice", |t| t.contains("never your logs")).await;
+    // Back to the scenarios: the default run again.
+    page.find("#audit-close").await.click().await.unwrap();
+    assert_eq!(page.hash_after(Some(&hash)).await, before);
+    page.find("#component-kubelet-node-1").await;
+    assert!(!page.exists("#audit-panel").await);
+    let _ = std::fs::remove_dir_all(dir);
+    page.close().await;
+}
+
+/// Issue 18, bad input: a log dropped on the page with nothing readable in
+/// it is refused with its file and line, and nothing is lost: the run stays
+/// and the page goes on working.
+#[tokio::test(flavor = "current_thread")]
+async fn a_malformed_audit_log_is_named_at_its_line_and_the_page_keeps_working() {
+    let page = Browser::open("").await;
+    let before = page.hash_after(None).await;
+    page.find("#tour-skip").await.click().await.unwrap();
+    page.drop_files("#timeline-canvas", &[("apiserver-1.log", "this is not an audit log\n{\"kind\": \"Event\", \"apiVer")])
+        .await;
+    let error = page.wait_text("#error", |t| t.contains("apiserver-1.log")).await;
+    assert!(error.contains("No audit event could be read from apiserver-1.log"), "{error}");
+    assert!(error.contains("apiserver-1.log:1: not JSON"), "{error}");
+    assert!(error.contains("apiserver-1.log:2: the line ends before its event does"), "{error}");
+    assert!(!page.exists("#audit-panel").await, "nothing is shown in the run's place");
+    assert_eq!(page.find("#trace-hash").await.text().await.unwrap(), before, "the run is kept");
+    // A plugin dropped off any component is not taken for a log.
+    page.drop_files("#timeline-canvas", &[("kubelet.wasm", "\u{0}asm")]).await;
+    page.wait_text("#error", |t| t.contains("kubelet.wasm is a plugin, not an audit log")).await;
+    // The page works: a change runs.
+    seed_2_runs_as_natively(&page, &before).await;
     page.close().await;
 }

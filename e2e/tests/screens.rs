@@ -135,6 +135,30 @@ async fn at_phone_width_the_timeline_has_the_width_and_the_explanation_sits_belo
     page.close().await;
 }
 
+/// Issue 18 on a phone: audit logs dropped on the page are drawn at the
+/// screen's width, the folded settings say they hold the way back, and it
+/// leads back to the scenarios.
+#[tokio::test(flavor = "current_thread")]
+async fn at_phone_width_audit_logs_are_drawn_and_the_way_back_is_under_the_folded_settings() {
+    let (page, hash) = opened().await;
+    set_width(&page, 360).await;
+    let run = recon_e2e::native_run(DEFAULT, &[]);
+    let logs = recon_audit::audit_logs(&run).unwrap();
+    let names: Vec<String> = logs.iter().map(|l| format!("{}.log", l.server)).collect();
+    let files: Vec<(&str, &str)> = names.iter().zip(&logs).map(|(n, l)| (n.as_str(), l.text.as_str())).collect();
+    page.drop_files("#timeline-canvas", &files).await;
+    let audited = page.hash_after(Some(&hash)).await;
+    assert_drawn(&page, 360).await;
+    page.wait_text("#findings", |t| t.contains("apiserver-2")).await;
+    let toggle = page.wait_text("#controls-toggle", |t| t.starts_with("Audit logs")).await;
+    assert!(toggle.contains("back to the scenarios"), "{toggle}");
+    page.find("#controls-toggle").await.click().await.unwrap();
+    page.find("#audit-close").await.click().await.unwrap();
+    assert_eq!(page.hash_after(Some(&audited)).await, hash);
+    assert_drawn(&page, 360).await;
+    page.close().await;
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn narrow_embeds_draw_and_show_the_headline_and_the_start_of_the_chain() {
     let page = Browser::open("").await;

@@ -217,6 +217,36 @@ impl Problems {
     pub fn count(&self, kind: ProblemKind) -> u64 {
         self.counts.iter().find(|(k, _)| *k == kind).map_or(0, |(_, n)| *n)
     }
+
+    /// The problems in words: how many lines were skipped and files
+    /// refused, then each problem kept, at its file and line (empty when
+    /// there were none).
+    pub fn text(&self) -> String {
+        if !self.any() {
+            return String::new();
+        }
+        let mut out = format!(
+            "Bad input: {} line(s) skipped, {} file(s) refused:\n",
+            self.skipped_lines,
+            self.refused_files.len()
+        );
+        for p in &self.kept {
+            out.push_str(&format!("  {p}\n"));
+        }
+        let kept = self.kept.len() as u64;
+        let total: u64 = self.counts.iter().map(|(_, n)| n).sum();
+        if total > kept {
+            out.push_str(&format!("  … and {} more\n", total - kept));
+        }
+        out
+    }
+}
+
+/// Two logs that their file names give the same API server's name (the
+/// first such pair): read together they would mix two servers up, so
+/// whoever names the files must tell them apart.
+pub fn same_server(files: &[LogFile]) -> Option<(&LogFile, &LogFile)> {
+    files.iter().enumerate().find_map(|(i, a)| files[..i].iter().find(|b| b.server == a.server).map(|b| (b, a)))
 }
 
 /// An event waiting in a file's reorder window, ordered by time then line

@@ -172,6 +172,21 @@ pub struct CannotJudge {
     pub why: String,
 }
 
+impl std::fmt::Display for CannotJudge {
+    /// "3 reads without a revision: … (first: a.log:12)".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}: {} (first: {}:{})",
+            self.count,
+            noun(self.reason),
+            self.why,
+            self.example.file,
+            self.example.line
+        )
+    }
+}
+
 /// One input file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -249,15 +264,21 @@ impl Report {
         serde_json::to_string_pretty(self).expect("a report is plain data")
     }
 
-    /// The report in words.
-    pub fn text(&self) -> String {
-        let mut out = String::new();
-        let w = &mut out;
+    /// What was read, in one line: how many events, in how many logs,
+    /// and the time they span (the report's first line).
+    pub fn headline(&self) -> String {
         let span = match (&self.first, &self.last) {
             (Some(a), Some(b)) => format!(" from {a} to {b}"),
             _ => String::new(),
         };
-        let _ = writeln!(w, "{} event(s) in {} log(s){span}", self.events, self.inputs.len());
+        format!("{} event(s) in {} log(s){span}", self.events, self.inputs.len())
+    }
+
+    /// The report in words.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        let w = &mut out;
+        let _ = writeln!(w, "{}", self.headline());
         for i in &self.inputs {
             let _ = writeln!(w, "  {:<16} {:>8} events  {}", i.server, i.events, i.file);
         }
@@ -299,33 +320,12 @@ impl Report {
             let _ = writeln!(w);
             let _ = writeln!(w, "Could not judge:");
             for c in &self.cannot_judge {
-                let _ = writeln!(
-                    w,
-                    "  - {} {}: {} (first: {}:{})",
-                    c.count,
-                    noun(c.reason),
-                    c.why,
-                    c.example.file,
-                    c.example.line
-                );
+                let _ = writeln!(w, "  - {c}");
             }
         }
         if self.problems.any() {
             let _ = writeln!(w);
-            let _ = writeln!(
-                w,
-                "Bad input: {} line(s) skipped, {} file(s) refused:",
-                self.problems.skipped_lines,
-                self.problems.refused_files.len()
-            );
-            for p in &self.problems.kept {
-                let _ = writeln!(w, "  {p}");
-            }
-            let kept = self.problems.kept.len() as u64;
-            let total: u64 = self.problems.counts.iter().map(|(_, n)| n).sum();
-            if total > kept {
-                let _ = writeln!(w, "  … and {} more", total - kept);
-            }
+            w.push_str(&self.problems.text());
         }
         out
     }

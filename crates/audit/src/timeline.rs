@@ -26,7 +26,7 @@ use recon_trace::{
     ServedFrom, Trace,
 };
 
-use crate::analysis::Analysis;
+use crate::analysis::{Analysis, Progress};
 use crate::event::Stage;
 use crate::input::{LogFile, MergedLogs, ReadOptions, Record};
 use crate::report::{FindingKind, Location, Report};
@@ -44,26 +44,40 @@ pub struct AuditTimeline {
     pub report: Report,
 }
 
+/// How often [`timeline_of`] reports progress, in events: often enough for
+/// a page's progress bar to move several times a second (the caller paces
+/// what it shows), rarely enough to cost nothing.
+pub const DRAW_PROGRESS_EVERY: u64 = 1_000;
+
 /// Reads log files and draws them.
 pub fn timeline(files: &[LogFile], options: &ReadOptions) -> AuditTimeline {
-    draw(files, MergedLogs::open(files, options))
+    draw(files, MergedLogs::open(files, options), |_| {})
 }
 
-/// Reads logs already in memory (a file dropped on a page: nothing leaves
-/// it), one input per file, and draws them.
-pub fn timeline_of(files: &[LogFile], inputs: Vec<Box<dyn BufRead>>, options: &ReadOptions) -> AuditTimeline {
-    draw(files, MergedLogs::from_inputs(files, inputs, options))
+/// Reads logs from any input (a file dropped on a page, read where it is:
+/// nothing leaves it), one input per file, and draws them; `progress` is
+/// called every [`DRAW_PROGRESS_EVERY`] events.
+pub fn timeline_of(
+    files: &[LogFile],
+    inputs: Vec<Box<dyn BufRead>>,
+    options: &ReadOptions,
+    progress: impl FnMut(Progress),
+) -> AuditTimeline {
+    draw(files, MergedLogs::from_inputs(files, inputs, options), progress)
 }
 
-fn draw(files: &[LogFile], mut logs: MergedLogs) -> AuditTimeline {
+fn draw(files: &[LogFile], mut logs: MergedLogs, mut progress: impl FnMut(Progress)) -> AuditTimeline {
     let mut analysis = Analysis::new(files);
     let mut drawing = Drawing::new(files);
-    for record in logs.by_ref() {
+    while let Some(record) = logs.next() {
         let before = analysis.findings().len();
         analysis.feed(&record);
         let entry = drawing.feed(&record);
         for f in before..analysis.findings().len() {
             drawing.violation(&record, f, &analysis.findings()[f], entry);
+        }
+        if logs.events.is_multiple_of(DRAW_PROGRESS_EVERY) {
+            progress(Progress { events: logs.events, bytes: logs.bytes_read() });
         }
     }
     let report = analysis.finish(logs.problems);

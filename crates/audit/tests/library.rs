@@ -264,6 +264,6 @@ fn the_59848_logs_draw_as_a_timeline_with_the_stale_list_marked_and_explained() 
             Box::new(std::io::Cursor::new(bytes)) as Box<dyn std::io::BufRead>
         })
         .collect();
-    let from_memory = recon_audit::timeline_of(&files, inputs, &ReadOptions::default());
+    let from_memory = recon_audit::timeline_of(&files, inputs, &ReadOptions::default(), |_| {});
     assert_eq!(from_memory.trace.hash(), drawn.trace.hash());
 }

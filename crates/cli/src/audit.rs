@@ -119,15 +119,13 @@ fn inputs(args: &Args) -> Result<Vec<LogFile>, String> {
             files.push(LogFile::named_by_stem(path.clone()));
         }
     }
-    for (i, a) in files.iter().enumerate() {
-        if let Some(b) = files[..i].iter().find(|b| b.server == a.server) {
-            return Err(format!(
-                "{} and {} are both named {:?} by their file names; name them with --server NAME=FILE",
-                b.path.display(),
-                a.path.display(),
-                a.server
-            ));
-        }
+    if let Some((a, b)) = recon_audit::input::same_server(&files) {
+        return Err(format!(
+            "{} and {} are both named {:?} by their file names; name them with --server NAME=FILE",
+            a.path.display(),
+            b.path.display(),
+            b.server
+        ));
     }
     for s in &args.servers {
         let (name, path) = s

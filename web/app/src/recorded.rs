@@ -47,6 +47,8 @@ fn without_id(request: &ToWorker) -> Option<(u64, String)> {
 fn with_id(mut answer: FromWorker, id: u64) -> FromWorker {
     match &mut answer {
         FromWorker::Progress { id: to, .. }
+        | FromWorker::AuditProgress { id: to, .. }
+        | FromWorker::Audited { id: to, .. }
         | FromWorker::Done { id: to, .. }
         | FromWorker::Snapshot { id: to, .. }
         | FromWorker::Checked { id: to, .. }

@@ -11,6 +11,13 @@
 //! arrive in the order they were posted, so the bytes are there before
 //! the request that names them.
 //!
+//! An audit log is not copied into a message: [`ToWorker::Audit`] is
+//! posted as an array, the request's JSON first and then the `File`s the
+//! visitor picked or dropped (a `File` crosses as a handle on the same
+//! data), and the worker reads each a slice at a time, so a log of any
+//! size stays on the visitor's disk until it is read, and leaves the
+//! browser never.
+//!
 //! The worker answers with [`FromWorker`] as JSON strings. Every request
 //! carries an id the answers repeat, so the page can ignore answers to a
 //! request it has since replaced.
@@ -19,7 +26,7 @@ use std::collections::BTreeSet;
 
 use recon_abi::Manifest;
 use recon_prepare::{PluginBytes, PluginKey};
-use recon_trace::Trace;
+use recon_trace::{Explanation, Trace};
 use serde::{Deserialize, Serialize};
 
 pub mod search;
@@ -121,6 +128,19 @@ pub enum ToWorker {
     Search(search::SearchRequest),
     /// Shrink a failing plan and answer with the scenario that replays it.
     Shrink(search::ShrinkRequest),
+    /// Read a real cluster's audit logs and draw them: answered with
+    /// [`FromWorker::AuditProgress`] as it reads, then
+    /// [`FromWorker::Audited`] (or `Failed`, naming the file and line).
+    /// The files travel beside the request, in the same message, in this
+    /// order (see the module's docs).
+    #[serde(rename_all = "camelCase")]
+    Audit {
+        /// Request id.
+        id: u64,
+        /// The files' names, one per API server (`apiserver-1.log.gz` is
+        /// `apiserver-1`, as `recon audit` names it).
+        files: Vec<String>,
+    },
     /// Panic on purpose, so the browser tests can check that a worker that
     /// breaks is reported and replaced ([`describe_panic`]; the page sends it
     /// for `?selftest=panic-worker`; nothing else does).
@@ -180,6 +200,40 @@ pub enum FromWorker {
     },
     /// How a search or a shrink is going, or what it found.
     Search(search::SearchReport),
+    /// Audit logs are being read.
+    #[serde(rename_all = "camelCase")]
+    AuditProgress {
+        /// Request id.
+        id: u64,
+        /// Events read so far.
+        events: u64,
+        /// Bytes of the files read so far (as stored: compressed, for a `.gz`).
+        bytes: u64,
+        /// The files' sizes, summed.
+        total_bytes: u64,
+    },
+    /// Audit logs drawn as a trace, with their findings explained: what
+    /// `recon audit` reports, shown on the timeline.
+    #[serde(rename_all = "camelCase")]
+    Audited {
+        /// Request id.
+        id: u64,
+        /// [`Trace::hash`] of the trace (the same logs give the same hash).
+        hash: String,
+        /// Wall-clock milliseconds the reading took.
+        wall_ms: f64,
+        /// The history, as a trace: lanes per API server and per client.
+        trace: Trace,
+        /// One explanation per finding, its steps pointing at the trace.
+        explanations: Vec<Explanation>,
+        /// What was read, in one line (events, logs, the time they span).
+        summary: String,
+        /// What could not be judged and why, one line each.
+        unjudged: Vec<String>,
+        /// The lines skipped and files refused, each at its file and line
+        /// (empty when the input was clean): the rest is drawn all the same.
+        problems: String,
+    },
     /// A request failed: the scenario is invalid or a plugin was rejected.
     /// The page keeps its previous state.
     #[serde(rename_all = "camelCase")]
@@ -198,6 +252,7 @@ impl ToWorker {
     pub fn id(&self) -> u64 {
         match self {
             ToWorker::Run { id, .. } | ToWorker::Inspect { id, .. } | ToWorker::Check { id, .. } => *id,
+            ToWorker::Audit { id, .. } => *id,
             ToWorker::Search(request) => request.id,
             ToWorker::Shrink(request) => request.id,
             ToWorker::SelfTestPanic => 0,

@@ -3,12 +3,14 @@
 //! A Web Worker (`src/main.rs`, [`worker`]) that takes the page's
 //! requests ([`recon_web_protocol::ToWorker`]) and runs them: the
 //! simulator with the built-in controllers linked in, uploaded plugins in
-//! the browser's own WebAssembly through `recon-host`, and the search for a
-//! violation. [`runner`] is what it does with a request and [`search`] the
-//! search's shard of `recon explore`; both are plain Rust that runs
+//! the browser's own WebAssembly through `recon-host`, the search for a
+//! violation, and a real cluster's audit logs drawn as a trace. [`runner`] is what it does
+//! with a request, [`search`] the search's shard of `recon explore` and
+//! [`audit`] the reading of audit logs; all are plain Rust that runs
 //! natively in the tests (the page's tests run them too). Every run is
 //! prepared by `recon-prepare`, as `recon run` prepares its own.
 
+pub mod audit;
 pub mod crash;
 pub mod runner;
 pub mod search;

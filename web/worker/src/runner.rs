@@ -40,7 +40,7 @@ pub trait Progress {
 }
 
 /// How often progress is reported, in wall-clock milliseconds.
-const PROGRESS_EVERY_MS: f64 = 100.0;
+pub(crate) const PROGRESS_EVERY_MS: f64 = 100.0;
 
 impl Runner {
     /// A runner with a fresh engine and no plugins.
@@ -72,6 +72,13 @@ impl Runner {
             ToWorker::Check { id, upload, limits } => self.check(id, &upload, &limits),
             ToWorker::Search(request) => crate::search::search(self, &request, progress),
             ToWorker::Shrink(request) => crate::search::shrink(self, &request),
+            // The files come in the same message as the request, and the
+            // worker hands them to `crate::audit` itself.
+            ToWorker::Audit { id, .. } => FromWorker::Failed {
+                id,
+                component: None,
+                error: "the audit logs did not come with their request (a page bug): open them again".into(),
+            },
             ToWorker::SelfTestPanic => panic!("a panic asked for by ?selftest=panic-worker"),
         };
         progress.report(answer);

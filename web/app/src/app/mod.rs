@@ -5,6 +5,11 @@
 //! scenario goes to the worker as YAML, the worker's trace comes back and is
 //! drawn. A request that fails (an invalid edit, a rejected plugin) leaves
 //! the last good scenario, uploads and run in place, with the reason shown.
+//!
+//! A real cluster's audit logs take the same road the other way round: the
+//! page hands the worker the files, the worker draws them as a trace
+//! (`recon_audit::timeline_of`), and the same timeline and explanations
+//! show it ([`AuditShown`]) until the visitor goes back to the scenarios.
 
 #[cfg(target_arch = "wasm32")]
 mod download;
@@ -49,9 +54,15 @@ pub struct RunView {
 impl RunView {
     /// Explains a finished trace.
     pub fn new(trace: Trace, hash: String, wall_ms: Option<f64>) -> RunView {
+        let explanations = recon_trace::explain_all(&trace);
+        RunView::explained(trace, hash, wall_ms, explanations)
+    }
+
+    /// A trace whose violations come explained (audit logs, whose
+    /// findings the worker explains as `recon audit` does).
+    pub fn explained(trace: Trace, hash: String, wall_ms: Option<f64>, mut explanations: Vec<Explanation>) -> RunView {
         // Broken safety properties first, the time travel that led to them after:
         // the first one listed is the one a reader should see.
-        let mut explanations = recon_trace::explain_all(&trace);
         explanations.sort_by_key(|e| e.check == recon_scenario::Check::TimeTravel);
         let unavailable = recon_trace::unavailability(&trace);
         let crashes = crashes(&trace);
@@ -154,6 +165,29 @@ pub struct RunProgress {
     pub entries: u64,
 }
 
+/// Progress of the reading of audit logs in flight.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AuditProgress {
+    /// Events read so far.
+    pub events: u64,
+    /// Bytes of the files read so far.
+    pub bytes: u64,
+    /// The files' sizes, summed.
+    pub total_bytes: u64,
+}
+
+/// Audit logs on show instead of a run: what the panel beside the timeline
+/// says about them. The run's place ([`State::run`]) holds their trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuditShown {
+    /// The files, as picked or dropped (each names its API server).
+    pub files: Vec<String>,
+    /// What was read, in one line.
+    pub summary: String,
+    /// What could not be judged and why, one line each.
+    pub unjudged: Vec<String>,
+}
+
 /// The request in flight.
 // There is one at a time: boxing the run's setup would save nothing.
 #[allow(clippy::large_enum_variant)]
@@ -182,12 +216,24 @@ pub enum Pending {
         /// The upload.
         upload: Upload,
     },
+    /// The reading of audit logs.
+    Audit {
+        /// Request id.
+        id: u64,
+        /// The files' names.
+        files: Vec<String>,
+        /// How far it got.
+        progress: AuditProgress,
+    },
 }
 
 impl Pending {
     fn id(&self) -> u64 {
         match self {
-            Pending::Run { id, .. } | Pending::Inspect { id, .. } | Pending::Check { id, .. } => *id,
+            Pending::Run { id, .. }
+            | Pending::Inspect { id, .. }
+            | Pending::Check { id, .. }
+            | Pending::Audit { id, .. } => *id,
         }
     }
 }
@@ -211,8 +257,11 @@ pub struct State {
     pub good: Setup,
     /// The setup being edited: `good` plus edits not yet run.
     pub current: Setup,
-    /// The last successful run.
+    /// The last successful run (or audit logs drawn, see [`State::audit`]).
     pub run: Option<RunView>,
+    /// The audit logs [`State::run`] shows, if it shows audit logs rather
+    /// than a run of the scenario.
+    pub audit: Option<AuditShown>,
     /// The request in flight.
     pub pending: Option<Pending>,
     /// The selected trace entry.
@@ -245,6 +294,7 @@ impl State {
             good: setup.clone(),
             current: setup,
             run: None,
+            audit: None,
             pending: None,
             selected: None,
             error: None,
@@ -286,6 +336,26 @@ impl State {
         (request, plugins)
     }
 
+    /// Reads audit logs (the files' names; their contents go beside the
+    /// request): the request to send; the reading is pending from now.
+    pub fn audit_request(&mut self, files: Vec<String>) -> ToWorker {
+        let id = self.next_id();
+        self.error = None;
+        self.notice = None;
+        self.pending = Some(Pending::Audit { id, files: files.clone(), progress: AuditProgress::default() });
+        ToWorker::Audit { id, files }
+    }
+
+    /// Back from audit logs to the scenarios: the logs' trace is dropped
+    /// (the caller runs the scenario to show in its place).
+    pub fn leave_audit(&mut self) {
+        if self.audit.take().is_some() {
+            self.run = None;
+            self.selected = None;
+            self.snapshot = None;
+        }
+    }
+
     /// A fresh request id.
     pub fn next_id(&mut self) -> u64 {
         self.next_id += 1;
@@ -299,13 +369,17 @@ impl State {
     /// queue a simulation per step. Nothing while a run or a check is under
     /// way (its run replaces the one shown), nor for the moment already shown.
     pub fn inspect(&mut self, at_ms: u64) -> Option<ToWorker> {
-        self.run.as_ref()?;
+        // Audit logs say what was asked and answered, not what each
+        // component held: there is nothing to re-run.
+        if self.run.is_none() || self.audit.is_some() {
+            return None;
+        }
         match self.pending {
             Some(Pending::Inspect { at_ms: asked, .. }) => {
                 self.inspect_next = (asked != at_ms).then_some(at_ms);
                 return None;
             }
-            Some(Pending::Run { .. } | Pending::Check { .. }) => return None,
+            Some(Pending::Run { .. } | Pending::Check { .. } | Pending::Audit { .. }) => return None,
             None if self.snapshot.as_ref().is_some_and(|s| s.time_ms == at_ms) => return None,
             None => {}
         }
@@ -362,6 +436,7 @@ impl State {
                     );
                 }
                 let run = RunView::new(trace, hash, wall_ms);
+                self.audit = None;
                 self.selected = run.headline_violation();
                 if let Some(wanted) = self.select_on_done.take() {
                     match run.trace.get(wanted) {
@@ -384,6 +459,30 @@ impl State {
                 };
                 self.good = setup.clone();
                 self.current = setup;
+                Outcome::Redraw
+            }
+            FromWorker::AuditProgress { id, events, bytes, total_bytes } => {
+                if let Some(Pending::Audit { id: reading, progress, .. }) = &mut self.pending
+                    && *reading == id
+                {
+                    *progress = AuditProgress { events, bytes, total_bytes };
+                    return Outcome::Redraw;
+                }
+                Outcome::Nothing
+            }
+            FromWorker::Audited { id, hash, wall_ms, trace, explanations, summary, unjudged, problems }
+                if pending_id == Some(id) =>
+            {
+                let Some(Pending::Audit { files, .. }) = self.pending.take() else { return Outcome::Nothing };
+                let run = RunView::explained(trace, hash, Some(wall_ms), explanations);
+                self.selected = run.headline_violation();
+                self.run = Some(run);
+                self.snapshot = None;
+                self.inspect_next = None;
+                self.audit = Some(AuditShown { files, summary, unjudged });
+                // Bad lines were skipped and are named; the rest is drawn.
+                self.error = (!problems.is_empty())
+                    .then(|| format!("Some of the audit logs could not be read; the rest is drawn.\n{problems}"));
                 Outcome::Redraw
             }
             FromWorker::Snapshot { id, snapshot } if pending_id == Some(id) => {
@@ -420,6 +519,7 @@ impl State {
             FromWorker::Search(_) => Outcome::Nothing,
             // An answer to a request that has since been replaced.
             FromWorker::Done { .. }
+            | FromWorker::Audited { .. }
             | FromWorker::Snapshot { .. }
             | FromWorker::Checked { .. }
             | FromWorker::Failed { .. } => Outcome::Nothing,
@@ -472,6 +572,7 @@ mod tests {
     }
     use recon_web_protocol::ToWorker;
     use recon_worker::runner::{Progress, Runner};
+    use std::io::Read;
 
     struct Collect(Vec<FromWorker>);
 
@@ -503,11 +604,12 @@ mod tests {
     fn answer(state: &mut State, runner: &mut Runner, request: ToWorker) -> Outcome {
         let mut out = Collect(Vec::new());
         runner.handle(request, &mut out);
-        let mut outcome = Outcome::Nothing;
-        for message in out.0 {
-            outcome = state.receive(message);
-        }
-        outcome
+        receive_all(state, out.0)
+    }
+
+    /// The state receives each message in turn; the outcome of the last.
+    fn receive_all(state: &mut State, messages: Vec<FromWorker>) -> Outcome {
+        messages.into_iter().fold(Outcome::Nothing, |_, message| state.receive(message))
     }
 
     #[test]
@@ -670,6 +772,97 @@ mod tests {
         run(&mut state, &mut runner);
         assert_ne!(state.run.as_ref().unwrap().hash, hash);
         assert_eq!(state.notice, None);
+    }
+
+    /// The default scenario's run written as its API servers' audit logs,
+    /// as the worker is handed them.
+    fn audit_logs_of_the_default_run() -> Vec<recon_worker::audit::AuditLog> {
+        let library = recon_catalog::scenario(recon_catalog::DEFAULT_SCENARIO).unwrap();
+        let scenario = recon_scenario::parse("default.yaml", library.yaml).unwrap();
+        let mut sim = recon_sim::Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).unwrap();
+        sim.run();
+        recon_audit::audit_logs(sim.trace())
+            .unwrap()
+            .into_iter()
+            .map(|log| recon_worker::audit::AuditLog {
+                name: format!("{}.log", log.server),
+                size: log.text.len() as u64,
+                input: Box::new(std::io::Cursor::new(log.text.into_bytes())),
+            })
+            .collect()
+    }
+
+    /// Has the worker read `logs` for the audit request the state makes,
+    /// and the state receive every answer.
+    fn open_audit(state: &mut State, logs: Vec<recon_worker::audit::AuditLog>) -> Outcome {
+        let ToWorker::Audit { id, files } = state.audit_request(logs.iter().map(|l| l.name.clone()).collect()) else {
+            panic!("an audit request")
+        };
+        assert_eq!(files, logs.iter().map(|l| l.name.clone()).collect::<Vec<_>>());
+        let mut out = Collect(Vec::new());
+        let answer = recon_worker::audit::audit(id, logs, &mut out);
+        out.0.push(answer);
+        receive_all(state, out.0)
+    }
+
+    /// Issue 18: audit logs take the run's place on the timeline, their
+    /// findings explained and the pod-identity one selected, the scenario
+    /// left as it was; going back runs the scenario again.
+    #[test]
+    fn audit_logs_are_shown_in_the_runs_place_until_the_visitor_goes_back_to_the_scenarios() {
+        let mut state = default_state();
+        let mut runner = Runner::new().unwrap();
+        run(&mut state, &mut runner);
+        let scenario_hash = state.run.as_ref().unwrap().hash.clone();
+        assert_eq!(open_audit(&mut state, audit_logs_of_the_default_run()), Outcome::Redraw);
+        let shown = state.audit.as_ref().expect("the logs are shown");
+        assert_eq!(shown.files, ["apiserver-1.log", "apiserver-2.log"]);
+        assert!(shown.summary.contains("in 2 log(s)"), "{}", shown.summary);
+        let view = state.run.as_ref().unwrap();
+        assert_ne!(view.hash, scenario_hash);
+        assert!(view.trace.lane_named("kubelet-node-1").is_some());
+        let selected = view.explanations.iter().find(|x| Some(x.violation) == state.selected).expect("one selected");
+        assert_eq!(selected.check, recon_scenario::Check::PodIdentity, "{selected:?}");
+        assert!(selected.steps.iter().any(|s| s.text.contains("apiserver-2")), "{selected:?}");
+        assert!(state.pending.is_none() && state.error.is_none(), "{:?}", state.error);
+        assert!(state.inspect(5_000).is_none(), "audit logs have nothing to inspect");
+        assert_eq!(state.current, state.good, "the scenario is untouched");
+        state.leave_audit();
+        assert!(state.audit.is_none() && state.run.is_none());
+        run(&mut state, &mut runner);
+        assert_eq!(state.run.as_ref().unwrap().hash, scenario_hash);
+    }
+
+    #[test]
+    fn audit_logs_that_cannot_be_read_leave_the_run_shown_and_say_where() {
+        let mut state = default_state();
+        let mut runner = Runner::new().unwrap();
+        run(&mut state, &mut runner);
+        let hash = state.run.as_ref().unwrap().hash.clone();
+        let broken = recon_worker::audit::AuditLog {
+            name: "apiserver-1.log".into(),
+            size: 9,
+            input: Box::new(std::io::Cursor::new(b"not json\n".to_vec())),
+        };
+        open_audit(&mut state, vec![broken]);
+        let error = state.error.as_deref().expect("an error");
+        assert!(error.contains("apiserver-1.log:1: not JSON"), "{error}");
+        assert!(state.audit.is_none() && state.pending.is_none());
+        assert_eq!(state.run.as_ref().unwrap().hash, hash, "the run shown before is kept");
+        // A readable log with one bad line is drawn, and the line named.
+        let mut logs = audit_logs_of_the_default_run();
+        let mut text = String::new();
+        logs[0].input.read_to_string(&mut text).unwrap();
+        let text = format!("{{\"kind\": \"Ev\n{text}");
+        logs[0] = recon_worker::audit::AuditLog {
+            name: "apiserver-1.log".into(),
+            size: text.len() as u64,
+            input: Box::new(std::io::Cursor::new(text.into_bytes())),
+        };
+        open_audit(&mut state, logs);
+        assert!(state.audit.is_some());
+        let error = state.error.as_deref().expect("the bad line is named");
+        assert!(error.contains("apiserver-1.log:1:") && error.contains("the rest is drawn"), "{error}");
     }
 
     #[test]

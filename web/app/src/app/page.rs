@@ -30,6 +30,10 @@ pub enum Msg {
     FileChosen(String, web_sys::File),
     /// A chosen file has been read.
     FileRead { component: String, file_name: String, bytes: Result<Vec<u8>, String> },
+    /// Audit logs were picked or dropped: read and draw them.
+    OpenAudit(Vec<web_sys::File>),
+    /// Leave the audit logs shown for the scenarios.
+    CloseAudit,
     /// Go back to the scenario's own controller for a component.
     ResetController(String),
     /// Select a trace entry.
@@ -274,6 +278,13 @@ impl Component for App {
                     Err(e) => self.state.error = Some(format!("{file_name}: could not be read: {e}")),
                 }
             }
+            Msg::OpenAudit(files) => self.open_audit(ctx, files),
+            Msg::CloseAudit => {
+                self.state.leave_audit();
+                self.state.error = None;
+                self.state.notice = None;
+                self.run(ctx);
+            }
             Msg::ResetController(component) => {
                 if self.state.current.uploads.remove(&component).is_some() {
                     self.state.notice = Some(format!("{component} runs its built-in controller again"));
@@ -301,6 +312,13 @@ impl Component for App {
                 return false;
             }
             Msg::Inspect(at_ms) => self.inspect(ctx, at_ms),
+            Msg::Share | Msg::EmbedSnippet if self.state.audit.is_some() => {
+                self.state.notice = Some(
+                    "Audit logs stay in this tab: a link carries a scenario, never your logs. Go back to the \
+                     scenarios to share a run."
+                        .into(),
+                );
+            }
             Msg::Share => {
                 let (fragment, left_out) = self.share_fragment();
                 let url = format!("{}{fragment}", base_url());
@@ -497,6 +515,22 @@ impl App {
     fn run(&mut self, ctx: &Context<Self>) {
         let (request, plugins) = self.state.run_request();
         self.send(ctx, &request, &plugins);
+    }
+
+    /// Reads audit logs in the worker, which draws them; a plugin dropped
+    /// on the page, off any component, is refused rather than read as a log.
+    fn open_audit(&mut self, ctx: &Context<Self>, files: Vec<web_sys::File>) {
+        if let Some(plugin) = files.iter().find(|f| f.name().ends_with(".wasm")) {
+            self.state.error = Some(format!(
+                "{} is a plugin, not an audit log: drop it on the component it should run as.",
+                plugin.name()
+            ));
+            return;
+        }
+        let request = self.state.audit_request(files.iter().map(web_sys::File::name).collect());
+        if let Some(worker) = self.idle_worker(ctx) {
+            worker.send_audit(&request, files);
+        }
     }
 
     /// Checks an upload before it replaces a controller.

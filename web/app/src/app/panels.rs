@@ -67,8 +67,24 @@ pub fn page(app: &App, ctx: &Context<App>) -> Html {
             </div>
         };
     }
+    // Files dropped anywhere but on a component (which takes a plugin) are audit logs.
+    let dropped = ctx.link().batch_callback(|e: DragEvent| {
+        if e.default_prevented() {
+            return None;
+        }
+        e.prevent_default();
+        let list = e.data_transfer()?.files()?;
+        let files: Vec<web_sys::File> = (0..list.length()).filter_map(|i| list.get(i)).collect();
+        (!files.is_empty()).then_some(Msg::OpenAudit(files))
+    });
+    let over = Callback::from(|e: DragEvent| e.prevent_default());
+    let toggle_label = match (app.show_controls, state.audit.is_some()) {
+        (true, _) => "Hide settings ▴",
+        (false, true) => "Audit logs: files, back to the scenarios ▾",
+        (false, false) => "Settings: servers, controllers, faults ▾",
+    };
     html! {
-        <div class="app">
+        <div class="app" ondragover={over} ondrop={dropped}>
             { header(state, ctx) }
             { banners(app, ctx) }
             if app.show_about { { about() } }
@@ -76,14 +92,18 @@ pub fn page(app: &App, ctx: &Context<App>) -> Html {
                 <button id="controls-toggle" class="controls-toggle" type="button"
                     aria-expanded={app.show_controls.to_string()} aria-controls="controls"
                     onclick={ctx.link().callback(|_| Msg::ToggleControls)}>
-                    { if app.show_controls { "Hide settings ▴" } else { "Settings: servers, controllers, faults ▾" } }
+                    { toggle_label }
                 </button>
                 <aside id="controls" class={classes!("controls", app.show_controls.then_some("open"))}>
-                    { scenario_panel(app, ctx) }
-                    { super::search::panel(app, ctx) }
-                    { servers(state, ctx) }
-                    { components(state, ctx) }
-                    { script(state, ctx) }
+                    if let Some(audit) = &state.audit {
+                        { audit_panel(audit, ctx) }
+                    } else {
+                        { scenario_panel(app, ctx) }
+                        { super::search::panel(app, ctx) }
+                        { servers(state, ctx) }
+                        { components(state, ctx) }
+                        { script(state, ctx) }
+                    }
                 </aside>
                 if app.show_editor {
                     <section class="editor-room" id="editor-room" aria-label="The scenario file">
@@ -179,6 +199,19 @@ fn status(state: &State, ctx: &Context<App>) -> Html {
                 <button id="stop" onclick={stop}>{ "Stop" }</button>
             </span>
         },
+        Some(Pending::Audit { files, progress, .. }) => html! {
+            <span class="status running" id="running">
+                <progress id="progress" max={progress.total_bytes.max(1).to_string()} value={progress.bytes.to_string()} />
+                { format!(
+                    " Reading {}: {} of {} · {} ",
+                    count(files.len(), "audit log"),
+                    megabytes(progress.bytes),
+                    megabytes(progress.total_bytes),
+                    count(progress.events as usize, "event"),
+                ) }
+                <button id="stop" onclick={stop}>{ "Stop" }</button>
+            </span>
+        },
         None => match &state.run {
             Some(run) => html! {
                 <span class="status" id="run-status">
@@ -254,6 +287,60 @@ fn about() -> Html {
     }
 }
 
+/// Bytes in megabytes, to one decimal.
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// The control that opens audit logs (several files at once: one per API
+/// server), and what it does with them.
+fn audit_open(ctx: &Context<App>) -> Html {
+    let chosen = ctx.link().batch_callback(|e: Event| {
+        let input = e.target_dyn_into::<HtmlInputElement>()?;
+        let list = input.files()?;
+        let files: Vec<web_sys::File> = (0..list.length()).filter_map(|i| list.get(i)).collect();
+        input.set_value("");
+        (!files.is_empty()).then_some(Msg::OpenAudit(files))
+    });
+    html! {
+        <div class="audit-open">
+            <label class="upload">
+                { "Open audit log…" }
+                <input type="file" multiple=true id="audit-open" onchange={chosen} />
+            </label>
+            <p class="hint">
+                { "A real cluster's audit logs (JSON lines, or .gz; one file per API server, named by the file) \
+                   drawn on this timeline, each stale read explained. Pick them or drop them on the page: they \
+                   are read in this tab and never leave it." }
+            </p>
+        </div>
+    }
+}
+
+/// Beside the timeline while it shows audit logs: what was read, what
+/// could not be judged, and the way back to the scenarios.
+fn audit_panel(audit: &super::AuditShown, ctx: &Context<App>) -> Html {
+    html! {
+        <section class="panel" id="audit-panel">
+            <h2>{ "Audit logs" }</h2>
+            <p id="audit-summary">{ &audit.summary }</p>
+            <ul class="audit-files" id="audit-files">
+                { for audit.files.iter().map(|file| html! { <li>{ file }</li> }) }
+            </ul>
+            if !audit.unjudged.is_empty() {
+                <h3>{ "Could not judge" }</h3>
+                <ul class="audit-unjudged" id="audit-unjudged">
+                    { for audit.unjudged.iter().map(|line| html! { <li>{ line }</li> }) }
+                </ul>
+            }
+            <button id="audit-close" onclick={ctx.link().callback(|_| Msg::CloseAudit)}>
+                { "Back to the scenarios" }
+            </button>
+            { audit_open(ctx) }
+        </section>
+    }
+}
+
 /// The scenario's description, and its text in the editor when open.
 fn scenario_panel(app: &App, ctx: &Context<App>) -> Html {
     let scenario = &app.state.current.scenario;
@@ -272,6 +359,7 @@ fn scenario_panel(app: &App, ctx: &Context<App>) -> Html {
                 aria-controls="editor-room">
                 { if app.show_editor { "Hide the scenario file" } else { "Edit the scenario file" } }
             </button>
+            { audit_open(ctx) }
         </section>
     }
 }
@@ -562,7 +650,8 @@ fn findings(state: &State, ctx: &Context<App>) -> Html {
             }
             if run.explanations.is_empty() {
                 <p class="ok" id="no-violations">{
-                    if run.halted.is_some() { "No violation up to where the run stopped." }
+                    if state.audit.is_some() { "No stale read found in these logs." }
+                    else if run.halted.is_some() { "No violation up to where the run stopped." }
                     else { "No violation: every enabled check held for the whole run." }
                 }</p>
             }
@@ -649,6 +738,17 @@ fn differences(d: &recon_trace::inspect::Differences) -> Html {
 /// beside the store, at the selected moment.
 fn inspector(state: &State, ctx: &Context<App>) -> Html {
     let Some(run) = &state.run else { return html! {} };
+    if state.audit.is_some() {
+        return html! {
+            <section class="inspector" id="inspector" aria-label="Caches against etcd">
+                <h2>{ "Caches against etcd" }</h2>
+                <p class="hint" id="inspector-hint">
+                    { "Audit logs record requests and answers, not what each component held: a replay in the \
+                       simulator (recon audit --scenario) can show that." }
+                </p>
+            </section>
+        };
+    }
     let selected = state.selected.and_then(|id| run.trace.get(id));
     // Selecting an event inspects its moment; the button is for a selection
     // the page made (a run's violation), or one made while a run was going.

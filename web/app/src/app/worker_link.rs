@@ -38,6 +38,8 @@ enum Outgoing {
     Plugin(PluginBytes),
     /// A request, as JSON.
     Request(String),
+    /// An audit request, as JSON, with its files (posted together).
+    Audit(String, Vec<web_sys::File>),
 }
 
 /// A running worker and what it has not yet been sent.
@@ -100,7 +102,20 @@ impl WorkerLink {
     pub fn send(&mut self, request: &ToWorker, plugins: &[PluginBytes]) {
         let unsent = self.delivery.unsent(plugins).into_iter().cloned().map(Outgoing::Plugin);
         let text = serde_json::to_string(request).expect("requests are plain data");
-        let messages: Vec<Outgoing> = unsent.chain([Outgoing::Request(text)]).collect();
+        self.post_when_ready(unsent.chain([Outgoing::Request(text)]).collect());
+    }
+
+    /// Sends an audit request ([`ToWorker::Audit`]) with its files, in one
+    /// message: each `File` crosses as a handle, and the worker reads it
+    /// from the visitor's disk itself.
+    pub fn send_audit(&mut self, request: &ToWorker, files: Vec<web_sys::File>) {
+        let text = serde_json::to_string(request).expect("requests are plain data");
+        self.post_when_ready(vec![Outgoing::Audit(text, files)]);
+    }
+
+    /// Posts `messages` now, or queues them until the worker is ready; the
+    /// worker is busy from now.
+    fn post_when_ready(&mut self, messages: Vec<Outgoing>) {
         if self.ready {
             messages.into_iter().for_each(|message| self.post(message));
         } else {
@@ -122,6 +137,13 @@ impl WorkerLink {
                 self.worker.post_message_with_transfer(&buffer, &js_sys::Array::of1(&buffer))
             }
             Outgoing::Request(text) => self.worker.post_message(&text.into()),
+            Outgoing::Audit(text, files) => {
+                let message = js_sys::Array::of1(&text.into());
+                for file in files {
+                    message.push(&file);
+                }
+                self.worker.post_message(&message)
+            }
         };
     }
 
@@ -134,9 +156,10 @@ impl WorkerLink {
                     self.post(message);
                 }
             }
-            FromWorker::Progress { .. } => {}
+            FromWorker::Progress { .. } | FromWorker::AuditProgress { .. } => {}
             FromWorker::Search(report) => self.busy = !report.is_final(),
             FromWorker::Done { .. }
+            | FromWorker::Audited { .. }
             | FromWorker::Snapshot { .. }
             | FromWorker::Checked { .. }
             | FromWorker::Failed { .. } => self.busy = false,
