@@ -43,9 +43,12 @@ fn run(name: &str) -> Trace {
     sim.into_trace()
 }
 
-/// A directory of this test process's own.
+/// The directory for one run's logs, in one of this test process's own.
+/// Tests run in parallel and several write the same scenario's logs, so
+/// each test (named by its thread) writes under its own.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("recon-audit-library-{}", std::process::id())).join(name);
+    let test = std::thread::current().name().unwrap_or("main").replace("::", "-");
+    let dir = std::env::temp_dir().join(format!("recon-audit-library-{}", std::process::id())).join(test).join(name);
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
