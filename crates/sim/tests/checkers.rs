@@ -493,7 +493,7 @@ impl Instance for Creator {
                 InputEvent::Timer { .. } => {
                     let set = self.first_set.clone().expect("pods were made before the delete");
                     actions.extend((0..self.deletes).map(|i| Action::Delete {
-                        key: recon_abi::ObjectKey::new("Pod", "default", &format!("{set}-{i}")),
+                        key: recon_abi::ObjectKey::new("Pod", "default", format!("{set}-{i}")),
                         uid: None,
                         resource_version: None,
                         grace_period_seconds: Some(0),
