@@ -103,26 +103,27 @@ impl Clusters {
             return Requeue::AwaitChange;
         }
         let key = statefulset_key(&cluster.key());
-        let cached = ctx.get(&key).filter(|s| !s.is_terminating());
-        if let Some(cached) = cached {
+        match ctx.get(&key).filter(|s| !s.is_terminating()) {
             // Upstream's `statefulSetUID`: only a StatefulSet this cluster
-            // controls has a uid to name; without one there is nothing of
-            // this cluster's to delete.
-            let uid = if self.delete_precondition_uid {
-                is_controlled_by(cached, cluster).then(|| cached.metadata.uid.clone())
-            } else {
-                None
-            };
-            if !self.delete_precondition_uid || uid.is_some() {
+            // controls has a uid to name, and the delete carries it (the
+            // SDK's delete of an incarnation); without one there is nothing
+            // of this cluster's to delete.
+            Some(set) if self.delete_precondition_uid && is_controlled_by(set, cluster) => {
+                ctx.delete(set);
+            }
+            Some(_) if self.delete_precondition_uid => {}
+            // As the operator was: by name, whichever incarnation holds it.
+            Some(_) => {
                 ctx.send(Action::Delete {
                     key,
-                    uid,
+                    uid: None,
                     resource_version: None,
                     grace_period_seconds: None,
                     propagation_policy: None,
                     dry_run: false,
                 });
             }
+            None => {}
         }
         let mut next = cluster.clone();
         next.metadata.finalizers.retain(|f| f != FINALIZER);

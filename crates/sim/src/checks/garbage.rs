@@ -66,10 +66,9 @@ impl DeletedLiveDependent {
         DeletedLiveDependent { collectors: collectors.iter().cloned().collect() }
     }
 
-    /// Whether the delete `write` took `deleted` although the writer's view
-    /// held an earlier incarnation (another uid) under its name.
-    fn took_a_newer_incarnation(truth: &Truth<'_>, write: EntryId, deleted: &Object) -> bool {
-        let Some(view) = view_of(truth, write) else { return false };
+    /// Whether the deleter's view (the store at revision `view`) held
+    /// another incarnation (another uid) under `deleted`'s name.
+    fn view_held_another_incarnation(truth: &Truth<'_>, deleted: &Object, view: u64) -> bool {
         matches!(
             truth.store.get(&deleted.key(), Some(view)),
             Ok(Some(seen)) if seen.value.metadata.uid != deleted.metadata.uid
@@ -85,20 +84,14 @@ impl DeletedLiveDependent {
             return format!("{prefix} there was no such object to judge");
         };
         let seen = seen.value;
-        let gone: Vec<String> = seen
-            .metadata
-            .owner_references
-            .iter()
-            .filter(|o| owner_at(truth.store, &seen, o, Some(view)).is_none())
-            .map(describe_owner)
-            .collect();
-        let deleting: Vec<String> = seen
-            .metadata
-            .owner_references
-            .iter()
-            .filter(|o| owner_at(truth.store, &seen, o, Some(view)).is_some_and(|owner| owner.is_terminating()))
-            .map(describe_owner)
-            .collect();
+        let (mut gone, mut deleting) = (Vec::new(), Vec::new());
+        for owner in &seen.metadata.owner_references {
+            match owner_at(truth.store, &seen, owner, Some(view)) {
+                None => gone.push(describe_owner(owner)),
+                Some(o) if o.is_terminating() => deleting.push(describe_owner(owner)),
+                Some(_) => {}
+            }
+        }
         let believed = if !gone.is_empty() {
             format!("it believed owner {} gone", gone.join(", "))
         } else if !deleting.is_empty() {
@@ -126,18 +119,19 @@ impl Observer for DeletedLiveDependent {
         let was_live = event.prev.as_ref().is_some_and(|p| !p.is_terminating());
         let deleting = event.kind == EventKind::Delete || event.value.is_terminating();
         let Some(dependent) = event.prev.as_ref().filter(|_| was_live && deleting) else { return Vec::new() };
-        if !self.collectors.contains(writer) && !Self::took_a_newer_incarnation(truth, commit.entry, dependent) {
-            return Vec::new();
-        }
         let live = dependent
             .metadata
             .owner_references
             .iter()
             .find(|o| owner_at(truth.store, dependent, o, None).is_some_and(|owner| !owner.is_terminating()));
         let Some(live) = live else { return Vec::new() };
-        let belief = view_of(truth, commit.entry)
-            .map(|view| format!("; {}", Self::belief(truth, dependent, view)))
-            .unwrap_or_default();
+        // Only a collector judges owners; anyone else is judged only for
+        // taking an incarnation its view did not hold.
+        let view = view_of(truth, commit.entry);
+        if !self.collectors.contains(writer) && !view.is_some_and(|view| Self::view_held_another_incarnation(truth, dependent, view)) {
+            return Vec::new();
+        }
+        let belief = view.map(|view| format!("; {}", Self::belief(truth, dependent, view))).unwrap_or_default();
         let message = format!(
             "{writer} deleted {} (uid {}) while its owner {} existed{belief}",
             dependent.key(),
