@@ -121,3 +121,62 @@ fn deleting_a_live_dependent_is_flagged_only_for_a_collector_or_a_newer_incarnat
     }
     assert_eq!(flagged, BTreeSet::from(["gc-stale-view".to_owned(), "rabbitmq-stale-deletion-648".to_owned()]));
 }
+
+/// ai-dynamo/grove#775: the PodCliqueSet controller skips a status write
+/// because the status it computed equals its cached copy of the object,
+/// older than its own last write; that write then reaches its cache as a
+/// status-only change, which its generation-changed predicate ignores, and
+/// nothing wakes it again. Kubernetes' *Controllers* page
+/// (https://kubernetes.io/docs/concepts/architecture/controller/): a
+/// controller acts to bring the current state closer to the desired one,
+/// so once it has caught up with the store its own rule must have nothing
+/// left to write. Grove's fix reads the object from the API server before
+/// the no-op check (https://github.com/ai-dynamo/grove/pull/784).
+#[test]
+fn a_status_write_skipped_against_a_stale_copy_leaves_grove_idle_with_work_left_issue_775() {
+    let scenario = load("grove-stale-status-775");
+    let trace = run(&scenario);
+    let (entry, _, message) =
+        trace.violations().find(|(_, check, _)| *check == Check::IdleWithWorkLeft).expect("the bug shows");
+    assert!(message.starts_with("grove-podcliqueset-controller is idle with work left"), "{message}");
+    assert!(message.contains("PodCliqueSet default/llm") && message.contains("status.availableReplicas 0 → 1"), "{message}");
+    // It names the stale call: decided on a view older than its own write.
+    assert!(message.contains("had not reached its cache") && message.contains("wrote nothing"), "{message}");
+    assert_eq!(entry.time_ms, scenario.duration.0, "judged at the end of the run");
+    let explained = explain::explain_all(&trace);
+    let idle = explained.iter().find(|x| x.check == Check::IdleWithWorkLeft).expect("explained");
+    assert!(idle.steps.iter().any(|s| s.text.contains("nothing to do")), "{:#?}", idle.steps);
+
+    // With the live read, the controller asks the API server for the
+    // object before its no-op check.
+    let fixed = run(&with_fixes(&scenario, &["live-read"]));
+    let read_live = fixed.entries.iter().any(|e| {
+        matches!(&e.event, recon_trace::Event::Reconcile { component, actions, .. }
+            if component == "grove-podcliqueset-controller" && actions.iter().any(|a| a.starts_with("direct get")))
+    });
+    assert!(read_live, "the live read is sent");
+    assert_eq!(fixed.violations().count(), 0);
+    assert_eq!(run(&with_fixes(&scenario, &["optimistic-lock"])).violations().count(), 0);
+}
+
+/// Every other library scenario ends with its controllers either still
+/// catching up or with nothing left to do: with `idleWithWorkLeft` on
+/// everywhere, only grove's skipped status write is flagged.
+#[test]
+fn no_library_scenario_but_grove_775_ends_with_a_controller_idle_with_work_left() {
+    let mut flagged = BTreeSet::new();
+    for path in all_scenarios() {
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let mut scenario = load(&stem);
+        if !scenario.checks.enabled.contains(&Check::IdleWithWorkLeft) {
+            scenario.checks.enabled.push(Check::IdleWithWorkLeft);
+        }
+        for (_, check, message) in run(&scenario).violations() {
+            if check == Check::IdleWithWorkLeft {
+                flagged.insert(format!("{stem}: {message}"));
+            }
+        }
+    }
+    let stems: BTreeSet<&str> = flagged.iter().filter_map(|f| f.split(':').next()).collect();
+    assert_eq!(stems, BTreeSet::from(["grove-stale-status-775"]), "{flagged:#?}");
+}
