@@ -72,12 +72,26 @@ fn with_the_lock_a_copy_older_than_its_own_write_is_not_trusted() {
         vec![json!({ "status": { "availableReplicas": 0 }, "metadata": { "resourceVersion": "5" } })]
     );
     let written = set(0, "11");
-    c.handle(&input(2, vec![InputEvent::Result(succeeded(Verb::PatchStatus, &written))]));
+    let woken = c.handle(&input(2, vec![InputEvent::Result(succeeded(Verb::PatchStatus, &written))])).actions;
     // The clique is back: the status equals the stale cached copy (rv 5),
     // older than the write (rv 11), so it is not trusted; the locked patch
-    // waits for the first to settle and the key is requeued.
-    let actions = c.handle(&input(3, vec![modified(1, clique(&pcs, 2, "12"))])).actions;
-    assert!(actions.iter().any(|a| matches!(a, Action::RequeueAfter { .. })), "{actions:?}");
+    // waits for the first write to settle and the key is requeued.
+    let back = c.handle(&input(3, vec![modified(1, clique(&pcs, 2, "12"))])).actions;
+    assert!(status_patches(&back).is_empty(), "{back:?}");
+    let requeue = woken.iter().chain(&back).find_map(|a| match a {
+        Action::RequeueAfter { key, .. } => Some(key.clone()),
+        _ => None,
+    });
+    let requeue = requeue.expect("the key is requeued");
+    // Once the cache shows the write, the requeue sends the status, locked
+    // on that version.
+    let caught_up = c.handle(&input(4, vec![modified(0, written.clone())])).actions;
+    assert!(caught_up.is_empty(), "a status change wakes nothing: {caught_up:?}");
+    let actions = c.handle(&input(1_003, vec![recon_sdk::testing::timer(&requeue)])).actions;
+    assert_eq!(
+        status_patches(&actions),
+        vec![json!({ "status": { "availableReplicas": 1 }, "metadata": { "resourceVersion": "11" } })]
+    );
 }
 
 /// The live read: the no-op check is judged against a quorum get.
