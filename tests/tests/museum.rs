@@ -3,7 +3,7 @@
 //! alone, and with every combination of them (the outcome of several is
 //! what all of them still expect; see `Scenario::with_fixes_applied`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use recon_scenario::{Check, Scenario};
 use recon_tests::{all_scenarios, load, run};
@@ -108,18 +108,27 @@ fn a_restarted_rabbitmq_operator_deletes_the_statefulset_of_a_re_created_cluster
 /// name are flagged in the whole library.
 #[test]
 fn deleting_a_live_dependent_is_flagged_only_for_a_collector_or_a_newer_incarnation() {
-    let mut flagged = BTreeSet::new();
+    let flagged: BTreeSet<String> = flagged_everywhere(Check::DeletedLiveDependent).into_keys().collect();
+    assert_eq!(flagged, BTreeSet::from(["gc-stale-view".to_owned(), "rabbitmq-stale-deletion-648".to_owned()]));
+}
+
+/// Every library scenario run with `check` turned on as well: the
+/// scenarios it flags, with its messages there.
+fn flagged_everywhere(check: Check) -> BTreeMap<String, Vec<String>> {
+    let mut flagged = BTreeMap::new();
     for path in all_scenarios() {
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
         let mut scenario = load(&stem);
-        if !scenario.checks.enabled.contains(&Check::DeletedLiveDependent) {
-            scenario.checks.enabled.push(Check::DeletedLiveDependent);
+        if !scenario.checks.enabled.contains(&check) {
+            scenario.checks.enabled.push(check);
         }
-        if run(&scenario).violations().any(|(_, check, _)| check == Check::DeletedLiveDependent) {
-            flagged.insert(stem);
+        let messages: Vec<String> =
+            run(&scenario).violations().filter(|(_, c, _)| *c == check).map(|(_, _, m)| m.to_string()).collect();
+        if !messages.is_empty() {
+            flagged.insert(stem, messages);
         }
     }
-    assert_eq!(flagged, BTreeSet::from(["gc-stale-view".to_owned(), "rabbitmq-stale-deletion-648".to_owned()]));
+    flagged
 }
 
 /// ai-dynamo/grove#775: the PodCliqueSet controller skips a status write
@@ -164,19 +173,7 @@ fn a_status_write_skipped_against_a_stale_copy_leaves_grove_idle_with_work_left_
 /// everywhere, only grove's skipped status write is flagged.
 #[test]
 fn no_library_scenario_but_grove_775_ends_with_a_controller_idle_with_work_left() {
-    let mut flagged = BTreeSet::new();
-    for path in all_scenarios() {
-        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-        let mut scenario = load(&stem);
-        if !scenario.checks.enabled.contains(&Check::IdleWithWorkLeft) {
-            scenario.checks.enabled.push(Check::IdleWithWorkLeft);
-        }
-        for (_, check, message) in run(&scenario).violations() {
-            if check == Check::IdleWithWorkLeft {
-                flagged.insert(format!("{stem}: {message}"));
-            }
-        }
-    }
-    let stems: BTreeSet<&str> = flagged.iter().filter_map(|f| f.split(':').next()).collect();
+    let flagged = flagged_everywhere(Check::IdleWithWorkLeft);
+    let stems: BTreeSet<&str> = flagged.keys().map(String::as_str).collect();
     assert_eq!(stems, BTreeSet::from(["grove-stale-status-775"]), "{flagged:#?}");
 }
