@@ -3,7 +3,7 @@
 //! alone, and with every combination of them (the outcome of several is
 //! what all of them still expect; see `Scenario::with_fixes_applied`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use recon_scenario::{Check, Scenario};
 use recon_tests::{all_scenarios, load, run};
@@ -109,16 +109,72 @@ fn a_restarted_rabbitmq_operator_deletes_the_statefulset_of_a_re_created_cluster
 /// name are flagged in the whole library.
 #[test]
 fn deleting_a_live_dependent_is_flagged_only_for_a_collector_or_a_newer_incarnation() {
-    let mut flagged = BTreeSet::new();
+    let flagged: BTreeSet<String> = flagged_everywhere(Check::DeletedLiveDependent).into_keys().collect();
+    assert_eq!(flagged, BTreeSet::from(["gc-stale-view".to_owned(), "rabbitmq-stale-deletion-648".to_owned()]));
+}
+
+/// Every library scenario run with `check` turned on as well: the
+/// scenarios it flags, with its messages there.
+fn flagged_everywhere(check: Check) -> BTreeMap<String, Vec<String>> {
+    let mut flagged = BTreeMap::new();
     for path in all_scenarios() {
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
         let mut scenario = load(&stem);
-        if !scenario.checks.enabled.contains(&Check::DeletedLiveDependent) {
-            scenario.checks.enabled.push(Check::DeletedLiveDependent);
+        if !scenario.checks.enabled.contains(&check) {
+            scenario.checks.enabled.push(check);
         }
-        if run(&scenario).violations().any(|(_, check, _)| check == Check::DeletedLiveDependent) {
-            flagged.insert(stem);
+        let messages: Vec<String> =
+            run(&scenario).violations().filter(|(_, c, _)| *c == check).map(|(_, _, m)| m.to_string()).collect();
+        if !messages.is_empty() {
+            flagged.insert(stem, messages);
         }
     }
-    assert_eq!(flagged, BTreeSet::from(["gc-stale-view".to_owned(), "rabbitmq-stale-deletion-648".to_owned()]));
+    flagged
+}
+
+/// ai-dynamo/grove#775: the PodCliqueSet controller skips a status write
+/// because the status it computed equals its cached copy of the object,
+/// older than its own last write; that write then reaches its cache as a
+/// status-only change, which its generation-changed predicate ignores, and
+/// nothing wakes it again. Kubernetes' *Controllers* page
+/// (https://kubernetes.io/docs/concepts/architecture/controller/): a
+/// controller acts to bring the current state closer to the desired one,
+/// so once it has caught up with the store its own rule must have nothing
+/// left to write. Grove's fix reads the object from the API server before
+/// the no-op check (https://github.com/ai-dynamo/grove/pull/784).
+#[test]
+fn a_status_write_skipped_against_a_stale_copy_leaves_grove_idle_with_work_left_issue_775() {
+    let scenario = load("grove-stale-status-775");
+    let trace = run(&scenario);
+    let (entry, _, message) =
+        trace.violations().find(|(_, check, _)| *check == Check::IdleWithWorkLeft).expect("the bug shows");
+    assert!(message.starts_with("grove-podcliqueset-controller is idle with work left"), "{message}");
+    assert!(message.contains("PodCliqueSet default/llm") && message.contains("status.availableReplicas 0 → 1"), "{message}");
+    // It names the stale call: decided on a view older than its own write.
+    assert!(message.contains("had not reached its cache") && message.contains("wrote nothing"), "{message}");
+    assert_eq!(entry.time_ms, scenario.duration.0, "judged at the end of the run");
+    let explained = explain::explain_all(&trace);
+    let idle = explained.iter().find(|x| x.check == Check::IdleWithWorkLeft).expect("explained");
+    assert!(idle.steps.iter().any(|s| s.text.contains("nothing to do")), "{:#?}", idle.steps);
+
+    // With the live read, the controller asks the API server for the
+    // object before its no-op check.
+    let fixed = run(&with_fixes(&scenario, &["live-read"]));
+    let read_live = fixed.entries.iter().any(|e| {
+        matches!(&e.event, recon_trace::Event::Reconcile { component, actions, .. }
+            if component == "grove-podcliqueset-controller" && actions.iter().any(|a| a.starts_with("direct get")))
+    });
+    assert!(read_live, "the live read is sent");
+    assert_eq!(fixed.violations().count(), 0);
+    assert_eq!(run(&with_fixes(&scenario, &["optimistic-lock"])).violations().count(), 0);
+}
+
+/// Every other library scenario ends with its controllers either still
+/// catching up or with nothing left to do: with `idleWithWorkLeft` on
+/// everywhere, only grove's skipped status write is flagged.
+#[test]
+fn no_library_scenario_but_grove_775_ends_with_a_controller_idle_with_work_left() {
+    let flagged = flagged_everywhere(Check::IdleWithWorkLeft);
+    let stems: BTreeSet<&str> = flagged.keys().map(String::as_str).collect();
+    assert_eq!(stems, BTreeSet::from(["grove-stale-status-775"]), "{flagged:#?}");
 }

@@ -69,6 +69,13 @@ pub const BUILTINS: &[Builtin] = &[
         crate_name: "recon_plugin_garbage_collector",
     },
     Builtin {
+        name: "grove-operator",
+        description: "The Grove operator's status reconcile (ai-dynamo/grove#775): its PodCliqueSet controller, or with \
+                      controller: PodClique its PodClique controller; the status write is skipped when it equals the \
+                      cached copy. liveRead: true and optimisticLock: true are the fixes.",
+        crate_name: "recon_plugin_grove_operator",
+    },
+    Builtin {
         name: "kubelet",
         description: "Node agent: runs the pods bound to its node as its cache says, reports them Running and Ready, \
                       and finishes their deletion once their container stopped. Lists from any cache after a \
@@ -168,6 +175,7 @@ pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
         "database-operator" => Box::new(recon_plugin_database_operator::controller()),
         "deployment" => Box::new(recon_plugin_deployment::controller()),
         "garbage-collector" => Box::new(GarbageCollector::new()),
+        "grove-operator" => Box::new(recon_plugin_grove_operator::controller()),
         "kubelet" => Box::new(Kubelet::new()),
         "kubelet-fixed" => Box::new(KubeletFixed::new()),
         "pod-reconciler" => Box::new(recon_kube::Native::new(recon_plugin_pod_reconciler::controller())),

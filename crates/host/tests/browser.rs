@@ -50,6 +50,7 @@ const PLUGINS: &[(&str, &[u8])] = &[
     plugin!("recon_plugin_kubelet"),
     plugin!("recon_plugin_kubelet_fixed"),
     plugin!("recon_plugin_pod_reconciler"),
+    plugin!("recon_plugin_grove_operator"),
     plugin!("recon_plugin_rabbitmq_cluster_operator"),
     plugin!("recon_plugin_replicaset"),
     plugin!("recon_plugin_scheduler"),

@@ -763,11 +763,21 @@ pub enum Check {
     /// when the write commits; the exact definition is in the simulator's
     /// `checks/lost_work.rs`.
     LostWork,
+    /// Liveness: at the end of the run, no controller sits idle with work
+    /// its own rule still asks for. A running controller (not a node
+    /// agent) that has handled every event, has no request unanswered and
+    /// holds exactly what the store holds for everything it watches is
+    /// *quiescent*; a fresh instance of it is then handed the store as it
+    /// is, and if that instance would write (create, update, patch or
+    /// delete anything but an Event), the running one missed an edge: a
+    /// write it skipped on a stale copy, after which nothing woke it
+    /// (ai-dynamo/grove#775). Off by default, like convergence.
+    IdleWithWorkLeft,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 10] = [
+    pub const ALL: [Check; 11] = [
         Check::PodIdentity,
         Check::StatefulSetOrdinals,
         Check::TimeTravel,
@@ -778,6 +788,7 @@ impl Check {
         Check::OrphanedDependent,
         Check::DependentOfDeletedOwner,
         Check::LostWork,
+        Check::IdleWithWorkLeft,
     ];
 
     /// The checks a scenario runs when it does not say: every safety check.
@@ -787,7 +798,7 @@ impl Check {
     /// Whether this is a liveness check ("never converged"), judged at the
     /// end of the run, rather than a safety check judged as the run goes.
     pub fn is_liveness(self) -> bool {
-        matches!(self, Check::Convergence | Check::StuckDeleting | Check::OrphanedDependent)
+        matches!(self, Check::Convergence | Check::StuckDeleting | Check::OrphanedDependent | Check::IdleWithWorkLeft)
     }
 }
 
@@ -804,6 +815,7 @@ impl fmt::Display for Check {
             Check::OrphanedDependent => "orphaned dependent",
             Check::DependentOfDeletedOwner => "dependent of a deleted owner",
             Check::LostWork => "lost work",
+            Check::IdleWithWorkLeft => "idle with work left",
         })
     }
 }

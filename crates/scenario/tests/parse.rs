@@ -216,7 +216,7 @@ checks:
     assert_eq!((d.line, d.column), (4, 26));
     assert_eq!(
         d.message,
-        "unknown variant `split`, expected one of podIdentity, statefulSetOrdinals, timeTravel, replicaCount, convergence, stuckDeleting, deletedLiveDependent, orphanedDependent, dependentOfDeletedOwner, lostWork"
+        "unknown variant `split`, expected one of podIdentity, statefulSetOrdinals, timeTravel, replicaCount, convergence, stuckDeleting, deletedLiveDependent, orphanedDependent, dependentOfDeletedOwner, lostWork, idleWithWorkLeft"
     );
 }
 

@@ -87,7 +87,7 @@ pub(crate) struct ApiServer {
     /// The largest object a write may carry (`limits.maxObjectBytes`).
     max_object_bytes: u64,
     /// The kinds it serves.
-    kinds: Kinds,
+    pub(crate) kinds: Kinds,
     /// Its watch cache.
     pub cache: WatchCache,
     watchers: Watchers,

@@ -17,6 +17,7 @@ use recon_abi::{
 use recon_trace::text::short_uid;
 use recon_trace::{EntryId, Event};
 
+use crate::admission::{Admitted, admit};
 use crate::api::{GetRequest, Request};
 use crate::apiserver::ApiServer;
 use crate::cache::Filter;
@@ -182,6 +183,62 @@ impl Component {
 
     fn reflector(&mut self, w: usize) -> Option<&mut Reflector> {
         self.instance_mut().map(|i| &mut i.reflectors[w])
+    }
+
+    /// What a fresh instance of its controller would write if handed the
+    /// store as it is now, when the running instance is *quiescent*: it is
+    /// not a node agent, every event has been handled, no request of its is
+    /// unanswered, and for every watch it holds exactly the objects, at the
+    /// versions, that the store holds. `None` when it is not running or not
+    /// quiescent. Only writes that would change the store count, judged by
+    /// admitting each to a copy of it with the kinds its API server serves
+    /// (a server-side apply of what is already there, a refused write, an
+    /// Event, a read or a requeue does not). The idle-with-work-left check
+    /// asks this at the end of a run; nothing of it reaches the trace.
+    pub fn idle_probe(
+        &self,
+        store: &recon_store::Store,
+        kinds: &recon_scenario::Kinds,
+        instantiate: &Instantiate,
+        now: u64,
+    ) -> Option<Vec<Action>> {
+        let instance = self.instance()?;
+        if instance.manifest.node_agent || !instance.requests.is_empty() || !instance.inbox.is_empty() {
+            return None;
+        }
+        let mut events = Vec::new();
+        for (watch, spec) in instance.manifest.watches.iter().enumerate() {
+            let filter = Filter::new(&crate::reflector::selection(spec)).ok()?;
+            let objects: Vec<Object> = store
+                .range(&filter.prefix(), None)
+                .ok()?
+                .into_iter()
+                .map(|kv| kv.value)
+                .filter(|o| filter.matches(o))
+                .collect();
+            let view = instance.view.get(watch)?;
+            let holds = |o: &Object| view.get(&o.key()).is_some_and(|v| v.metadata.resource_version == o.metadata.resource_version);
+            if view.len() != objects.len() || !objects.iter().all(holds) {
+                return None;
+            }
+            events.push(InputEvent::Listed { watch, resource_version: store.revision().to_string(), objects });
+        }
+        let mut fresh = instantiate(&self.spec)?;
+        let config =
+            ComponentConfig { name: self.spec.name.clone(), node: self.spec.node.clone(), params: self.spec.params.clone() };
+        fresh.init(&config).ok()?;
+        let output = fresh.handle(&Input { time_ms: now, events, containers: None }).ok()?;
+        let changes_store = |action: &Action| {
+            let is_write = action.write_target().is_some_and(|(_, key)| key.kind != "Event");
+            let mut copy = store.clone();
+            let mut rng = self.rng.clone();
+            is_write
+                && matches!(
+                    admit(&mut copy, &mut rng, kinds, now, u64::MAX, action.clone()),
+                    Ok(Admitted::Written(_))
+                )
+        };
+        Some(output.actions.into_iter().filter(changes_store).collect())
     }
 
     /// Whether its process is up (its controller running, or a candidate

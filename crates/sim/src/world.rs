@@ -15,7 +15,7 @@ use recon_scenario::{Scenario, Step, StepAction};
 
 use crate::api::Request;
 use crate::apiserver::{ApiServer, Committed};
-use crate::checks::{Checks, Commit};
+use crate::checks::{Checks, Commit, IdleController};
 use crate::component::{Component, Env, Instantiate};
 use crate::engine::Engine;
 use crate::error::SimError;
@@ -217,7 +217,8 @@ impl Sim {
                 // Nothing left before the end: judge what only the end can.
                 if !std::mem::replace(&mut self.ended, true) {
                     self.engine.now = self.engine.now.max(end);
-                    self.checks.ended(&mut self.engine, &self.nodes);
+                    let idle = self.idle_controllers();
+                    self.checks.ended(&mut self.engine, &self.nodes, &idle);
                 }
                 return false;
             }
@@ -225,6 +226,22 @@ impl Sim {
         let what = self.engine.pop().expect("peeked");
         self.handle(what);
         true
+    }
+
+    /// The running controllers that are quiescent yet would still write if
+    /// handed the store as it is (see [`Component::idle_probe`]), asked
+    /// only when the idle-with-work-left check is on.
+    fn idle_controllers(&self) -> Vec<IdleController> {
+        if !self.checks.judges_idle() {
+            return Vec::new();
+        }
+        let now = self.engine.now;
+        let probe = |(i, c): (usize, &Component)| {
+            let kinds = &self.servers[c.server.index()].kinds;
+            let writes = c.idle_probe(&self.engine.store, kinds, &self.instantiate, now)?;
+            (!writes.is_empty()).then(|| IdleController { component: ComponentId(i), name: c.spec.name.clone(), writes })
+        };
+        self.components.iter().enumerate().filter_map(probe).collect()
     }
 
     /// Runs to the end of the scenario's duration.

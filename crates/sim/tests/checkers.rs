@@ -733,6 +733,7 @@ fn every_check_has_a_hand_built_history_that_makes_it_fire() {
             Check::OrphanedDependent => orphan_history(check),
             Check::DependentOfDeletedOwner => library_violations("database-operator-stale-cache", check),
             Check::LostWork => lost_work_history(Stamp::FromView, true).len(),
+            Check::IdleWithWorkLeft => library_violations("grove-stale-status-775", check),
             #[allow(unreachable_patterns, reason = "checks added later must get a history here")]
             _ => panic!("no hand-built history makes the {check} check fire: add one to this file"),
         };

@@ -92,9 +92,11 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
                 steps.push(step(write));
             }
         }
-        Check::Convergence | Check::StuckDeleting | Check::OrphanedDependent => {
+        Check::Convergence | Check::StuckDeleting | Check::OrphanedDependent | Check::IdleWithWorkLeft => {
             // causes: [the last write to what the set asks for], or [the
-            // write that marked the object for deletion]
+            // write that marked the object for deletion], or [the idle
+            // controller's own last write of the object, the call decided
+            // on a view older than it that wrote nothing]
             steps.extend(v.causes.iter().filter_map(|id| trace.get(*id)).map(step));
         }
         Check::LostWork => {

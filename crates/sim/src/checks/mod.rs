@@ -10,6 +10,7 @@
 
 mod convergence;
 mod garbage;
+mod idle;
 mod lost_work;
 mod ordinals;
 mod pod_identity;
@@ -23,6 +24,7 @@ use recon_store::{Store, StoreEvent};
 use recon_trace::{EntryId, Event, Trace};
 
 use crate::engine::Engine;
+pub(crate) use idle::IdleController;
 use crate::ids::{ComponentId, NodeId};
 use crate::node::NodeRuntime;
 
@@ -34,6 +36,9 @@ pub(crate) struct Truth<'a> {
     pub nodes: &'a [NodeRuntime],
     /// The trace so far.
     pub trace: &'a Trace,
+    /// At the end of the run, the controllers that were quiescent yet would
+    /// still write if handed the store as it is; empty before.
+    pub idle: &'a [IdleController],
 }
 
 /// A write committed to the store.
@@ -112,6 +117,7 @@ pub(crate) trait Observer {
 /// The checks a scenario enabled, told of everything in a fixed order.
 pub(crate) struct Checks {
     observers: Vec<Box<dyn Observer>>,
+    judges_idle: bool,
 }
 
 impl Checks {
@@ -133,6 +139,7 @@ impl Checks {
             Check::OrphanedDependent,
             Check::DependentOfDeletedOwner,
             Check::LostWork,
+            Check::IdleWithWorkLeft,
         ] {
             if !enabled.contains(&check) {
                 continue;
@@ -148,9 +155,17 @@ impl Checks {
                 Check::OrphanedDependent => Box::new(garbage::OrphanedDependent { collectors: !collectors.is_empty() }),
                 Check::DependentOfDeletedOwner => Box::new(garbage::DependentOfDeletedOwner::default()),
                 Check::LostWork => Box::new(lost_work::LostWork::default()),
+                Check::IdleWithWorkLeft => Box::new(idle::IdleWithWorkLeft),
             });
         }
-        Checks { observers }
+        Checks { observers, judges_idle: enabled.contains(&Check::IdleWithWorkLeft) }
+    }
+
+    /// Whether the idle-with-work-left check is on: the simulation then
+    /// asks its quiescent controllers, at the end of the run, what they
+    /// would still write.
+    pub fn judges_idle(&self) -> bool {
+        self.judges_idle
     }
 
     /// Tells every check of a commit, and records what they find.
@@ -175,19 +190,30 @@ impl Checks {
         self.tell(engine, nodes, |o, truth| o.observed(truth, observation));
     }
 
-    /// Tells every check the run has ended, and records what they find.
-    pub fn ended(&mut self, engine: &mut Engine, nodes: &[NodeRuntime]) {
-        self.tell(engine, nodes, |o, truth| o.ended(truth));
+    /// Tells every check the run has ended, with the controllers that were
+    /// idle with work left, and records what they find.
+    pub fn ended(&mut self, engine: &mut Engine, nodes: &[NodeRuntime], idle: &[IdleController]) {
+        self.tell_with(engine, nodes, idle, |o, truth| o.ended(truth));
     }
 
     fn tell(
         &mut self,
         engine: &mut Engine,
         nodes: &[NodeRuntime],
+        ask: impl FnMut(&mut dyn Observer, &Truth<'_>) -> Vec<Finding>,
+    ) {
+        self.tell_with(engine, nodes, &[], ask);
+    }
+
+    fn tell_with(
+        &mut self,
+        engine: &mut Engine,
+        nodes: &[NodeRuntime],
+        idle: &[IdleController],
         mut ask: impl FnMut(&mut dyn Observer, &Truth<'_>) -> Vec<Finding>,
     ) {
         for observer in &mut self.observers {
-            let truth = Truth { store: &engine.store, nodes, trace: &engine.trace };
+            let truth = Truth { store: &engine.store, nodes, trace: &engine.trace, idle };
             let findings = ask(observer.as_mut(), &truth);
             for Finding { check, message, causes, component } in findings {
                 let lane = component.map_or(engine.lanes.checks, |c| engine.lanes.component(c));
