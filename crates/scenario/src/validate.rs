@@ -47,6 +47,7 @@ pub(crate) fn validate(scenario: &Scenario, source: &SourceMap) -> Vec<Diagnosti
     v.script(scenario, &names);
     v.checks(scenario);
     v.fixes(scenario, &names);
+    v.ordering(scenario, &names);
     v.plugin_limits(scenario);
     v.found
 }
@@ -406,6 +407,19 @@ impl<'a> Validator<'a> {
                 }
             }
             self.expectation(&format!("{path}.expect"), &fix.expect, s);
+        }
+    }
+
+    /// Each ordering choice names a component, within the run.
+    fn ordering(&mut self, s: &Scenario, defined: &Defined<'_>) {
+        for (i, choice) in s.ordering.iter().enumerate() {
+            self.reference(format!("ordering[{i}].first"), &choice.first, &defined.components);
+            if choice.at > s.duration {
+                self.report(
+                    format!("ordering[{i}].at"),
+                    format!("choice at {} is after the end of the run at {}", choice.at, s.duration),
+                );
+            }
         }
     }
 
