@@ -32,10 +32,14 @@ fn every_library_scenario_with_fixes_shows_its_expected_outcome_under_every_comb
         if scenario.fixes.is_empty() {
             continue;
         }
-        museum += 1;
-        assert!(scenario.source.starts_with("https://"), "{stem}: a museum entry links its public issue");
-        assert!(!scenario.lesson.is_empty(), "{stem}: a museum entry says its lesson in a line");
-        assert!(!scenario.expect.violations.is_empty(), "{stem}: with no fix on, the bug shows");
+        // A museum entry names the public issue it reproduces; a scenario
+        // with fixes but no source teaches something else (an ordering race).
+        if !scenario.source.is_empty() {
+            museum += 1;
+            assert!(scenario.source.starts_with("https://"), "{stem}: a museum entry links its public issue");
+            assert!(!scenario.lesson.is_empty(), "{stem}: a museum entry says its lesson in a line");
+            assert!(!scenario.expect.violations.is_empty(), "{stem}: with no fix on, the bug shows");
+        }
         let names: Vec<&str> = scenario.fixes.iter().map(|f| f.name.as_str()).collect();
         for mask in 0..1u32 << names.len() {
             let on: Vec<&str> = names.iter().enumerate().filter(|(i, _)| mask & 1 << i != 0).map(|(_, n)| *n).collect();
@@ -44,7 +48,7 @@ fn every_library_scenario_with_fixes_shows_its_expected_outcome_under_every_comb
             assert_eq!(violated(&fixed), expected, "{stem} with fixes {on:?}");
         }
     }
-    assert!(museum >= 3, "the library has museum entries: #59848, #129795, #648 at least");
+    assert!(museum >= 4, "the library has museum entries: #59848, #129795, #648, #775 at least");
 }
 
 /// Kubernetes #129795: the ReplicaSet controller's expectations expire

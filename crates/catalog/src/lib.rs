@@ -45,6 +45,13 @@ pub struct Builtin {
 /// Every built-in controller, in alphabetical order.
 pub const BUILTINS: &[Builtin] = &[
     Builtin {
+        name: "condition-writer",
+        description: "Decides one status condition of each Widget once (conditionType, status and reason from its \
+                      params), by a compare-and-swap status update, and leaves a condition someone already decided; \
+                      two on one condition type race (status-condition-race).",
+        crate_name: "recon_plugin_condition_writer",
+    },
+    Builtin {
         name: "configmap-generator",
         description: "kube-rs's ConfigMap generator example, its code unchanged (kube's API served by recon-kube): \
                       server-side applies a ConfigMap owned by each nullable.se ConfigMapGenerator custom resource.",
@@ -171,6 +178,7 @@ pub fn unknown_controller(name: &str) -> String {
 #[cfg(feature = "controllers")]
 pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
     let instance: Box<dyn Instance> = match name {
+        "condition-writer" => Box::new(recon_plugin_condition_writer::controller()),
         "configmap-generator" => Box::new(recon_kube::Native::new(recon_plugin_configmap_generator::controller())),
         "database-operator" => Box::new(recon_plugin_database_operator::controller()),
         "deployment" => Box::new(recon_plugin_deployment::controller()),

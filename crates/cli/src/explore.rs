@@ -78,10 +78,11 @@ pub fn explore(args: Args) -> ExitCode {
 
     let reporter = Reporter::new();
     let options = SearchOptions { jobs, stop_at_first: !args.keep_going };
-    let result = search(&explorer, &plans, &factory, options, &|p| reporter.update(p, false));
+    let result = search(&explorer, &plans, &factory, options, &|p| reporter.update(p, false, "plans"));
     reporter.update(
         &Progress { done: result.run, total: plans.len(), failures: result.failures.len(), elapsed: result.elapsed },
         true,
+        "plans",
     );
 
     let Some(first) = result.failures.first() else {
@@ -135,10 +136,124 @@ pub fn explore(args: Args) -> ExitCode {
     ExitCode::from(1)
 }
 
+/// The `recon explore --orderings` arguments.
+pub struct OrderingArgs {
+    /// The scenario file.
+    pub scenario: PathBuf,
+    /// The seed, fixes and plugins the command line gives.
+    pub options: crate::RunOptions,
+    /// At most this many runs.
+    pub max_runs: usize,
+    /// Random walks instead of depth-first.
+    pub random_walks: bool,
+    /// Where to write the first replay scenario (the second gets `-2`).
+    pub out: Option<PathBuf>,
+}
+
+/// Runs `recon explore --orderings`: searches the orders in which
+/// controllers with work due at the same moment reconcile, and reports an
+/// outcome that depends on the order (two orderings, the diff of their end
+/// states, a scenario replaying each) or an ordering that breaks a check.
+pub fn explore_orderings(args: OrderingArgs) -> ExitCode {
+    use recon_explore::ordering::{self, OrderingFinding, Strategy};
+    if args.max_runs == 0 {
+        return bad_input("--orderings: at least 1 run");
+    }
+    let prepared = match crate::prepare(&args.scenario, &args.options) {
+        Ok(prepared) => prepared,
+        Err(status) => return status,
+    };
+    let scenario = prepared.scenario();
+    let factory = || -> Instantiate { prepared.instantiate() };
+    let strategy = if args.random_walks { Strategy::RandomWalks { seed: scenario.seed } } else { Strategy::DepthFirst };
+    say!("scenario  {} (seed {})", scenario.name, scenario.seed);
+    say!(
+        "orderings {} of at most {} runs",
+        if args.random_walks { "random walks" } else { "depth-first, de-duplicated by store state" },
+        args.max_runs
+    );
+    let reporter = Reporter::new();
+    let started = Instant::now();
+    let progress = |runs: usize, last: bool| {
+        let p = Progress { done: runs, total: args.max_runs, failures: 0, elapsed: started.elapsed() };
+        reporter.update(&p, last, "runs");
+    };
+    let result = match ordering::search(scenario, &factory, strategy, args.max_runs, &mut |runs| progress(runs, false))
+    {
+        Ok(result) => result,
+        Err(e) => return bad_input(prepared.file.explain(e)),
+    };
+    progress(result.runs, true);
+    let elapsed = started.elapsed().as_secs_f64();
+    let Some(finding) = &result.finding else {
+        say!();
+        let how = if result.exhausted { "every ordering the search reaches" } else { "the run budget" };
+        say!(
+            "No order dependence found in {} run(s) ({how}; {} moment(s) skipped as already seen, {} run(s) not quiesced), {elapsed:.2}s.",
+            result.runs,
+            result.pruned,
+            result.unquiesced
+        );
+        return ExitCode::SUCCESS;
+    };
+    say!();
+    let found = ordering::found_scenarios(scenario, finding);
+    match finding {
+        OrderingFinding::DependsOnOrder { first, second, diff } => {
+            say!("The outcome depends on the order (found in run {} after {elapsed:.2}s):", result.runs);
+            say!("  ordering 1: {}", first.describe());
+            say!("  ordering 2: {}", second.describe());
+            say!("  end states (ordering 1 | ordering 2):");
+            for line in diff {
+                say!("  - {line}");
+            }
+        }
+        OrderingFinding::Violation(run) => {
+            say!("An ordering breaks a safety check (run {} after {elapsed:.2}s):", result.runs);
+            say!("  ordering: {}", run.describe());
+        }
+    }
+    let first_out = args.out.unwrap_or_else(|| default_out_named(&args.scenario, "order-1"));
+    for (i, s) in found.iter().enumerate() {
+        let out = if i == 0 { first_out.clone() } else { numbered(&first_out, i + 1) };
+        if let Err(e) = std::fs::write(&out, recon_scenario::to_yaml(s)) {
+            eprintln!("cannot write the scenario to {}: {e}", out.display());
+            return ExitCode::from(2);
+        }
+        say!("Wrote {} (replay: recon run {})", out.display(), out.display());
+    }
+    if let OrderingFinding::Violation(run) = finding {
+        let mut sim = match Sim::new(&found[0], factory()) {
+            Ok(sim) => sim,
+            Err(e) => return bad_input(prepared.file.explain(e)),
+        };
+        sim.run();
+        say!();
+        report::print(&found[0], &sim.into_trace(), false);
+        debug_assert!(run.finding.is_some());
+    }
+    ExitCode::from(1)
+}
+
+/// `x.order-1.yaml` → `x.order-2.yaml`; another name gets `-2` before its extension.
+fn numbered(first: &Path, n: usize) -> PathBuf {
+    let text = first.to_string_lossy();
+    if let Some(stem) = text.strip_suffix(".order-1.yaml") {
+        return PathBuf::from(format!("{stem}.order-{n}.yaml"));
+    }
+    let stem = first.file_stem().map_or_else(|| "scenario".into(), |s| s.to_string_lossy().into_owned());
+    first.with_file_name(format!("{stem}-{n}.yaml"))
+}
+
+/// `scenarios/x.yaml` → `x.<what>.yaml` in the current directory.
+fn default_out_named(scenario: &Path, what: &str) -> PathBuf {
+    let stem = scenario.file_stem().map_or_else(|| "scenario".into(), |s| s.to_string_lossy().into_owned());
+    PathBuf::from(format!("{stem}.{what}.yaml"))
+}
+
 /// `scenarios/x.yaml` → `x.found.yaml` in the current directory.
 fn default_out(scenario: &Path) -> PathBuf {
-    let stem = scenario.file_stem().map_or_else(|| "scenario".into(), |s| s.to_string_lossy().into_owned());
-    PathBuf::from(format!("{stem}.found.yaml"))
+    default_out_named(scenario, "found")
 }
 
 /// Progress on standard error: rewritten in place on a terminal, a line a
@@ -153,7 +268,8 @@ impl Reporter {
         Reporter { last: Mutex::new(None), terminal: std::io::stderr().is_terminal() }
     }
 
-    fn update(&self, p: &Progress, last: bool) {
+    /// `what` names the units: `plans` or `runs`.
+    fn update(&self, p: &Progress, last: bool, what: &str) {
         let every = if self.terminal { Duration::from_millis(100) } else { Duration::from_secs(1) };
         let mut printed = self.last.lock().expect("no panics while printing");
         if !last && printed.is_some_and(|t| t.elapsed() < every) {
@@ -162,7 +278,7 @@ impl Reporter {
         *printed = Some(Instant::now());
         let rate = p.done as f64 / p.elapsed.as_secs_f64().max(1e-9);
         let line = format!(
-            "plans {}/{}  violations {}  {:.0} plans/s  {:.2}s",
+            "{what} {}/{}  violations {}  {:.0} {what}/s  {:.2}s",
             p.done,
             p.total,
             p.failures,

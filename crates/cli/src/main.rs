@@ -124,6 +124,16 @@ enum Command {
         /// counts differ from the fault-free run's.
         #[arg(long)]
         differential: bool,
+        /// Search over orderings instead of faults: who reconciles first
+        /// when several controllers have work due at the same moment, at
+        /// most N runs; finds a safety violation or an outcome that depends
+        /// on the order.
+        #[arg(long, value_name = "N")]
+        orderings: Option<usize>,
+        /// With --orderings: seeded random walks (from --seed or the
+        /// scenario's seed) instead of the depth-first search.
+        #[arg(long, requires = "orderings")]
+        random_walks: bool,
     },
     /// List the built-in controllers a scenario can name.
     Controllers,
@@ -162,18 +172,27 @@ fn main() -> ExitCode {
             let options = RunOptions { seed, fixes, plugins };
             run(&scenario, &options, trace, timeline, expect, audit_log.as_deref())
         }
-        Command::Explore { scenario, plugins, fixes, budget, seed, jobs, shard, keep_going, out, differential } => {
-            explore::explore(explore::Args {
+        Command::Explore { scenario, plugins, fixes, seed, out, orderings: Some(max_runs), random_walks, .. } => {
+            explore::explore_orderings(explore::OrderingArgs {
                 scenario,
                 options: RunOptions { seed, fixes, plugins },
-                budget,
-                jobs,
-                shard,
-                keep_going,
+                max_runs,
+                random_walks,
                 out,
-                differential,
             })
         }
+        Command::Explore {
+            scenario, plugins, fixes, budget, seed, jobs, shard, keep_going, out, differential, ..
+        } => explore::explore(explore::Args {
+            scenario,
+            options: RunOptions { seed, fixes, plugins },
+            budget,
+            jobs,
+            shard,
+            keep_going,
+            out,
+            differential,
+        }),
         Command::CheckPlugin { plugin, scenario } => plugins::check(&plugin, scenario.as_deref()),
         Command::Audit { files, servers, json, progress, scenario } => {
             audit::audit(audit::Args { files, servers, json, progress, scenario })

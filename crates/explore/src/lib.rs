@@ -24,6 +24,7 @@
 
 pub mod generate;
 pub mod oracle;
+pub mod ordering;
 pub mod plan;
 pub mod shrink;
 

@@ -43,6 +43,7 @@ macro_rules! plugin {
 
 /// Every built-in controller's plugin, by crate name.
 const PLUGINS: &[(&str, &[u8])] = &[
+    plugin!("recon_plugin_condition_writer"),
     plugin!("recon_plugin_configmap_generator"),
     plugin!("recon_plugin_database_operator"),
     plugin!("recon_plugin_deployment"),

@@ -87,6 +87,28 @@ pub struct Scenario {
     /// Bounds on the run itself.
     #[serde(default, skip_serializing_if = "RunLimits::is_default")]
     pub limits: RunLimits,
+    /// Who reconciles first when several components have work due at the
+    /// same virtual moment (see [`OrderChoice`]); empty: the order their
+    /// work arrived in. `recon explore --orderings` writes it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ordering: Vec<OrderChoice>,
+}
+
+/// One decision of an ordering: at virtual time `at`, when several
+/// components have a reconcile due at that same moment and `first` is one
+/// of them, `first` runs before the others.
+///
+/// Choices are used in list order: at each such moment the simulator takes
+/// the first unused choice for that time whose component is among those
+/// waiting, and uses it up. A choice whose moment never comes, or whose
+/// component has nothing due then, does nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OrderChoice {
+    /// The moment.
+    pub at: Millis,
+    /// The component that reconciles first.
+    pub first: String,
 }
 
 impl Scenario {

@@ -50,6 +50,7 @@ pub(crate) fn validate(scenario: &Scenario, source: &SourceMap) -> Vec<Diagnosti
         v.report("lesson".into(), "the lesson is one line: say it in a sentence, and leave the story to the description".into());
     }
     v.fixes(scenario, &names);
+    v.ordering(scenario, &names);
     v.plugin_limits(scenario);
     v.found
 }
@@ -409,6 +410,19 @@ impl<'a> Validator<'a> {
                 }
             }
             self.expectation(&format!("{path}.expect"), &fix.expect, s);
+        }
+    }
+
+    /// Each ordering choice names a component, within the run.
+    fn ordering(&mut self, s: &Scenario, defined: &Defined<'_>) {
+        for (i, choice) in s.ordering.iter().enumerate() {
+            self.reference(format!("ordering[{i}].first"), &choice.first, &defined.components);
+            if choice.at > s.duration {
+                self.report(
+                    format!("ordering[{i}].at"),
+                    format!("choice at {} is after the end of the run at {}", choice.at, s.duration),
+                );
+            }
         }
     }
 

@@ -241,6 +241,11 @@ impl Component {
         Some(output.actions.into_iter().filter(changes_store).collect())
     }
 
+    /// Whether a wake for instance `epoch` would call its controller now.
+    pub fn wake_due(&self, epoch: u64) -> bool {
+        self.epoch == epoch && self.instance().is_some_and(|i| i.wake_pending)
+    }
+
     /// Whether its process is up (its controller running, or a candidate
     /// waiting for the Lease).
     pub fn is_up(&self) -> bool {

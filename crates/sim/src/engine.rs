@@ -37,10 +37,11 @@ pub(crate) struct Engine {
     pub listed_items: u64,
 }
 
-struct Queued {
-    time: u64,
+/// An event in the queue: when, and its place among events at that time.
+pub(crate) struct Queued {
+    pub time: u64,
     seq: u64,
-    what: Scheduled,
+    pub what: Scheduled,
 }
 
 impl PartialEq for Queued {
@@ -93,6 +94,27 @@ impl Engine {
         let Reverse(q) = self.queue.pop()?;
         self.now = q.time;
         Some(q.what)
+    }
+
+    /// The next scheduled event, without taking it.
+    pub fn peek(&self) -> Option<&Scheduled> {
+        self.queue.peek().map(|Reverse(q)| &q.what)
+    }
+
+    /// Takes every event due at `time`, in the order they would be popped
+    /// (for a choice among them; [`Engine::put_back`] returns the rest).
+    pub fn take_due_at(&mut self, time: u64) -> Vec<Queued> {
+        let mut due = Vec::new();
+        while self.queue.peek().is_some_and(|Reverse(q)| q.time == time) {
+            let Reverse(q) = self.queue.pop().expect("peeked");
+            due.push(q);
+        }
+        due
+    }
+
+    /// Returns events taken with [`Engine::take_due_at`], each at its old place.
+    pub fn put_back(&mut self, due: Vec<Queued>) {
+        self.queue.extend(due.into_iter().map(Reverse));
     }
 
     /// Writes an entry on `lane` now; returns its id.

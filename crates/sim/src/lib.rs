@@ -33,6 +33,7 @@ mod lanes;
 mod message;
 pub mod network;
 mod node;
+pub mod ordering;
 pub mod patch;
 mod reflector;
 pub mod rng;
@@ -46,6 +47,7 @@ pub use component::{
 };
 pub use error::SimError;
 pub use message::{Reply, Served};
+pub use ordering::{Chooser, Moment};
 /// The trace a run writes (its own crate, so readers need not carry the simulator).
 pub use recon_trace::{Entry, EntryId, Event, Trace};
 pub use world::Sim;

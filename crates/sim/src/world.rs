@@ -24,6 +24,7 @@ use crate::lanes::Lanes;
 use crate::message::{Client, Reply, Scheduled, client_component};
 use crate::network::{Endpoint, Network};
 use crate::node::NodeRuntime;
+use crate::ordering::{Chooser, Moment};
 use crate::rng::Rng;
 use recon_trace::{Event, Trace};
 
@@ -50,6 +51,8 @@ pub struct Sim {
     /// etcd's revision at the last periodic compaction tick: the next tick
     /// compacts up to it (`None` before the first tick).
     compaction_mark: Option<u64>,
+    /// Who reconciles first at a moment several may (`None`: the queue's order).
+    chooser: Option<Chooser>,
 }
 
 impl Sim {
@@ -102,6 +105,7 @@ impl Sim {
             ended: false,
             halted: false,
             compaction_mark: None,
+            chooser: (!scenario.ordering.is_empty()).then(|| crate::ordering::following(&scenario.ordering)),
         };
         sim.bootstrap()?;
         for (i, c) in scenario.components.iter().enumerate() {
@@ -223,7 +227,7 @@ impl Sim {
                 return false;
             }
         }
-        let what = self.engine.pop().expect("peeked");
+        let what = self.next_event();
         self.handle(what);
         true
     }
@@ -242,6 +246,50 @@ impl Sim {
             (!writes.is_empty()).then(|| IdleController { component: ComponentId(i), name: c.spec.name.clone(), writes })
         };
         self.components.iter().enumerate().filter_map(probe).collect()
+    }
+
+    /// Sets who reconciles first when several components have a reconcile
+    /// due at the same moment (replacing the scenario's `ordering`).
+    pub fn set_chooser(&mut self, chooser: Chooser) {
+        self.chooser = Some(chooser);
+    }
+
+    /// Takes the next event: the queue's next, unless it is a reconcile and
+    /// other components have one due at the same moment, when the chooser
+    /// (if there is one) says whose runs first.
+    fn next_event(&mut self) -> Scheduled {
+        let live_wake = |sim: &Sim, what: &Scheduled| match what {
+            Scheduled::Wake { component, epoch } => {
+                sim.components[component.index()].wake_due(*epoch).then_some(*component)
+            }
+            _ => None,
+        };
+        let front_wakes = self.engine.peek().is_some_and(|what| live_wake(self, what).is_some());
+        if self.chooser.is_none() || !front_wakes {
+            return self.engine.pop().expect("peeked");
+        }
+        let now = self.engine.next_due().expect("peeked");
+        let mut due = self.engine.take_due_at(now);
+        // The live reconciles due now, one per component, in queue order.
+        let mut wakes: Vec<(usize, ComponentId)> = Vec::new();
+        for (i, queued) in due.iter().enumerate() {
+            if let Some(c) = live_wake(self, &queued.what)
+                && wakes.iter().all(|(_, seen)| *seen != c)
+            {
+                wakes.push((i, c));
+            }
+        }
+        let mut pick = 0;
+        if wakes.len() >= 2 {
+            let pending: Vec<String> = wakes.iter().map(|(_, c)| self.engine.component_name(*c).to_string()).collect();
+            let moment = Moment { time_ms: now, pending: &pending, store: &self.engine.store };
+            let chooser = self.chooser.as_mut().expect("checked above");
+            pick = wakes.get(chooser(&moment)).map_or(0, |(i, _)| *i);
+        }
+        let chosen = due.remove(pick);
+        self.engine.put_back(due);
+        self.engine.now = chosen.time;
+        chosen.what
     }
 
     /// Runs to the end of the scenario's duration.
