@@ -166,3 +166,34 @@ fn the_kube_rs_pod_reconciler_backs_off_on_conflicts_from_its_stale_store_and_lo
     assert!(!outcome.writes.iter().any(|w| w.contains("plain")), "{:?}", outcome.writes);
     assert_eq!(outcome.writes, ["update Pod default/web", "update Pod default/web"]);
 }
+
+// The built-in ReplicaSet controller is a kube-rs controller too: after
+// its restart it lists with a quorum read (the scenario's fix), so web
+// ends at the size the user last asked for, with the same trace natively
+// and under wasmtime.
+#[test]
+fn the_kube_rs_replicaset_controller_gives_the_same_trace_natively_and_under_wasmtime_and_keeps_its_set_whole() {
+    let key = ObjectKey::new("ReplicaSet", "default", "web");
+    let outcome = run_both("replicaset-flapping-quorum", "replicaset-controller", std::slice::from_ref(&key));
+    let web = outcome.objects[0].as_ref().expect("the set exists at the end");
+    assert_eq!(web.status["replicas"], web.spec["replicas"], "its status shows every pod it asked for");
+    assert!(outcome.writes.iter().any(|w| w == "create Pod default/web-"), "{:?}", outcome.writes);
+    assert!(outcome.writes.iter().any(|w| w == "updateStatus ReplicaSet default/web"), "{:?}", outcome.writes);
+}
+
+// Kubernetes #129795's scenario with each of its fixes: the controller's
+// parameters switch them on, natively and under wasmtime alike.
+#[test]
+fn the_kube_rs_replicaset_controller_reads_its_parameters_the_same_natively_and_under_wasmtime_issue_129795() {
+    let scenario = load("replicaset-expectations-129795");
+    let plugins = wasm_plugins();
+    assert_eq!(scenario.fixes.len(), 3);
+    for fix in &scenario.fixes {
+        let mut fixed = scenario.clone();
+        fixed.set_fix(&fix.name, true).expect("the scenario's own fix applies");
+        let native = recon_tests::run(&fixed);
+        assert_eq!(native.violations().count(), 0, "{}", fix.name);
+        let wasm = recon_tests::run_wasm(&fixed, &plugins);
+        assert_eq!(native.hash(), wasm.hash(), "{}", fix.name);
+    }
+}

@@ -22,8 +22,6 @@ use recon_plugin_kubelet::Kubelet;
 #[cfg(feature = "controllers")]
 use recon_plugin_kubelet_fixed::KubeletFixed;
 #[cfg(feature = "controllers")]
-use recon_plugin_replicaset::ReplicaSetController;
-#[cfg(feature = "controllers")]
 use recon_plugin_scheduler::Scheduler;
 #[cfg(feature = "controllers")]
 use recon_plugin_statefulset::StatefulSetController;
@@ -96,7 +94,7 @@ pub const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         name: "replicaset",
-        description: "Keeps spec.replicas pods per ReplicaSet, with expectations so it does not act twice on one view.",
+        description: "Keeps spec.replicas pods per ReplicaSet, with expectations so it does not act twice on one view (a kube-rs controller).",
         crate_name: "recon_plugin_replicaset",
     },
     Builtin {
@@ -172,7 +170,7 @@ pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
         "kubelet-fixed" => Box::new(KubeletFixed::new()),
         "pod-reconciler" => Box::new(recon_kube::Native::new(recon_plugin_pod_reconciler::controller())),
         "rabbitmq-cluster-operator" => Box::new(recon_plugin_rabbitmq_cluster_operator::controller()),
-        "replicaset" => Box::new(ReplicaSetController::new()),
+        "replicaset" => Box::new(recon_kube::Native::new(recon_plugin_replicaset::controller())),
         "scheduler" => Box::new(Scheduler::new()),
         "secret-syncer" => Box::new(recon_kube::Native::new(recon_plugin_secret_syncer::controller())),
         "statefulset" => Box::new(StatefulSetController::new()),
