@@ -93,6 +93,19 @@ fn a_parameter_of_the_wrong_type_crashes_the_component_with_its_name() {
     assert!(lines(&log).is_empty());
 }
 
+/// Runs a ConfigMap controller with `reconcile` until the plugin ends.
+async fn run<Ctx: 'static, F>(
+    maps: Controller<ConfigMap>,
+    context: Arc<Ctx>,
+    reconcile: impl FnMut(Arc<ConfigMap>, Arc<Ctx>) -> F + 'static,
+) -> Result<(), recon_kube::Error>
+where
+    F: std::future::Future<Output = Result<Action, recon_kube::Error>> + 'static,
+{
+    maps.run(reconcile, |_, _, _| Action::await_change(), context).for_each(|_| futures::future::ready(())).await;
+    Ok(())
+}
+
 /// A ConfigMap controller whose reconcile logs the ConfigMap watch's last
 /// resourceVersion and checks again after a second.
 fn logs_last_sync(log: Log) -> Plugin {
@@ -102,19 +115,13 @@ fn logs_last_sync(log: Log) -> Plugin {
             log.lock().unwrap().push(format!("main {:?}", recon::last_sync_resource_version::<ConfigMap>()));
             let client = Client::try_default().await?;
             let context = Arc::new(log.clone());
-            Controller::new(Api::<ConfigMap>::all(client), watcher::Config::default())
-                .run(
-                    |_map: Arc<ConfigMap>, log: Arc<Log>| async move {
-                        let synced = recon::last_sync_resource_version::<ConfigMap>();
-                        log.lock().unwrap().push(format!("{synced:?}"));
-                        Ok::<_, recon_kube::Error>(Action::requeue(Duration::from_secs(1)))
-                    },
-                    |_, _, _| Action::await_change(),
-                    context,
-                )
-                .for_each(|_| futures::future::ready(()))
-                .await;
-            Ok::<(), recon_kube::Error>(())
+            let maps = Controller::new(Api::<ConfigMap>::all(client), watcher::Config::default());
+            run(maps, context, |_map, log| async move {
+                let synced = recon::last_sync_resource_version::<ConfigMap>();
+                log.lock().unwrap().push(format!("{synced:?}"));
+                Ok(Action::requeue(Duration::from_secs(1)))
+            })
+            .await
         }
     })
 }
@@ -171,19 +178,12 @@ fn owns_a_stream(log: Log) -> Plugin {
                 .reflect(writer)
                 .touched_objects();
             let context = Arc::new((log.clone(), secrets));
-            maps.owns_stream(secret_changes)
-                .run(
-                    |map: Arc<ConfigMap>, ctx: Arc<(Log, reflector::Store<Secret>)>| async move {
-                        ctx.1.wait_until_ready().await.expect("the secret watch lives as long as main");
-                        ctx.0.lock().unwrap().push(format!("reconcile {} secrets={}", map.name_any(), ctx.1.len()));
-                        Ok::<_, recon_kube::Error>(Action::await_change())
-                    },
-                    |_, _, _| Action::await_change(),
-                    context,
-                )
-                .for_each(|_| futures::future::ready(()))
-                .await;
-            Ok::<(), recon_kube::Error>(())
+            run(maps.owns_stream(secret_changes), context, |map, ctx| async move {
+                ctx.1.wait_until_ready().await.expect("the secret watch lives as long as main");
+                ctx.0.lock().unwrap().push(format!("reconcile {} secrets={}", map.name_any(), ctx.1.len()));
+                Ok(Action::await_change())
+            })
+            .await
         }
     })
 }
