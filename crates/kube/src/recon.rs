@@ -273,7 +273,9 @@ pub enum ParamError {
 pub fn param<T: serde::de::DeserializeOwned>(name: &str) -> Result<Option<T>, ParamError> {
     let value = with_state(|state| state.params.get(name).cloned());
     value
-        .map(|value| serde_json::from_value(value).map_err(|source| ParamError::Invalid { name: name.to_owned(), source }))
+        .map(|value| {
+            serde_json::from_value(value).map_err(|source| ParamError::Invalid { name: name.to_owned(), source })
+        })
         .transpose()
 }
 

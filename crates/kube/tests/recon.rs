@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use recon_abi::{
-    Controller as _, EventType, Input, InputEvent, Object, ObjectMeta, OwnerReference, WatchEvent,
-};
+use recon_abi::{Controller as _, EventType, Input, InputEvent, Object, ObjectMeta, OwnerReference, WatchEvent};
 use recon_kube::api::Api;
 use recon_kube::runtime::controller::{Action, Controller};
 use recon_kube::runtime::{WatchStreamExt, reflector, watcher};
@@ -87,7 +85,8 @@ fn main_reads_the_components_parameters_and_none_for_one_the_scenario_does_not_s
 fn a_parameter_of_the_wrong_type_crashes_the_component_with_its_name() {
     let log = Log::default();
     let mut native = Native::new(reads_params(log.clone()));
-    let crash = recon_abi::Instance::init(&mut native, &config(json!({ "timeoutMs": "soon" }))).expect_err("main returns the error");
+    let crash = recon_abi::Instance::init(&mut native, &config(json!({ "timeoutMs": "soon" })))
+        .expect_err("main returns the error");
     assert!(crash.reason.contains("timeoutMs"), "{}", crash.reason);
     assert!(crash.reason.contains("main returned an error"), "{}", crash.reason);
     assert!(lines(&log).is_empty());

@@ -307,17 +307,16 @@ async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Data>) -> Result<Action, Error>
     let not_cached: BTreeSet<Key> = match state {
         // Pods a live read showed that the store does not hold yet: their
         // events are still to come, and fulfil no expectation of a later write.
-        expectations::State::Expired if ctx.settings.on_expiry == OnExpiry::Relist => active
-            .iter()
-            .filter(|p| ctx.pods.get(&ObjectRef::from_obj(&***p)).is_none())
-            .map(|p| key(&**p))
-            .collect(),
+        expectations::State::Expired if ctx.settings.on_expiry == OnExpiry::Relist => {
+            active.iter().filter(|p| ctx.pods.get(&ObjectRef::from_obj(&***p)).is_none()).map(|p| key(&**p)).collect()
+        }
         _ => BTreeSet::new(),
     };
 
     let status = write_status(&rs, &active, &ctx);
     if fulfilled && active.len() != want {
-        let (writes, status) = futures::future::join(sync_pods(&rs, &set, &uid, &active, want, not_cached, &ctx), status).await;
+        let (writes, status) =
+            futures::future::join(sync_pods(&rs, &set, &uid, &active, want, not_cached, &ctx), status).await;
         status?;
         return Ok(writes);
     }
@@ -380,8 +379,10 @@ async fn sync_pods(
             writes.push(create.boxed_local());
         }
     } else {
-        let victims: Vec<Arc<Pod>> =
-            deletion_order(active.to_vec(), ctx.settings.tie_break).into_iter().take((active.len() - want).min(BURST)).collect();
+        let victims: Vec<Arc<Pod>> = deletion_order(active.to_vec(), ctx.settings.tie_break)
+            .into_iter()
+            .take((active.len() - want).min(BURST))
+            .collect();
         let deleted = victims.iter().map(|p| (key(&**p), p.metadata.uid.clone().unwrap_or_default()));
         ctx.expectations().expect(set, uid, expires_ms, 0, deleted.collect(), seen_live);
         for victim in victims {

@@ -97,8 +97,11 @@ fn the_controller_lists_sets_and_pods_from_the_api_servers_cache_as_informers_do
 fn missing_pods_are_created_from_the_template_with_generate_name_and_the_status_written() {
     let set = web(2);
     let (_, out) = start(&set, vec![]);
-    let [Wire::Create { object: first, .. }, Wire::Create { object: second, .. }, Wire::UpdateStatus { object: status, .. }] =
-        &out.actions[..]
+    let [
+        Wire::Create { object: first, .. },
+        Wire::Create { object: second, .. },
+        Wire::UpdateStatus { object: status, .. },
+    ] = &out.actions[..]
     else {
         panic!("two creates and a status write: {:?}", out.actions)
     };
@@ -297,7 +300,8 @@ fn with_expired_expectations_relist_the_set_acts_on_a_quorum_list_issue_129795()
     assert_eq!((kind.as_str(), namespace.as_str(), resource_version), ("Pod", "default", &None), "a quorum list");
     // etcd has the pod: nothing is created, and the set now waits for its
     // informer to show that pod rather than counting it as a new create.
-    let list = recon_abi::ObjectList { resource_version: "41".into(), items: vec![created.clone()], ..Default::default() };
+    let list =
+        recon_abi::ObjectList { resource_version: "41".into(), items: vec![created.clone()], ..Default::default() };
     let result = ActionResult {
         verb: Verb::List,
         key: ObjectKey::new("Pod", "default", ""),

@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::future::poll_fn;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::task::{Poll, Waker};
 
