@@ -183,6 +183,50 @@ async fn ticking_an_upstream_fix_makes_the_violation_disappear() {
     page.close().await;
 }
 
+/// Issue 16's museum page: every entry's card has its lesson, its source
+/// and its fixes; an entry opens run and explained, its fix in the scenario
+/// panel takes the violation away, and a fix ticked on the card opens the
+/// entry already fixed.
+#[tokio::test(flavor = "current_thread")]
+async fn the_museum_opens_an_entry_explained_and_its_fix_makes_the_violation_disappear() {
+    const ENTRY: &str = "rabbitmq-stale-deletion-648";
+    let page = Browser::open("?museum=1").await;
+    let lesson = page.wait_text(&format!("#museum-{ENTRY} .lesson"), |t| !t.is_empty()).await;
+    assert!(lesson.contains("uid"), "{lesson}");
+    let source = page.find(&format!("#museum-{ENTRY} .source")).await.text().await.unwrap();
+    assert!(source.contains("rabbitmq/cluster-operator#648"), "{source}");
+    let embed = script(&page, &format!("return document.querySelector('#museum-{ENTRY} textarea').value")).await;
+    assert!(embed.as_str().unwrap().contains(&format!("?scenario={ENTRY}&embed=1")), "{embed}");
+    for entry in ["pod-safety-59848", "replicaset-expectations-129795"] {
+        page.find(&format!("#museum-{entry} .lesson")).await;
+    }
+    let before = page.hash_after(None).await;
+    page.find(&format!("#museum-open-{ENTRY}")).await.click().await.unwrap();
+    let opened = page.hash_after(Some(&before)).await;
+    assert_eq!(opened, native_hash(ENTRY, &[]));
+    assert!(!page.exists("#museum").await, "the entry replaces the museum");
+    let headline = page.wait_text("article.violation.selected .headline", |t| !t.is_empty()).await;
+    assert!(headline.contains("rabbit-server"), "the live StatefulSet deleted is the headline: {headline}");
+    page.find("#fix-quorum-relist").await.click().await.unwrap();
+    let fixed = page.hash_after(Some(&opened)).await;
+    page.find("#no-violations").await;
+    let mut scenario = recon_scenario::parse(ENTRY, recon_catalog::scenario(ENTRY).unwrap().yaml).unwrap();
+    scenario.set_fix("quorum-relist", true).unwrap();
+    assert_eq!(fixed, recon_e2e::run_scenario(&scenario, &[]).hash());
+    // Back in the museum, a fix ticked on another card opens that entry with it on.
+    const OTHER: &str = "replicaset-expectations-129795";
+    page.find("#museum-open").await.click().await.unwrap();
+    page.find(&format!("#museum-fix-{OTHER}-quorum-relist")).await.click().await.unwrap();
+    page.find(&format!("#museum-open-{OTHER}")).await.click().await.unwrap();
+    let other = page.hash_after(Some(&fixed)).await;
+    let mut scenario = recon_scenario::parse(OTHER, recon_catalog::scenario(OTHER).unwrap().yaml).unwrap();
+    scenario.set_fix("quorum-relist", true).unwrap();
+    assert_eq!(other, recon_e2e::run_scenario(&scenario, &[]).hash());
+    page.find("#no-violations").await;
+    assert!(page.find("#fix-quorum-relist").await.is_selected().await.unwrap(), "the card's fix is on");
+    page.close().await;
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_rejected_upload_says_why_and_keeps_everything() {
     let page = Browser::open("").await;

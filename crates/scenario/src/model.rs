@@ -43,6 +43,10 @@ pub struct Scenario {
     /// scenario that tells no particular bug report.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub source: String,
+    /// What a reader should take away, in one line: the lesson of a
+    /// museum entry (a scenario that reproduces a public bug report).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub lesson: String,
     /// Seed of the run's one random number generator.
     #[serde(default)]
     pub seed: u64,

@@ -46,6 +46,9 @@ pub(crate) fn validate(scenario: &Scenario, source: &SourceMap) -> Vec<Diagnosti
     v.objects(scenario);
     v.script(scenario, &names);
     v.checks(scenario);
+    if scenario.lesson.contains('\n') {
+        v.report("lesson".into(), "the lesson is one line: say it in a sentence, and leave the story to the description".into());
+    }
     v.fixes(scenario, &names);
     v.plugin_limits(scenario);
     v.found

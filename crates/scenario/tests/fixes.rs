@@ -35,9 +35,11 @@ fn problems(text: &str) -> Vec<(usize, usize, String)> {
 }
 
 #[test]
-fn a_scenario_declares_its_source_and_fixes_and_writes_them_back() {
-    let scenario = parse("test.yaml", TWO_FIXES).unwrap();
+fn a_scenario_declares_its_source_lesson_and_fixes_and_writes_them_back() {
+    let text = format!("{TWO_FIXES}lesson: An expired expectation is not a fulfilled one.\n");
+    let scenario = parse("test.yaml", &text).unwrap();
     assert_eq!(scenario.source, "https://github.com/kubernetes/kubernetes/issues/129795");
+    assert_eq!(scenario.lesson, "An expired expectation is not a fulfilled one.");
     let names: Vec<&str> = scenario.fixes.iter().map(|f| f.name.as_str()).collect();
     assert_eq!(names, ["gate", "quorum"]);
     assert!(scenario.fixes.iter().all(|f| !f.enabled), "fixes are off unless turned on");
@@ -134,4 +136,14 @@ fn an_unknown_field_of_a_fix_is_reported_at_its_key() {
     assert_eq!(found.len(), 1);
     assert_eq!((found[0].0, found[0].1), (17, 5));
     assert!(found[0].2.contains("sumary"), "{found:?}");
+}
+
+#[test]
+fn a_lesson_of_more_than_one_line_is_refused_at_its_line() {
+    let text = TWO_FIXES.replace("apiServers:", "lesson: \"An expired expectation\\nis not a fulfilled one.\"\napiServers:");
+    let found = problems(&text);
+    assert_eq!(found.len(), 1, "{found:?}");
+    let (line, _, message) = &found[0];
+    assert_eq!(*line, 3, "{found:?}");
+    assert!(message.contains("one line"), "{message}");
 }

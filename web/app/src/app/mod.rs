@@ -15,6 +15,7 @@
 mod download;
 #[cfg(target_arch = "wasm32")]
 mod panels;
+pub mod museum;
 pub mod search;
 pub mod settings;
 pub mod tour;

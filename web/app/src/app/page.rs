@@ -65,6 +65,10 @@ pub enum Msg {
     Moment(u64),
     /// The search for a violation ("Find a violation").
     Search(super::search::SearchMsg),
+    /// Show or hide the museum of real bugs.
+    ToggleMuseum,
+    /// Open a museum entry with these of its fixes on: run and explain it.
+    OpenEntry { name: String, fixes: Vec<String> },
 }
 
 /// The formats a trace can be saved in.
@@ -82,6 +86,9 @@ pub struct App {
     worker: Option<WorkerLink>,
     readers: Vec<FileReader>,
     pub(super) show_about: bool,
+    /// The museum's entries while the museum is shown (`?museum=1`, or
+    /// its button), in place of the playground's controls and timeline.
+    pub(super) museum: Option<Vec<super::museum::Entry>>,
     /// The last share link made, shown for copying.
     pub(super) share_url: Option<String>,
     /// The last embed snippet made, shown for copying.
@@ -195,8 +202,10 @@ impl Component for App {
         let linked = web_sys::window()
             .and_then(|w| w.location().hash().ok())
             .is_some_and(|h| h.starts_with(crate::share::PREFIX));
+        let museum = url_param("museum").map(|_| super::museum::entries());
         let first_visit = !linked
             && embed.is_none()
+            && museum.is_none()
             && state.current.library == recon_catalog::DEFAULT_SCENARIO
             && !super::tour::seen();
         state.inspect_selection_after_run = embed.is_none();
@@ -206,6 +215,7 @@ impl Component for App {
             worker: None,
             readers: Vec::new(),
             show_about: false,
+            museum,
             share_url: None,
             embed_snippet: None,
             embed,
@@ -246,15 +256,14 @@ impl Component for App {
                     Err(error) => self.state.error = Some(error),
                 }
             }
-            Msg::PickScenario(name) => match State::library(&name) {
-                Ok(state) => {
-                    self.state.current = state.current;
-                    self.state.error = None;
-                    self.state.notice = None;
-                    self.run(ctx);
-                }
-                Err(error) => self.state.error = Some(error),
-            },
+            Msg::PickScenario(name) => self.open_library(ctx, &name, &[]),
+            Msg::ToggleMuseum => {
+                self.museum = match self.museum {
+                    Some(_) => None,
+                    None => Some(super::museum::entries()),
+                };
+            }
+            Msg::OpenEntry { name, fixes } => self.open_library(ctx, &name, &fixes),
             Msg::Stop => {
                 if self.state.pending.take().is_some() {
                     self.state.current = self.state.good.clone();
@@ -361,12 +370,8 @@ impl Component for App {
             },
             Msg::EmbedSnippet => {
                 let (fragment, left_out) = self.share_fragment();
-                let title = format!("Recon: {}", self.state.good.scenario.name).replace('"', "'");
-                let snippet = format!(
-                    "<iframe src=\"{}?embed=1{fragment}\" title=\"{title}\" width=\"100%\" height=\"520\" \
-                     style=\"border: 1px solid #d8dde5; border-radius: 6px\" loading=\"lazy\"></iframe>",
-                    base_url()
-                );
+                let title = format!("Recon: {}", self.state.good.scenario.name);
+                let snippet = super::museum::embed_snippet(&format!("{}?embed=1{fragment}", base_url()), &title);
                 if let Some(window) = web_sys::window() {
                     let _ = window.navigator().clipboard().write_text(&snippet);
                 }
@@ -423,6 +428,31 @@ impl Component for App {
 const MAX_ADDRESS_UPLOAD_BYTES: usize = 32 * 1024;
 
 impl App {
+    /// Runs a library scenario with these of its fixes on, in place of
+    /// what the page shows (the museum included).
+    fn open_library(&mut self, ctx: &Context<Self>, name: &str, fixes: &[String]) {
+        let opened = State::library(name).and_then(|mut state| {
+            for fix in fixes {
+                state.current.scenario.set_fix(fix, true)?;
+            }
+            if !fixes.is_empty() {
+                // The file as shipped no longer says what runs.
+                state.current.source = None;
+            }
+            Ok(state)
+        });
+        match opened {
+            Ok(state) => {
+                self.museum = None;
+                self.state.current = state.current;
+                self.state.error = None;
+                self.state.notice = None;
+                self.run(ctx);
+            }
+            Err(error) => self.state.error = Some(error),
+        }
+    }
+
     /// Puts the shown run's scenario in the page's address as it changes,
     /// so that reload and Back bring it back: nothing for a library
     /// scenario as shipped, its edits compressed in the fragment otherwise

@@ -88,6 +88,9 @@ pub fn page(app: &App, ctx: &Context<App>) -> Html {
             { header(state, ctx) }
             { banners(app, ctx) }
             if app.show_about { { about() } }
+            if let Some(entries) = &app.museum {
+                { super::museum::museum(entries, ctx) }
+            } else {
             <div class="main">
                 <button id="controls-toggle" class="controls-toggle" type="button"
                     aria-expanded={app.show_controls.to_string()} aria-controls="controls"
@@ -125,6 +128,7 @@ pub fn page(app: &App, ctx: &Context<App>) -> Html {
                     </div>
                 </section>
             </div>
+            }
             if let (Some(step), Some(run)) = (app.tour, &state.run) {
                 <super::tour::TourCard steps={super::tour::steps(run)} {step}
                     on_action={ctx.link().callback(Msg::Tour)} />
@@ -170,6 +174,8 @@ fn header(state: &State, ctx: &Context<App>) -> Html {
             <button id="share" title="A link that replays this run exactly" onclick={link.callback(|_| Msg::Share)}>{ "Share" }</button>
             <button id="embed" title="An <iframe> snippet that shows this run in your page"
                 onclick={link.callback(|_| Msg::EmbedSnippet)}>{ "Embed" }</button>
+            <button id="museum-open" title="Real bugs from public issue trackers, each with its upstream fixes"
+                onclick={link.callback(|_| Msg::ToggleMuseum)}>{ "Museum" }</button>
             <button id="tour-open" title="A short tour of this page"
                 onclick={link.callback(|_| Msg::Tour(super::tour::Action::Start))}>{ "Tour" }</button>
             <button id="about-toggle" onclick={link.callback(|_| Msg::ToggleAbout)}>{ "About" }</button>
