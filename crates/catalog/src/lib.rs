@@ -57,7 +57,7 @@ pub const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "deployment",
         description: "Rolls pod templates out through one ReplicaSet per template hash, within maxSurge and \
-                      maxUnavailable (RollingUpdate) or all at once (Recreate).",
+                      maxUnavailable (RollingUpdate) or all at once (Recreate) (a kube-rs controller).",
         crate_name: "recon_plugin_deployment",
     },
     Builtin {
@@ -164,7 +164,7 @@ pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
     let instance: Box<dyn Instance> = match name {
         "configmap-generator" => Box::new(recon_kube::Native::new(recon_plugin_configmap_generator::controller())),
         "database-operator" => Box::new(recon_plugin_database_operator::controller()),
-        "deployment" => Box::new(recon_plugin_deployment::controller()),
+        "deployment" => Box::new(recon_kube::Native::new(recon_plugin_deployment::controller())),
         "garbage-collector" => Box::new(GarbageCollector::new()),
         "kubelet" => Box::new(Kubelet::new()),
         "kubelet-fixed" => Box::new(KubeletFixed::new()),

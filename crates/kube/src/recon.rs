@@ -296,6 +296,17 @@ pub fn last_sync_resource_version<K: kube_core::Resource<DynamicType = ()>>() ->
     .filter(|version| !version.is_empty())
 }
 
+/// The `pod-template-hash` of a pod template (`spec.template` of a
+/// Deployment): a label-safe FNV-1a hash of its JSON, as Kubernetes'
+/// `controller.ComputeHash` (which hashes the template's Go rendering, so
+/// the values differ; what matters is that equal templates hash equal and
+/// a changed one does not). kube has no such helper; every Deployment-like
+/// controller needs one, and Recon's other built-ins use this same hash.
+pub fn pod_template_hash<T: serde::Serialize>(template: &T) -> String {
+    // A template that came from JSON always renders back to JSON.
+    recon_sdk::hash::template_hash(&serde_json::to_value(template).unwrap_or_default())
+}
+
 /// Waits `duration` of virtual time (a requeue timer on the host), as
 /// `tokio::time::sleep` would in a real cluster.
 pub async fn sleep(duration: Duration) {
