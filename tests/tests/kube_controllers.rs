@@ -166,3 +166,99 @@ fn the_kube_rs_pod_reconciler_backs_off_on_conflicts_from_its_stale_store_and_lo
     assert!(!outcome.writes.iter().any(|w| w.contains("plain")), "{:?}", outcome.writes);
     assert_eq!(outcome.writes, ["update Pod default/web", "update Pod default/web"]);
 }
+
+// The built-in ReplicaSet controller is a kube-rs controller too: after
+// its restart it lists with a quorum read (the scenario's fix), so web
+// ends at the size the user last asked for, with the same trace natively
+// and under wasmtime.
+#[test]
+fn the_kube_rs_replicaset_controller_gives_the_same_trace_natively_and_under_wasmtime_and_keeps_its_set_whole() {
+    let key = ObjectKey::new("ReplicaSet", "default", "web");
+    let outcome = run_both("replicaset-flapping-quorum", "replicaset-controller", std::slice::from_ref(&key));
+    let web = outcome.objects[0].as_ref().expect("the set exists at the end");
+    assert_eq!(web.status["replicas"], web.spec["replicas"], "its status shows every pod it asked for");
+    assert!(outcome.writes.iter().any(|w| w.starts_with("create Pod default/web-")), "{:?}", outcome.writes);
+    assert!(outcome.writes.iter().any(|w| w == "update status of ReplicaSet default/web"), "{:?}", outcome.writes);
+}
+
+// Kubernetes #129795's scenario with each of its fixes: the controller's
+// parameters switch them on, natively and under wasmtime alike.
+#[test]
+fn the_kube_rs_replicaset_controller_reads_its_parameters_the_same_natively_and_under_wasmtime_issue_129795() {
+    let scenario = load("replicaset-expectations-129795");
+    let plugins = wasm_plugins();
+    assert_eq!(scenario.fixes.len(), 3);
+    for fix in &scenario.fixes {
+        let mut fixed = scenario.clone();
+        fixed.set_fix(&fix.name, true).expect("the scenario's own fix applies");
+        let native = recon_tests::run(&fixed);
+        assert_eq!(native.violations().count(), 0, "{}", fix.name);
+        let wasm = recon_tests::run_wasm(&fixed, &plugins);
+        assert_eq!(native.hash(), wasm.hash(), "{}", fix.name);
+    }
+}
+
+// The built-in Deployment controller is a kube-rs controller too: a
+// template change rolls out through a second ReplicaSet, and the old one
+// is scaled to 0 (Kubernetes' Deployment docs: "The Deployment updates
+// Pods in a rolling update fashion"; at most maxSurge pods above and
+// maxUnavailable below the desired count, 25% each by default,
+// https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#rolling-update-deployment),
+// with the same trace natively and under wasmtime.
+#[test]
+fn the_kube_rs_deployment_controller_rolls_a_template_change_out_with_the_same_trace_natively_and_under_wasmtime() {
+    let deployment = |image: &str| {
+        format!(
+            "apiVersion: apps/v1\n      kind: Deployment\n      metadata: {{ name: web, namespace: default }}\n      \
+             spec:\n        replicas: 4\n        selector: {{ matchLabels: {{ app: web }} }}\n        \
+             template:\n          metadata: {{ labels: {{ app: web }} }}\n          \
+             spec: {{ containers: [ {{ name: web, image: \"{image}\" }} ] }}\n"
+        )
+    };
+    let text = format!(
+        "name: deployment-rollout\nseed: 1\nduration: 20s\napiServers:\n  - name: apiserver-1\n\
+         nodes:\n  - name: node-1\ncomponents:\n\
+         \x20 - {{ name: scheduler, controller: scheduler, apiServer: apiserver-1 }}\n\
+         \x20 - {{ name: deployment-controller, controller: deployment, apiServer: apiserver-1 }}\n\
+         \x20 - {{ name: replicaset-controller, controller: replicaset, apiServer: apiserver-1 }}\n\
+         \x20 - {{ name: kubelet-node-1, controller: kubelet, node: node-1, apiServer: apiserver-1 }}\n\
+         objects:\n  - {}script:\n  - at: 5s\n    apply:\n      {}",
+        deployment("web:1").replace("\n      ", "\n    "),
+        deployment("web:2"),
+    );
+    let scenario = recon_scenario::parse("deployment-rollout.yaml", &text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let native = recon_tests::run(&scenario);
+    let wasm = recon_tests::run_wasm(&scenario, &wasm_plugins());
+    assert_eq!(native.hash(), wasm.hash(), "native and Wasm traces differ");
+    assert!(explain::crashes(&native).is_empty());
+    assert_eq!(native.violations().count(), 0);
+
+    let writes: Vec<String> = native
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::StoreWrite { verb, key, by, .. } if by == "deployment-controller" => Some(format!("{verb} {key}")),
+            _ => None,
+        })
+        .collect();
+    let created: std::collections::BTreeSet<&String> =
+        writes.iter().filter(|w| w.starts_with("create ReplicaSet default/web-")).collect();
+    assert_eq!(created.len(), 2, "one set per template: {writes:?}");
+    assert!(writes.iter().any(|w| w.starts_with("update ReplicaSet default/web-")), "{writes:?}");
+    assert!(writes.iter().any(|w| w == "update status of Deployment default/web"), "{writes:?}");
+
+    // At the end: every pod is of the new template, the old set is empty.
+    let mut sim = Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).expect("scenario builds");
+    sim.run();
+    let get = |key: ObjectKey| sim.store().get(&key, None).expect("the store answers").map(|kv| kv.value);
+    let web = get(ObjectKey::new("Deployment", "default", "web")).expect("the deployment exists");
+    assert_eq!(web.status["updatedReplicas"], 4, "{}", web.status);
+    assert_eq!(web.status["replicas"], 4, "{}", web.status);
+    let sets: Vec<Object> = created
+        .iter()
+        .filter_map(|w| get(ObjectKey::new("ReplicaSet", "default", w.trim_start_matches("create ReplicaSet default/"))))
+        .collect();
+    let mut replicas: Vec<i64> = sets.iter().map(|s| s.spec["replicas"].as_i64().unwrap_or(-1)).collect();
+    replicas.sort_unstable();
+    assert_eq!(replicas, [0, 4]);
+}

@@ -22,8 +22,6 @@ use recon_plugin_kubelet::Kubelet;
 #[cfg(feature = "controllers")]
 use recon_plugin_kubelet_fixed::KubeletFixed;
 #[cfg(feature = "controllers")]
-use recon_plugin_replicaset::ReplicaSetController;
-#[cfg(feature = "controllers")]
 use recon_plugin_scheduler::Scheduler;
 #[cfg(feature = "controllers")]
 use recon_plugin_statefulset::StatefulSetController;
@@ -66,7 +64,7 @@ pub const BUILTINS: &[Builtin] = &[
     Builtin {
         name: "deployment",
         description: "Rolls pod templates out through one ReplicaSet per template hash, within maxSurge and \
-                      maxUnavailable (RollingUpdate) or all at once (Recreate).",
+                      maxUnavailable (RollingUpdate) or all at once (Recreate) (a kube-rs controller).",
         crate_name: "recon_plugin_deployment",
     },
     Builtin {
@@ -110,7 +108,7 @@ pub const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         name: "replicaset",
-        description: "Keeps spec.replicas pods per ReplicaSet, with expectations so it does not act twice on one view.",
+        description: "Keeps spec.replicas pods per ReplicaSet, with expectations so it does not act twice on one view (a kube-rs controller).",
         crate_name: "recon_plugin_replicaset",
     },
     Builtin {
@@ -181,14 +179,14 @@ pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
         "condition-writer" => Box::new(recon_plugin_condition_writer::controller()),
         "configmap-generator" => Box::new(recon_kube::Native::new(recon_plugin_configmap_generator::controller())),
         "database-operator" => Box::new(recon_plugin_database_operator::controller()),
-        "deployment" => Box::new(recon_plugin_deployment::controller()),
+        "deployment" => Box::new(recon_kube::Native::new(recon_plugin_deployment::controller())),
         "garbage-collector" => Box::new(GarbageCollector::new()),
         "grove-operator" => Box::new(recon_plugin_grove_operator::controller()),
         "kubelet" => Box::new(Kubelet::new()),
         "kubelet-fixed" => Box::new(KubeletFixed::new()),
         "pod-reconciler" => Box::new(recon_kube::Native::new(recon_plugin_pod_reconciler::controller())),
         "rabbitmq-cluster-operator" => Box::new(recon_plugin_rabbitmq_cluster_operator::controller()),
-        "replicaset" => Box::new(ReplicaSetController::new()),
+        "replicaset" => Box::new(recon_kube::Native::new(recon_plugin_replicaset::controller())),
         "scheduler" => Box::new(Scheduler::new()),
         "secret-syncer" => Box::new(recon_kube::Native::new(recon_plugin_secret_syncer::controller())),
         "statefulset" => Box::new(StatefulSetController::new()),

@@ -27,7 +27,7 @@
 //!   delivers its result (the table in [`api`] says which call is which
 //!   action). An API server's refusal is [`Error::Api`] with its code and
 //!   reason.
-//! - [`runtime`]: [`Controller`](runtime::Controller) (`new`, `owns`,
+//! - [`runtime`]: [`Controller`](runtime::Controller) (`new`, `owns`, `owns_stream`,
 //!   `watches`, `run`), reflector [`Store`](runtime::Store)s fed by the
 //!   host's informers (so as stale as the simulated cache), requeues on
 //!   virtual time, [`finalizer()`](runtime::finalizer()), and the
@@ -39,6 +39,10 @@
 //!   controller's `main` on a single-threaded, deterministic executor
 //!   ([`executor`]): a call of the plugin feeds the host's input to the
 //!   futures waiting for it and polls every ready task until all wait.
+//!   Also what Recon gives a controller beyond kube's API:
+//!   [`recon::param`] (the component's parameters, where a real
+//!   controller reads flags), virtual time ([`recon::now_ms`],
+//!   [`recon::sleep`]) and [`recon::last_sync_resource_version`].
 //!
 //! # How `main` changes
 //!

@@ -77,6 +77,11 @@ pub(crate) struct State {
     timers: BTreeMap<u64, Vec<Waker>>,
     /// Wakers of sleeps that started before the time was known.
     waiting_for_time: Vec<Waker>,
+    /// The component's parameters (the scenario's `params`).
+    params: BTreeMap<String, serde_json::Value>,
+    /// By watch: the resourceVersion of the last list, event or bookmark
+    /// it delivered (empty before its first list).
+    synced: Vec<String>,
 }
 
 thread_local! {
@@ -127,7 +132,15 @@ impl State {
         self.list_mode = strictest(self.list_mode, list_mode);
         self.watches.push(spec);
         self.sinks.push(Some(sink));
+        self.synced.push(String::new());
         self.watches.len() - 1
+    }
+
+    /// Notes that watch `watch` has delivered everything up to `version`.
+    fn synced_to(&mut self, watch: usize, version: &str) {
+        if let Some(synced) = self.synced.get_mut(watch) {
+            synced.replace_range(.., version);
+        }
     }
 
     /// Notes that an `Api` was made for `kind`.
@@ -235,6 +248,63 @@ impl Drop for ResultOf {
 /// said what time it is.
 pub fn now_ms() -> Option<u64> {
     with_state(|state| state.now_ms)
+}
+
+/// Why a component parameter cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ParamError {
+    /// The scenario gives the parameter a value of another type: fix it
+    /// under the component's `params`.
+    #[error("component parameter `{name}`: {source}")]
+    Invalid {
+        /// The parameter's name.
+        name: String,
+        /// Why its value does not decode as the type asked for.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// The component parameter `name` (the scenario's `params:` of this
+/// component), decoded as `T`; `Ok(None)` when the scenario does not set
+/// it. A real controller reads such settings from its command line or
+/// environment, which a plugin does not have; this is where Recon puts
+/// them. Call it from `main` (or anything it runs).
+pub fn param<T: serde::de::DeserializeOwned>(name: &str) -> Result<Option<T>, ParamError> {
+    let value = with_state(|state| state.params.get(name).cloned());
+    value
+        .map(|value| {
+            serde_json::from_value(value).map_err(|source| ParamError::Invalid { name: name.to_owned(), source })
+        })
+        .transpose()
+}
+
+/// The resourceVersion up to which the component's watch of kind `K` has
+/// delivered (its last list, watch event or bookmark): client-go's
+/// `LastSyncResourceVersion()` of an informer, which kube's stores do not
+/// offer; with several watches of `K`, the one furthest behind. `None`
+/// before its first list (or without a watch of `K`). A store fed by the
+/// watch shows everything up to this version once the watch's stream has
+/// been polled, as it is before any reconcile starts.
+pub fn last_sync_resource_version<K: kube_core::Resource<DynamicType = ()>>() -> Option<String> {
+    let kind = K::kind(&());
+    with_state(|state| {
+        let synced = state.watches.iter().zip(&state.synced).filter(|(spec, _)| spec.kind == kind);
+        // Revisions compare as numbers (KEP-5504: resourceVersions are comparable).
+        synced.map(|(_, version)| version).min_by_key(|version| version.parse::<u64>().unwrap_or(0)).cloned()
+    })
+    .filter(|version| !version.is_empty())
+}
+
+/// The `pod-template-hash` of a pod template (`spec.template` of a
+/// Deployment): a label-safe FNV-1a hash of its JSON, as Kubernetes'
+/// `controller.ComputeHash` (which hashes the template's Go rendering, so
+/// the values differ; what matters is that equal templates hash equal and
+/// a changed one does not). kube has no such helper; every Deployment-like
+/// controller needs one, and Recon's other built-ins use this same hash.
+pub fn pod_template_hash<T: serde::Serialize>(template: &T) -> String {
+    // A template that came from JSON always renders back to JSON.
+    recon_sdk::hash::template_hash(&serde_json::to_value(template).unwrap_or_default())
 }
 
 /// Waits `duration` of virtual time (a requeue timer on the host), as
@@ -380,9 +450,9 @@ impl Plugin {
 }
 
 impl recon_abi::Controller for Plugin {
-    fn init(&mut self, _config: &ComponentConfig) -> Manifest {
+    fn init(&mut self, config: &ComponentConfig) -> Manifest {
         // Every init is a fresh instance: nothing survives but the code.
-        let state = Rc::new(RefCell::new(State::default()));
+        let state = Rc::new(RefCell::new(State { params: config.params.clone(), ..State::default() }));
         let mut executor = Executor::new();
         for kind in &self.allowed {
             state.borrow_mut().uses_kind(kind);
@@ -399,8 +469,15 @@ impl recon_abi::Controller for Plugin {
         state.borrow_mut().advance(input.time_ms);
         for event in &input.events {
             match event {
-                InputEvent::Listed { watch, objects, .. } => feed(&state, *watch, WatchInput::Listed(objects), input),
-                InputEvent::Watch { watch, event } => feed(&state, *watch, WatchInput::Event(event), input),
+                InputEvent::Listed { watch, objects, resource_version } => {
+                    state.borrow_mut().synced_to(*watch, resource_version);
+                    feed(&state, *watch, WatchInput::Listed(objects), input)
+                }
+                InputEvent::Watch { watch, event } => {
+                    // A bookmark's object carries only the version it marks.
+                    state.borrow_mut().synced_to(*watch, &event.object.metadata.resource_version);
+                    feed(&state, *watch, WatchInput::Event(event), input)
+                }
                 InputEvent::Result(result) => {
                     let mut state = state.borrow_mut();
                     // A result without a slot was given up on (or is not ours).

@@ -194,7 +194,12 @@ pub struct Controller<K: Resource> {
     queue: SharedQueue,
     dyntype: K::DynamicType,
     config: Config,
+    triggers: Vec<Triggers>,
 }
+
+/// A stream of the objects to reconcile (`owns_stream`): the keys each of
+/// its items triggers.
+type Triggers = Pin<Box<dyn Stream<Item = Vec<Key>> + Send>>;
 
 impl<K> Controller<K>
 where
@@ -237,7 +242,7 @@ where
                 touched(input).into_iter().for_each(|o| queue.trigger(key_of(o), now));
             }),
         );
-        Controller { reader, queue, dyntype, config: Config::default() }
+        Controller { reader, queue, dyntype, config: Config::default(), triggers: Vec::new() }
     }
 
     /// The store the controller reads its objects from.
@@ -284,6 +289,32 @@ where
                 }
             }),
         );
+        self
+    }
+
+    /// Also reconciles an object of kind `K` when a child that it owns
+    /// comes out of `trigger`: a watch of the children the caller runs
+    /// itself, e.g. to share its store or to see each event on its way,
+    /// as with kube's (unstable) `owns_stream`. The stream registers no
+    /// watch; its [`watcher()`](super::watcher()) does. It is polled
+    /// before every round of reconciles.
+    #[must_use]
+    pub fn owns_stream<Child: Resource<DynamicType = ()> + Send + 'static>(
+        mut self,
+        trigger: impl Stream<Item = Result<Child, watcher::Error>> + Send + 'static,
+    ) -> Self {
+        use futures::StreamExt;
+        let (kind, api_version) = (K::kind(&self.dyntype).into_owned(), K::api_version(&self.dyntype).into_owned());
+        let owners = trigger.map(move |child| {
+            let Ok(child) = child else { return Vec::new() };
+            let namespace = child.meta().namespace.clone().unwrap_or_default();
+            let references = child.meta().owner_references.iter().flatten();
+            references
+                .filter(|o| o.kind == kind && o.api_version == api_version)
+                .map(|o| (namespace.clone(), o.name.clone()))
+                .collect()
+        });
+        self.triggers.push(Box::pin(owners));
         self
     }
 
@@ -355,6 +386,7 @@ where
             reconciler: Box::new(reconciler),
             error_policy: Box::new(error_policy),
             context,
+            triggers: self.triggers,
             running: Vec::new(),
             finished: VecDeque::new(),
             timer: None,
@@ -381,6 +413,8 @@ where
     #[allow(clippy::type_complexity, reason = "kube's error policy signature, boxed")]
     error_policy: Box<dyn Fn(Arc<K>, &F::Error, Arc<Ctx>) -> Action>,
     context: Arc<Ctx>,
+    /// The streams given to `owns_stream`.
+    triggers: Vec<Triggers>,
     /// In the order they started: polled in that order.
     running: Vec<Running<K, F>>,
     #[allow(clippy::type_complexity, reason = "the stream's item type")]
@@ -399,6 +433,7 @@ where
 {
     fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Item<K, F::Error>>> {
         loop {
+            self.poll_triggers(cx);
             // Before the first list nothing is reconciled, as kube waits for its store.
             let now = recon::now_ms().filter(|_| self.reader.is_ready());
             let mut progressed = false;
@@ -426,6 +461,18 @@ where
                 continue;
             }
             return Poll::Pending;
+        }
+    }
+
+    /// Takes every item the `owns_stream` streams have ready, and queues
+    /// the owners each names.
+    fn poll_triggers(&mut self, cx: &mut Context<'_>) {
+        let now = recon::now_ms().unwrap_or(0);
+        for stream in &mut self.triggers {
+            while let Poll::Ready(Some(keys)) = stream.as_mut().poll_next(cx) {
+                let mut queue = lock(&self.queue);
+                keys.into_iter().for_each(|key| queue.trigger(key, now));
+            }
         }
     }
 

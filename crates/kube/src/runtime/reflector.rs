@@ -8,8 +8,10 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::future::poll_fn;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, PoisonError, RwLock};
+use std::task::{Poll, Waker};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube_core::{DynamicObject, Resource};
@@ -160,7 +162,18 @@ struct Inner<K> {
     objects: BTreeMap<Key, Arc<K>>,
     /// Whether the first list has arrived.
     ready: bool,
+    /// Whether the store's [`Writer`] was dropped (a store without one,
+    /// a controller's own, is written by its watch for the plugin's life).
+    writer_dropped: bool,
+    /// Tasks waiting in [`Store::wait_until_ready`].
+    waiting: Vec<Waker>,
 }
+
+/// [`Store::wait_until_ready`]'s error: the store's writer was dropped
+/// before its first list arrived, so it never will.
+#[derive(Debug, thiserror::Error)]
+#[error("writer was dropped before store became ready")]
+pub struct WriterDropped(());
 
 /// A read-only view of the objects a watch has delivered (cheap to clone).
 pub struct Store<K: Resource> {
@@ -182,7 +195,8 @@ impl<K: Resource> fmt::Debug for Store<K> {
 impl<K: Resource> Store<K> {
     /// An empty store, before its first list.
     pub(crate) fn empty() -> Self {
-        Store { inner: Arc::new(RwLock::new(Inner { objects: BTreeMap::new(), ready: false })) }
+        let inner = Inner { objects: BTreeMap::new(), ready: false, writer_dropped: false, waiting: Vec::new() };
+        Store { inner: Arc::new(RwLock::new(inner)) }
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner<K>> {
@@ -226,6 +240,25 @@ impl<K: Resource> Store<K> {
         self.read().objects.is_empty()
     }
 
+    /// Waits until the store's first list has arrived, as kube's: a task
+    /// that reads a store other than its controller's own (which the
+    /// controller waits for) calls this first, or it may act on an empty
+    /// store.
+    pub async fn wait_until_ready(&self) -> Result<(), WriterDropped> {
+        poll_fn(|cx| {
+            let mut inner = self.write();
+            if inner.ready {
+                Poll::Ready(Ok(()))
+            } else if inner.writer_dropped {
+                Poll::Ready(Err(WriterDropped(())))
+            } else {
+                inner.waiting.push(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+        .await
+    }
+
     /// Whether its first list has arrived.
     pub(crate) fn is_ready(&self) -> bool {
         self.read().ready
@@ -236,6 +269,7 @@ impl<K: Resource> Store<K> {
         let mut inner = self.write();
         inner.objects = objects.into_iter().map(|(key, k)| (key, Arc::new(k))).collect();
         inner.ready = true;
+        inner.waiting.drain(..).for_each(Waker::wake);
     }
 
     /// An added or modified object.
@@ -288,6 +322,14 @@ impl<K: Resource + Clone> Writer<K> {
             }
             Event::InitDone => self.store.replace(self.buffer.take().unwrap_or_default()),
         }
+    }
+}
+
+impl<K: Resource> Drop for Writer<K> {
+    fn drop(&mut self) {
+        let mut inner = self.store.write();
+        inner.writer_dropped = true;
+        inner.waiting.drain(..).for_each(Waker::wake);
     }
 }
 
