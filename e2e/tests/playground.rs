@@ -177,9 +177,7 @@ async fn ticking_an_upstream_fix_makes_the_violation_disappear() {
     page.find("#fix-stale-controller-consistency").await.click().await.unwrap();
     let after = page.hash_after(Some(&before)).await;
     page.find("#no-violations").await;
-    let mut scenario = recon_scenario::parse(MUSEUM, recon_catalog::scenario(MUSEUM).unwrap().yaml).unwrap();
-    scenario.set_fix("stale-controller-consistency", true).unwrap();
-    assert_eq!(after, recon_e2e::run_scenario(&scenario, &[]).hash());
+    assert_eq!(after, fixed_hash(MUSEUM, "stale-controller-consistency"));
     page.close().await;
 }
 
@@ -210,18 +208,14 @@ async fn the_museum_opens_an_entry_explained_and_its_fix_makes_the_violation_dis
     page.find("#fix-quorum-relist").await.click().await.unwrap();
     let fixed = page.hash_after(Some(&opened)).await;
     page.find("#no-violations").await;
-    let mut scenario = recon_scenario::parse(ENTRY, recon_catalog::scenario(ENTRY).unwrap().yaml).unwrap();
-    scenario.set_fix("quorum-relist", true).unwrap();
-    assert_eq!(fixed, recon_e2e::run_scenario(&scenario, &[]).hash());
+    assert_eq!(fixed, fixed_hash(ENTRY, "quorum-relist"));
     // Back in the museum, a fix ticked on another card opens that entry with it on.
     const OTHER: &str = "replicaset-expectations-129795";
     page.find("#museum-open").await.click().await.unwrap();
     page.find(&format!("#museum-fix-{OTHER}-quorum-relist")).await.click().await.unwrap();
     page.find(&format!("#museum-open-{OTHER}")).await.click().await.unwrap();
     let other = page.hash_after(Some(&fixed)).await;
-    let mut scenario = recon_scenario::parse(OTHER, recon_catalog::scenario(OTHER).unwrap().yaml).unwrap();
-    scenario.set_fix("quorum-relist", true).unwrap();
-    assert_eq!(other, recon_e2e::run_scenario(&scenario, &[]).hash());
+    assert_eq!(other, fixed_hash(OTHER, "quorum-relist"));
     page.find("#no-violations").await;
     assert!(page.find("#fix-quorum-relist").await.is_selected().await.unwrap(), "the card's fix is on");
     page.close().await;
@@ -584,6 +578,13 @@ async fn press(page: &Browser, key: fantoccini::key::Key) {
 }
 
 /// Runs a script that returns something, and returns it.
+/// The native trace hash of a library scenario with one of its fixes on.
+fn fixed_hash(scenario: &str, fix: &str) -> String {
+    let mut scenario = recon_scenario::parse(scenario, recon_catalog::scenario(scenario).unwrap().yaml).unwrap();
+    scenario.set_fix(fix, true).unwrap();
+    recon_e2e::run_scenario(&scenario, &[]).hash()
+}
+
 async fn script(page: &Browser, js: &str) -> serde_json::Value {
     page.client().execute(js, vec![]).await.unwrap()
 }

@@ -174,8 +174,6 @@ fn header(state: &State, ctx: &Context<App>) -> Html {
             <button id="share" title="A link that replays this run exactly" onclick={link.callback(|_| Msg::Share)}>{ "Share" }</button>
             <button id="embed" title="An <iframe> snippet that shows this run in your page"
                 onclick={link.callback(|_| Msg::EmbedSnippet)}>{ "Embed" }</button>
-            <button id="museum-open" title="Real bugs from public issue trackers, each with its upstream fixes"
-                onclick={link.callback(|_| Msg::ToggleMuseum)}>{ "Museum" }</button>
             <button id="tour-open" title="A short tour of this page"
                 onclick={link.callback(|_| Msg::Tour(super::tour::Action::Start))}>{ "Tour" }</button>
             <button id="about-toggle" onclick={link.callback(|_| Msg::ToggleAbout)}>{ "About" }</button>
@@ -361,6 +359,8 @@ fn scenario_panel(app: &App, ctx: &Context<App>) -> Html {
             </div>
             { source_link(scenario) }
             { fixes(scenario, ctx) }
+            <button id="museum-open" title="Real bugs from public issue trackers, each with its upstream fixes"
+                onclick={ctx.link().callback(|_| Msg::ToggleMuseum)}>{ "Museum of real bugs" }</button>
             <button id="editor-toggle" onclick={toggle} aria-expanded={app.show_editor.to_string()}
                 aria-controls="editor-room">
                 { if app.show_editor { "Hide the scenario file" } else { "Edit the scenario file" } }
