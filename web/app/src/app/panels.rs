@@ -378,7 +378,9 @@ fn source_link(scenario: &Scenario) -> Html {
     html! {
         <p class="source">
             { "From " }
-            <a id="scenario-source" href={scenario.source.clone()} target="_blank" rel="noopener">{ &scenario.source }</a>
+            <a id="scenario-source" href={scenario.source.clone()} target="_blank" rel="noopener">
+                { super::museum::issue_label(&scenario.source) }
+            </a>
         </p>
     }
 }
