@@ -83,12 +83,7 @@ mod view {
 
     /// Whether the checkbox with this id is ticked.
     fn ticked(id: &str) -> bool {
-        use wasm_bindgen::JsCast;
-        web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.get_element_by_id(id))
-            .and_then(|e| e.dyn_into::<web_sys::HtmlInputElement>().ok())
-            .is_some_and(|i| i.checked())
+        crate::app::panels::input_by_id(id).is_some_and(|i| i.checked())
     }
 
     /// The museum page: a card per entry.

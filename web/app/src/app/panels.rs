@@ -29,16 +29,19 @@ fn checked_of(e: &Event) -> bool {
     e.target_dyn_into::<HtmlInputElement>().is_some_and(|i| i.checked())
 }
 
-/// The value of the input with this id (inputs whose value matters only
-/// when a button next to them is pressed).
-fn input_value(id: &str) -> String {
+/// The input with this id, read when a button next to it is pressed.
+pub(super) fn input_by_id(id: &str) -> Option<HtmlInputElement> {
     use wasm_bindgen::JsCast;
     web_sys::window()
         .and_then(|w| w.document())
         .and_then(|d| d.get_element_by_id(id))
         .and_then(|e| e.dyn_into::<HtmlInputElement>().ok())
-        .map(|i| i.value())
-        .unwrap_or_default()
+}
+
+/// The value of the input with this id (inputs whose value matters only
+/// when a button next to them is pressed).
+fn input_value(id: &str) -> String {
+    input_by_id(id).map(|i| i.value()).unwrap_or_default()
 }
 
 /// Milliseconds as the scenario format writes them.
