@@ -70,13 +70,29 @@ struct RoundTrip {
 }
 
 fn round_trip(name: &str) -> RoundTrip {
-    let (_, files) = run_and_log(&library(name), &scratch(&format!("{name}-original")));
+    let library_scenario = library(name);
+    let (_, files) = run_and_log(&library_scenario, &scratch(&format!("{name}-original")));
     let original = analyze(&files, &ReadOptions::default(), |_| {});
     let replay = replay(&files, &ReadOptions::default()).expect("the logs have events");
-    let scenario = reload(&replay);
+    let mut scenario = reload(&replay);
+    upload_plugins(&mut scenario, &replay, &library_scenario);
     let (replayed_trace, files) = run_and_log(&scenario, &scratch(&format!("{name}-replayed")));
     let replayed = analyze(&files, &ReadOptions::default(), |_| {});
     RoundTrip { original, replay, replayed_trace, replayed }
+}
+
+/// What a user does with the replay's `plugins_needed`: runs each such
+/// component with the controller it really is (here, the one the original
+/// scenario gave the component of that name, with its parameters), as
+/// `--plugin NAME=FILE` does.
+fn upload_plugins(scenario: &mut Scenario, replay: &Replay, original: &Scenario) {
+    for needed in &replay.plugins_needed {
+        let source = original.components.iter().find(|c| c.name == needed.component);
+        let source = source.unwrap_or_else(|| panic!("{} is a component of the original", needed.component));
+        let component = scenario.components.iter_mut().find(|c| c.name == needed.component).unwrap();
+        component.controller = source.controller.clone();
+        component.params = source.params.clone();
+    }
 }
 
 fn clients_with_findings(report: &Report) -> Vec<(FindingKind, String)> {
