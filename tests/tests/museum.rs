@@ -48,7 +48,7 @@ fn every_library_scenario_with_fixes_shows_its_expected_outcome_under_every_comb
             assert_eq!(violated(&fixed), expected, "{stem} with fixes {on:?}");
         }
     }
-    assert!(museum >= 4, "the library has museum entries: #59848, #129795, #648, #775 at least");
+    assert!(museum >= 5, "the library has museum entries: #59848, #129795, #648, #758, #775 at least");
 }
 
 /// Kubernetes #129795: the ReplicaSet controller's expectations expire
@@ -104,6 +104,46 @@ fn a_restarted_rabbitmq_operator_deletes_the_statefulset_of_a_re_created_cluster
     assert!(refused, "the stale delete is refused with 409 Conflict");
     let left: Vec<Check> = fixed.violations().map(|(_, check, _)| check).collect();
     assert!(left.iter().all(|c| *c == Check::TimeTravel), "{left:?}");
+}
+
+/// rabbitmq/cluster-operator#758: a user scales a cluster 1 → 3 → 2 while
+/// the operator's API server is cut off from etcd; both changes reach the
+/// operator in one delivery, client-go's work queue collapses them into one
+/// reconcile (https://pkg.go.dev/k8s.io/client-go/util/workqueue: a key
+/// added several times before it is processed is processed once), and the
+/// operator, whose "no scale-down" rule compares the latest request with
+/// the StatefulSet, scales 1 → 2: a count the rule never allows once 3 was
+/// asked for. The history-policy check judges against the cluster's write
+/// history, and its explanation names the version never reconciled on.
+#[test]
+fn an_operator_that_never_reconciles_on_an_intermediate_replica_count_scales_past_its_no_scale_down_rule_issue_758() {
+    let scenario = load("rabbitmq-unobserved-scale-758");
+    let trace = run(&scenario);
+    let (entry, _, message) =
+        trace.violations().find(|(_, check, _)| *check == Check::HistoryPolicy).expect("the bug shows");
+    assert!(
+        message.starts_with(
+            "rabbitmq-cluster-operator set spec.replicas of StatefulSet default/rabbit-server to 2 (from 1)"
+        ),
+        "{message}"
+    );
+    assert!(message.contains("never decreases, so it allows 1 or 3 only"), "{message}");
+    assert!(message.contains("never reconciled on revision") && message.contains("(spec.replicas 3)"), "{message}");
+    // After apiserver-2 reaches etcd again (7s), not before.
+    assert!(entry.time_ms >= 7_000, "at {} ms", entry.time_ms);
+    let explained = explain::explain_all(&trace);
+    let history = explained.iter().find(|x| x.check == Check::HistoryPolicy).expect("explained");
+    assert!(history.steps.iter().any(|s| s.text.contains("never reconciled on")), "{:#?}", history.steps);
+
+    // With the event handler's high-water mark the StatefulSet goes to 3,
+    // the most the cluster asked for, and stays there.
+    let fixed = with_fixes(&scenario, &["highest-requested"]);
+    let mut sim = recon_sim::Sim::new(&fixed, Box::new(|c| recon_catalog::instantiate(&c.controller))).unwrap();
+    sim.run();
+    assert_eq!(sim.trace().violations().count(), 0);
+    let set = recon_abi::ObjectKey::new("StatefulSet", "default", "rabbit-server");
+    let replicas = sim.store().get(&set, None).unwrap().map(|kv| kv.value.spec["replicas"].clone());
+    assert_eq!(replicas, Some(serde_json::json!(3)), "the StatefulSet keeps the most ever asked for");
 }
 
 /// Controllers delete dependents of live owners as their job (a ReplicaSet

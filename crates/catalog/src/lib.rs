@@ -101,9 +101,11 @@ pub const BUILTINS: &[Builtin] = &[
     },
     Builtin {
         name: "rabbitmq-cluster-operator",
-        description: "The RabbitMQ cluster operator's deletion path (rabbitmq/cluster-operator#648): runs each \
-                      RabbitmqCluster as a StatefulSet, and its finalizer deletes that StatefulSet by name; with \
-                      deletePreconditionUid: true (upstream's fix) the delete carries the StatefulSet's uid.",
+        description: "The RabbitMQ cluster operator (rabbitmq/cluster-operator#648, #758): runs each \
+                      RabbitmqCluster as a StatefulSet it never scales down, and its finalizer deletes that \
+                      StatefulSet by name; with deletePreconditionUid: true (upstream's fix for #648) the delete \
+                      carries the StatefulSet's uid; with highestRequested: true the StatefulSet never gets fewer \
+                      replicas than the cluster was ever seen asking for.",
         crate_name: "recon_plugin_rabbitmq_cluster_operator",
     },
     Builtin {

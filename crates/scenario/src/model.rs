@@ -795,11 +795,21 @@ pub enum Check {
     /// write it skipped on a stale copy, after which nothing woke it
     /// (ai-dynamo/grove#775). Off by default, like convergence.
     IdleWithWorkLeft,
+    /// A rule about how a field may change over its object's write history
+    /// (`checks.policies`: "replicas never decrease") held for what a
+    /// controller derived from it: every value a component writes to the
+    /// driven field is the value the rule gives for some prefix of the
+    /// source object's writes. A controller that reconciled only on some
+    /// versions of the source, and skipped one the rule depends on, writes
+    /// a value no prefix gives (rabbitmq/cluster-operator#758: 1 → 3 → 2
+    /// with "never decrease" allows 1 or 3, never 2). Judged against the
+    /// store's history when the write commits; off unless listed.
+    HistoryPolicy,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 11] = [
+    pub const ALL: [Check; 12] = [
         Check::PodIdentity,
         Check::StatefulSetOrdinals,
         Check::TimeTravel,
@@ -811,6 +821,7 @@ impl Check {
         Check::DependentOfDeletedOwner,
         Check::LostWork,
         Check::IdleWithWorkLeft,
+        Check::HistoryPolicy,
     ];
 
     /// The checks a scenario runs when it does not say: every safety check.
@@ -838,6 +849,7 @@ impl fmt::Display for Check {
             Check::DependentOfDeletedOwner => "dependent of a deleted owner",
             Check::LostWork => "lost work",
             Check::IdleWithWorkLeft => "idle with work left",
+            Check::HistoryPolicy => "history policy",
         })
     }
 }
@@ -849,11 +861,75 @@ pub struct Checks {
     /// The enabled checks. Default: every safety check ([`Check::DEFAULT`]).
     #[serde(default = "all_checks")]
     pub enabled: Vec<Check>,
+    /// The rules the `historyPolicy` check judges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub policies: Vec<HistoryPolicy>,
 }
 
 impl Default for Checks {
     fn default() -> Self {
-        Checks { enabled: all_checks() }
+        Checks { enabled: all_checks(), policies: Vec::new() }
+    }
+}
+
+/// A rule about how a field of every object of a kind may change over the
+/// object's writes, and the field of another object a controller derives
+/// from it (`checks.policies[]`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HistoryPolicy {
+    /// The kind of the objects the rule is stated on, e.g. `RabbitmqCluster`.
+    pub kind: String,
+    /// The field, a dotted path from the object's root, e.g. `spec.replicas`.
+    pub field: String,
+    /// How the value in force follows the values written.
+    pub rule: PolicyRule,
+    /// The field a controller derives from it.
+    pub drives: DrivenField,
+}
+
+/// How the value in force follows the sequence of values written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PolicyRule {
+    /// The value in force is the last one written.
+    Latest,
+    /// A lower value than one written before is refused: the value in
+    /// force is the highest written so far (a cluster that never scales down).
+    NeverDecreases,
+    /// A higher value than one written before is refused: the value in
+    /// force is the lowest written so far.
+    NeverIncreases,
+}
+
+impl fmt::Display for PolicyRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PolicyRule::Latest => "follows the latest value",
+            PolicyRule::NeverDecreases => "never decreases",
+            PolicyRule::NeverIncreases => "never increases",
+        })
+    }
+}
+
+/// The field a controller derives from a [`HistoryPolicy`]'s field, on an
+/// object in the same namespace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct DrivenField {
+    /// Its kind, e.g. `StatefulSet`.
+    pub kind: String,
+    /// Its name, where `{name}` stands for the source object's name, e.g.
+    /// `{name}-server`.
+    pub name: String,
+    /// The field, a dotted path from the object's root, e.g. `spec.replicas`.
+    pub field: String,
+}
+
+impl DrivenField {
+    /// The name of the object driven by the source object `source`.
+    pub fn name_for(&self, source: &str) -> String {
+        self.name.replace("{name}", source)
     }
 }
 

@@ -372,6 +372,29 @@ impl<'a> Validator<'a> {
 
     fn checks(&mut self, s: &Scenario) {
         self.expectation("expect", &s.expect, s);
+        let judged = s.checks.enabled.contains(&crate::Check::HistoryPolicy);
+        if judged && s.checks.policies.is_empty() {
+            self.report(
+                "checks.enabled".into(),
+                "the historyPolicy check judges the rules in checks.policies, and there are none".into(),
+            );
+        }
+        if !judged && !s.checks.policies.is_empty() {
+            self.report(
+                "checks.policies".into(),
+                "checks.policies are judged by the historyPolicy check, which is not in checks.enabled".into(),
+            );
+        }
+        for (i, policy) in s.checks.policies.iter().enumerate() {
+            for (at, field) in [("field", &policy.field), ("drives.field", &policy.drives.field)] {
+                if field.split('.').any(str::is_empty) {
+                    self.report(
+                        format!("checks.policies[{i}].{at}"),
+                        format!("`{field}` is not a dotted path to a field, like spec.replicas"),
+                    );
+                }
+            }
+        }
     }
 
     /// An expected violation needs its check enabled.

@@ -216,8 +216,28 @@ checks:
     assert_eq!((d.line, d.column), (4, 26));
     assert_eq!(
         d.message,
-        "unknown variant `split`, expected one of podIdentity, statefulSetOrdinals, timeTravel, replicaCount, convergence, stuckDeleting, deletedLiveDependent, orphanedDependent, dependentOfDeletedOwner, lostWork, idleWithWorkLeft"
+        "unknown variant `split`, expected one of podIdentity, statefulSetOrdinals, timeTravel, replicaCount, convergence, stuckDeleting, deletedLiveDependent, orphanedDependent, dependentOfDeletedOwner, lostWork, idleWithWorkLeft, historyPolicy"
     );
+}
+
+/// The history-policy check and its rules come together, and a rule names
+/// its fields by dotted paths.
+#[test]
+fn history_policies_need_their_check_and_dotted_paths() {
+    let base = "name: x\napiServers: [{name: a}]\n";
+    let d = problem(&format!("{base}checks:\n  enabled: [historyPolicy]\n"));
+    assert!(d.message.contains("there are none"), "{}", d.message);
+    let rule = "  policies:\n    - kind: RabbitmqCluster\n      field: spec..replicas\n      rule: neverDecreases\n      \
+                drives: { kind: StatefulSet, name: \"{name}-server\", field: spec.replicas }\n";
+    let d = problem(&format!("{base}checks:\n  enabled: [historyPolicy]\n{rule}"));
+    assert_eq!(d.path, "checks.policies[0].field");
+    assert!(d.message.contains("not a dotted path"), "{}", d.message);
+    let d = problem(&format!("{base}checks:\n  enabled: [timeTravel]\n{}", rule.replace("spec..", "spec.")));
+    assert_eq!(d.path, "checks.policies");
+    let ok = format!("{base}checks:\n  enabled: [historyPolicy]\n{}", rule.replace("spec..", "spec."));
+    let scenario = recon_scenario::parse("x.yaml", &ok).expect("a well-formed policy parses");
+    assert_eq!(scenario.checks.policies[0].drives.name_for("rabbit"), "rabbit-server");
+    assert_eq!(scenario.checks.policies[0].rule, recon_scenario::PolicyRule::NeverDecreases);
 }
 
 #[test]

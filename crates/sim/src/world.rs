@@ -98,7 +98,7 @@ impl Sim {
             components: Vec::new(),
             nodes: scenario.nodes.iter().map(|n| NodeRuntime::new(&n.name)).collect(),
             instantiate,
-            checks: Checks::new(&scenario.checks.enabled, &collectors(scenario)),
+            checks: Checks::new(&scenario.checks, &collectors(scenario)),
             probes: BTreeMap::new(),
             next_probe: 0,
             bootstrap_rng: Rng::derive(seed, "bootstrap"),

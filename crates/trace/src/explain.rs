@@ -116,6 +116,42 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
                 steps.push(step(write));
             }
         }
+        Check::HistoryPolicy => {
+            // causes: [the write, each version of the source no reconcile
+            // of the writer was decided on, the reconcile that sent it]
+            let write = v.causes.first().and_then(|id| trace.get(*id));
+            let reconcile =
+                v.causes.last().and_then(|id| trace.get(*id)).filter(|e| matches!(e.event, Event::Reconcile { .. }));
+            for skipped in v.causes.iter().skip(1).filter_map(|id| trace.get(*id)) {
+                if matches!(skipped.event, Event::StoreWrite { .. }) {
+                    steps.push(ExplanationStep {
+                        entry: skipped.id,
+                        text: format!(
+                            "{}: {} — a state the writer never reconciled on",
+                            fmt_time(skipped.time_ms),
+                            describe(skipped)
+                        ),
+                    });
+                }
+            }
+            if let Some(reconcile) = reconcile {
+                steps.extend(decision_origin(trace, reconcile));
+                // What it was handed in that one call: the deliveries that
+                // carried the skipped version along with the one after it.
+                steps.extend(
+                    reconcile
+                        .causes
+                        .iter()
+                        .filter_map(|id| trace.get(*id))
+                        .filter(|e| matches!(e.event, Event::WatchDelivered { .. } | Event::ListServed { .. }))
+                        .map(step),
+                );
+                steps.push(step(reconcile));
+            }
+            if let Some(write) = write {
+                steps.push(step(write));
+            }
+        }
         Check::TimeTravel => {
             let now = v.causes.first().and_then(|id| trace.get(*id));
             let before = v.causes.get(1).and_then(|id| trace.get(*id));

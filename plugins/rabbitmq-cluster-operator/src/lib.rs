@@ -11,7 +11,11 @@
 //!    update with the cached resourceVersion as precondition).
 //! 2. **The StatefulSet.** Created when the cache has none (a controller
 //!    owner reference with `blockOwnerDeletion`, `spec.replicas` from the
-//!    cluster); its replicas are updated when they differ.
+//!    cluster); its replicas are updated when the cluster asks for more.
+//!    A cluster that asks for fewer replicas than its StatefulSet has is
+//!    not scaled down (`scaleDown`: RabbitMQ would lose the data of the
+//!    nodes taken away); the operator logs "Cluster Scale down not
+//!    supported" with both counts and leaves the StatefulSet as it is.
 //! 3. **Deletion** (`prepareForDeletion`). A cluster being deleted has its
 //!    StatefulSet deleted at once (so that no pod respawns while RabbitMQ
 //!    shuts down), then the finalizer removed. The delete names the
@@ -27,13 +31,29 @@
 //! precondition: the uid of the StatefulSet whose controller is this very
 //! cluster (by uid), or nothing at all when there is none; the API server
 //! refuses the stale delete with 409 Conflict.
+//!
+//! Issue #758 is about step 2: the scale-down rule compares the replicas
+//! the cluster asks for *now* with the StatefulSet's, so a cluster scaled
+//! 1 → 3 → 2 between two reconciles (the informer delivered both changes,
+//! the work queue collapsed them into one call) goes from 1 to 2, a count
+//! the rule never allows once 3 was asked for. Upstream answered with a
+//! clearer warning (pull request #828) and no change of behaviour. The
+//! parameter `highestRequested: true` keeps the rule across collapsed
+//! calls: the informer's event handler, which sees every version the watch
+//! delivers, remembers the highest replicas each cluster (by uid) ever
+//! asked for, and the StatefulSet never gets fewer. It lives in memory: a
+//! restart that relists past the intermediate version loses it.
+
+use std::collections::BTreeMap;
 
 use recon_abi::{
     ABI_VERSION, Action, ComponentConfig, ListMode, Manifest, Object, ObjectKey, ObjectMeta, Verb, WatchSpec,
     WritePermission,
 };
+use recon_sdk::Change;
+use recon_sdk::cache::Cache;
 use recon_sdk::meta::{is_controlled_by, owner_reference};
-use recon_sdk::reconcile::{Context, Reconciler, Requeue, Runtime};
+use recon_sdk::reconcile::{Context, Reconciler, Requeue, Runtime, primary_keys};
 use serde_json::{Value, json};
 
 /// The finalizer the operator holds every cluster with (the real operator's).
@@ -56,6 +76,12 @@ pub fn controller() -> Controller {
 pub struct Clusters {
     /// Upstream's fix for #648: delete the StatefulSet with a uid precondition.
     delete_precondition_uid: bool,
+    /// The fix for #758: never scale below the highest replicas a cluster
+    /// was seen asking for, by its event handler.
+    highest_requested: bool,
+    /// Cluster uid → the highest `spec.replicas` any delivered version of
+    /// it asked for (kept only with `highest_requested`).
+    highest: BTreeMap<String, u64>,
 }
 
 /// The key of the StatefulSet that runs `cluster` (`{name}-server`).
@@ -138,6 +164,8 @@ impl Reconciler for Clusters {
             config.params.get("deletePreconditionUid").and_then(Value::as_bool).unwrap_or(false);
         let watch = |kind: &str| WatchSpec { kind: kind.into(), ..WatchSpec::default() };
         let may = |kind: &str, verbs: &[Verb]| WritePermission { kind: kind.into(), verbs: verbs.to_vec() };
+        self.highest_requested = config.params.get("highestRequested").and_then(Value::as_bool).unwrap_or(false);
+        self.highest.clear();
         Manifest {
             name: "rabbitmq-cluster-operator".into(),
             abi_version: ABI_VERSION,
@@ -152,6 +180,19 @@ impl Reconciler for Clusters {
         }
     }
 
+    /// The event handler: every version a watch delivers passes here, even
+    /// when the calls it makes dirty collapse into one reconcile.
+    fn keys_for(&mut self, change: &Change, cache: &Cache) -> Vec<ObjectKey> {
+        if self.highest_requested
+            && change.watch == CLUSTERS
+            && let Some(cluster) = cache.get(CLUSTERS, &change.key)
+        {
+            let highest = self.highest.entry(cluster.metadata.uid.clone()).or_default();
+            *highest = (*highest).max(replicas(cluster));
+        }
+        primary_keys(change, cache)
+    }
+
     fn reconcile(&mut self, key: &ObjectKey, ctx: &mut Context<'_>) -> Requeue {
         let Some(cluster) = ctx.cache().get(CLUSTERS, key) else { return Requeue::AwaitChange };
         if cluster.is_terminating() {
@@ -163,17 +204,28 @@ impl Reconciler for Clusters {
             ctx.update(next);
             return Requeue::AwaitChange;
         }
-        let desired = desired_statefulset(cluster);
+        let mut desired = desired_statefulset(cluster);
+        if let Some(highest) = self.highest.get(&cluster.metadata.uid) {
+            desired.spec["replicas"] = json!((*highest).max(replicas(cluster)));
+        }
+        let wanted = desired.spec["replicas"].as_u64().unwrap_or(1);
         match ctx.get(&desired.key()) {
             None => {
                 ctx.create(desired);
             }
-            Some(current) if current.spec.get("replicas") != desired.spec.get("replicas") => {
-                let mut next = current.clone();
-                next.spec["replicas"] = desired.spec["replicas"].clone();
-                ctx.update(next);
+            Some(current) => {
+                let have = current.spec.get("replicas").and_then(Value::as_u64).unwrap_or(1);
+                if have > wanted {
+                    // `scaleDown`: refused, and said so.
+                    recon_sdk::log(&format!(
+                        "Cluster Scale down not supported; tried to scale cluster from {have} nodes to {wanted} nodes"
+                    ));
+                } else if have < wanted {
+                    let mut next = current.clone();
+                    next.spec["replicas"] = json!(wanted);
+                    ctx.update(next);
+                }
             }
-            Some(_) => {}
         }
         Requeue::AwaitChange
     }

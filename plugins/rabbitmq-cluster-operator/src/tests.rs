@@ -1,5 +1,5 @@
 use recon_abi::{Action, ComponentConfig, Controller as _, Object};
-use recon_sdk::testing::{ObjectExt, input, listed, object};
+use recon_sdk::testing::{ObjectExt, input, listed, modified, object};
 use serde_json::json;
 
 use super::*;
@@ -86,4 +86,58 @@ fn with_the_fix_a_statefulset_controlled_by_another_cluster_is_not_deleted() {
         listed_with(&mut controller, vec![deleting(cluster("uid-a"))], vec![statefulset_of(&newer, "uid-sts-b")]);
     assert!(!actions.iter().any(|a| matches!(a, Action::Delete { .. })), "{actions:?}");
     assert!(actions.iter().any(|a| matches!(a, Action::Update { .. })), "the finalizer still goes: {actions:?}");
+}
+
+fn started_with(param: &str) -> Controller {
+    let mut controller = controller();
+    let params = [(param.to_owned(), json!(true))].into();
+    controller.init(&ComponentConfig { name: "rabbitmq-cluster-operator".into(), params, ..Default::default() });
+    controller
+}
+
+fn asking_for(replicas: u64, version: &str) -> Object {
+    let mut c = cluster("uid-a").at_version(version);
+    c.spec = json!({ "replicas": replicas });
+    c
+}
+
+/// The replicas of the StatefulSet update among `actions`, if any.
+fn scaled_to(actions: &[Action]) -> Option<u64> {
+    actions.iter().find_map(|a| match a {
+        Action::Update { object, .. } if object.kind == "StatefulSet" => object.spec["replicas"].as_u64(),
+        _ => None,
+    })
+}
+
+#[test]
+fn a_cluster_asking_for_fewer_replicas_than_its_statefulset_is_not_scaled_down() {
+    let mut controller = started(false);
+    let three = asking_for(3, "5");
+    let set = statefulset_of(&three, "set-a");
+    assert!(listed_with(&mut controller, vec![three], vec![set]).is_empty());
+    let actions = controller.handle(&input(1, vec![modified(0, asking_for(2, "6"))])).actions;
+    assert_eq!(scaled_to(&actions), None, "{actions:?}");
+}
+
+/// Issue 758: 3 and 2 arrive in one call; the rule compares 2 with the
+/// StatefulSet's 1 and scales up to 2.
+#[test]
+fn two_scale_requests_in_one_call_scale_to_the_last_past_the_no_scale_down_rule_issue_758() {
+    let mut controller = started(false);
+    let one = asking_for(1, "5");
+    let set = statefulset_of(&one, "set-a");
+    assert!(listed_with(&mut controller, vec![one], vec![set]).is_empty());
+    let both = vec![modified(0, asking_for(3, "6")), modified(0, asking_for(2, "7"))];
+    assert_eq!(scaled_to(&controller.handle(&input(1, both)).actions), Some(2));
+}
+
+/// The fix: the event handler saw 3 go by, and the StatefulSet gets 3.
+#[test]
+fn with_highest_requested_the_statefulset_gets_the_most_replicas_ever_delivered() {
+    let mut controller = started_with("highestRequested");
+    let one = asking_for(1, "5");
+    let set = statefulset_of(&one, "set-a");
+    assert!(listed_with(&mut controller, vec![one], vec![set]).is_empty());
+    let both = vec![modified(0, asking_for(3, "6")), modified(0, asking_for(2, "7"))];
+    assert_eq!(scaled_to(&controller.handle(&input(1, both)).actions), Some(3));
 }

@@ -10,6 +10,7 @@
 
 mod convergence;
 mod garbage;
+mod history;
 mod idle;
 mod lost_work;
 mod ordinals;
@@ -125,8 +126,10 @@ impl Checks {
     /// the scenario's, so that findings on one event come out the same.
     /// `collectors` names the components that run the garbage collector:
     /// the garbage-collection checks judge their deletes, and only judge
-    /// orphans when there is one.
-    pub fn new(enabled: &[Check], collectors: &[String]) -> Checks {
+    /// orphans when there is one. The history-policy check judges the
+    /// scenario's `checks.policies`.
+    pub fn new(checks: &recon_scenario::Checks, collectors: &[String]) -> Checks {
+        let enabled = &checks.enabled;
         let mut observers: Vec<Box<dyn Observer>> = Vec::new();
         for check in [
             Check::TimeTravel,
@@ -140,6 +143,7 @@ impl Checks {
             Check::DependentOfDeletedOwner,
             Check::LostWork,
             Check::IdleWithWorkLeft,
+            Check::HistoryPolicy,
         ] {
             if !enabled.contains(&check) {
                 continue;
@@ -156,6 +160,7 @@ impl Checks {
                 Check::DependentOfDeletedOwner => Box::new(garbage::DependentOfDeletedOwner::default()),
                 Check::LostWork => Box::new(lost_work::LostWork::default()),
                 Check::IdleWithWorkLeft => Box::new(idle::IdleWithWorkLeft),
+                Check::HistoryPolicy => Box::new(history::HistoryPolicies::new(&checks.policies)),
             });
         }
         Checks { observers, judges_idle: enabled.contains(&Check::IdleWithWorkLeft) }
