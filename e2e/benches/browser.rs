@@ -8,7 +8,11 @@
 //! - frame time while panning a timeline of about 100,000 events;
 //! - "Find a violation" on the #59848 workload: click to violation shown,
 //!   and plans per second across search workers, each against the same
-//!   search natively in this process.
+//!   search natively in this process;
+//! - time to each violation by automatic search: for every museum entry
+//!   (a library scenario with a `source:`) the fault search, for the
+//!   order race the search over orderings, natively and in the browser in
+//!   the same run.
 //!
 //! Wall-clock time is the point here; nothing in the test suite times things.
 
@@ -284,6 +288,92 @@ async fn search_throughput() {
     page.close().await;
 }
 
+/// The library scenarios the time-to-violation table covers, with the
+/// search that finds each one's bug: the museum entries (a `source:`) by
+/// fault schedules, the order race by orderings.
+fn automatic_searches() -> Vec<(recon_scenario::Scenario, bool)> {
+    let mut out = Vec::new();
+    for library in recon_catalog::SCENARIOS {
+        let scenario = recon_scenario::parse(library.name, library.yaml).unwrap();
+        if !scenario.source.is_empty() {
+            out.push((scenario, false));
+        } else if library.name == ORDER_RACE {
+            out.push((scenario, true));
+        }
+    }
+    out
+}
+
+const ORDER_RACE: &str = "status-condition-race";
+
+/// How long the browser may search one scenario before the table says so.
+const SEARCH_DEADLINE_MS: u64 = 180_000;
+
+/// Time from "Find a violation" to its answer, for each scenario of
+/// [`automatic_searches`]: natively (the same search on every core, and its
+/// shrinking; for orderings, the depth-first search of 100 runs) and in a
+/// fresh page (click to the final answer shown), in the same run.
+async fn search_time_to_violation() {
+    use recon_explore::ordering::{self, Bounds, Strategy};
+    println!(
+        "## Time to the violation by automatic search, native vs browser (same run; native on {} thread(s))\n",
+        cores()
+    );
+    println!("| scenario | search | native ms | native found | browser ms | browser found | browser / native |");
+    println!("|---|---|---:|---|---:|---|---:|");
+    let script = r#"
+        const [orderings, deadline, done] = [arguments[0], arguments[1], arguments[arguments.length - 1]];
+        const kind = document.querySelector('#search-kind');
+        kind.value = orderings ? 'orderings' : 'faults';
+        kind.dispatchEvent(new Event('change', { bubbles: true }));
+        requestAnimationFrame(() => requestAnimationFrame(() => {
+            const start = performance.now();
+            document.querySelector('#find-violation').click();
+            (function check() {
+                const result = document.querySelector('#search-result');
+                const over = result && !document.querySelector('#search-cancel');
+                if (over) done({ ms: performance.now() - start, found: result.classList.contains('found'),
+                                 text: result.textContent });
+                else if (performance.now() - start > deadline) done({ ms: null, found: false, text: 'timed out' });
+                else requestAnimationFrame(check);
+            })();
+        }));
+    "#;
+    for (scenario, orderings) in automatic_searches() {
+        let start = Instant::now();
+        let native_found = if orderings {
+            let factory = || -> recon_sim::Instantiate { Box::new(|c| recon_catalog::instantiate(&c.controller)) };
+            let bounds = Bounds { max_runs: 100, stale_views: 0 };
+            let result = ordering::search(&scenario, &factory, Strategy::DepthFirst, bounds, &mut |_| {}).unwrap();
+            result.finding.is_some()
+        } else {
+            recon_e2e::explore_natively(&scenario, cores()).found.is_some()
+        };
+        let native = start.elapsed().as_secs_f64() * 1e3;
+        let page = Browser::open(&format!("?scenario={}", scenario.name)).await;
+        page.hash_after(None).await;
+        let args = vec![orderings.into(), SEARCH_DEADLINE_MS.into()];
+        let answer = page.client().execute_async(script, args).await.unwrap();
+        page.close().await;
+        let browser = answer["ms"].as_f64();
+        let browser_found = answer["found"].as_bool().unwrap_or(false);
+        let yes_no = |found: bool| if found { "yes" } else { "no" };
+        println!(
+            "| {} | {} | {native:.0} | {} | {} | {} | {} |",
+            scenario.name,
+            if orderings { "orderings (100 runs)" } else { "fault schedules" },
+            yes_no(native_found),
+            browser.map_or_else(|| "timed out".to_string(), |b| format!("{b:.0}")),
+            if browser.is_some() { yes_no(browser_found) } else { "-" },
+            browser.map_or_else(|| "-".to_string(), |b| format!("{:.1}x", b / native)),
+        );
+        if !browser_found && browser.is_some() {
+            println!("<!-- {}: {} -->", scenario.name, answer["text"].as_str().unwrap_or_default());
+        }
+    }
+    println!();
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; other arguments pick sections by
     // name (`cargo bench -p recon-e2e -- search`); none runs them all.
@@ -314,6 +404,9 @@ fn main() {
         }
         if run("search-throughput") {
             search_throughput().await;
+        }
+        if run("search-time-to-violation") {
+            search_time_to_violation().await;
         }
     });
 }

@@ -852,3 +852,50 @@ async fn a_malformed_audit_log_is_named_at_its_line_and_the_page_keeps_working()
     seed_2_runs_as_natively(&page, &before).await;
     page.close().await;
 }
+
+/// The search over orderings ("Find a violation", search: orderings) on the
+/// status-condition race: it reports that the outcome depends on the
+/// order, with the field that differs, and opens both orderings, each
+/// replaying the run `recon explore --orderings` found (also from its
+/// share link, which carries the scenario's `ordering`).
+#[tokio::test(flavor = "current_thread")]
+async fn the_ordering_search_reports_the_condition_race_and_opens_both_orderings() {
+    use recon_explore::ordering::{self, Bounds, Strategy};
+    const RACE: &str = "status-condition-race";
+    let race = recon_scenario::parse(RACE, recon_catalog::scenario(RACE).unwrap().yaml).unwrap();
+    let factory = || -> recon_sim::Instantiate { Box::new(|c| recon_catalog::instantiate(&c.controller)) };
+    let bounds = Bounds { max_runs: 100, stale_views: 0 };
+    let result = ordering::search(&race, &factory, Strategy::DepthFirst, bounds, &mut |_| {}).unwrap();
+    let finding = result.finding.expect("the race depends on the order");
+    let expected: Vec<String> = ordering::found_scenarios(&race, &finding)
+        .iter()
+        .map(|s| {
+            let s = recon_scenario::parse("found.yaml", &recon_scenario::to_yaml(s)).unwrap();
+            recon_e2e::run_scenario(&s, &[]).hash()
+        })
+        .collect();
+    assert_eq!(expected.len(), 2);
+    assert_ne!(expected[0], expected[1]);
+
+    let page = Browser::open(&format!("?scenario={RACE}")).await;
+    let shown = page.hash_after(None).await;
+    page.find("#search-kind").await.select_by_value("orderings").await.unwrap();
+    page.find("#ordering-runs").await;
+    page.find("#find-violation").await.click().await.unwrap();
+    let summary = page.wait_text("#search-result", |t| t.starts_with("The outcome depends on the order")).await;
+    assert!(summary.contains("ordering 2 (") && summary.contains(" before "), "{summary}");
+    let diff = page.find("#orderings-diff").await.text().await.unwrap();
+    assert!(diff.contains("Widget default/w1 status.conditions[0].status"), "{diff}");
+    let link = page.find("#share-ordering-2").await.attr("href").await.unwrap().expect("a share link");
+
+    page.find("#open-ordering-2").await.click().await.unwrap();
+    let second = page.hash_after(Some(&shown)).await;
+    assert_eq!(second, expected[1]);
+    page.find("#open-ordering-1").await.click().await.unwrap();
+    assert_eq!(page.hash_after(Some(&second)).await, expected[0]);
+    page.close().await;
+
+    let fresh = Browser::open(&link[link.find('?').expect("the link names its scenario")..]).await;
+    assert_eq!(fresh.hash_after(None).await, expected[1]);
+    fresh.close().await;
+}

@@ -146,6 +146,8 @@ pub struct OrderingArgs {
     pub max_runs: usize,
     /// Random walks instead of depth-first.
     pub random_walks: bool,
+    /// At most this many reconciles per run get a stale view.
+    pub stale_views: usize,
     /// Where to write the first replay scenario (the second gets `-2`).
     pub out: Option<PathBuf>,
 }
@@ -168,9 +170,13 @@ pub fn explore_orderings(args: OrderingArgs) -> ExitCode {
     let strategy = if args.random_walks { Strategy::RandomWalks { seed: scenario.seed } } else { Strategy::DepthFirst };
     say!("scenario  {} (seed {})", scenario.name, scenario.seed);
     say!(
-        "orderings {} of at most {} runs",
-        if args.random_walks { "random walks" } else { "depth-first, de-duplicated by store state" },
-        args.max_runs
+        "orderings {} of at most {} runs{}",
+        if args.random_walks { "random walks" } else { "depth-first, de-duplicated by state" },
+        args.max_runs,
+        match args.stale_views {
+            0 => String::new(),
+            k => format!(", up to {k} stale view(s) a run"),
+        }
     );
     let reporter = Reporter::new();
     let started = Instant::now();
@@ -178,8 +184,8 @@ pub fn explore_orderings(args: OrderingArgs) -> ExitCode {
         let p = Progress { done: runs, total: args.max_runs, failures: 0, elapsed: started.elapsed() };
         reporter.update(&p, last, "runs");
     };
-    let result = match ordering::search(scenario, &factory, strategy, args.max_runs, &mut |runs| progress(runs, false))
-    {
+    let bounds = ordering::Bounds { max_runs: args.max_runs, stale_views: args.stale_views };
+    let result = match ordering::search(scenario, &factory, strategy, bounds, &mut |runs| progress(runs, false)) {
         Ok(result) => result,
         Err(e) => return bad_input(prepared.file.explain(e)),
     };

@@ -134,6 +134,11 @@ enum Command {
         /// scenario's seed) instead of the depth-first search.
         #[arg(long, requires = "orderings")]
         random_walks: bool,
+        /// With --orderings: also give up to K reconciles per run a stale
+        /// view (the newest inputs delivered to the component held back
+        /// past the call); 0, the default, searches orderings alone.
+        #[arg(long, value_name = "K", default_value_t = 0, requires = "orderings")]
+        stale_views: usize,
     },
     /// List the built-in controllers a scenario can name.
     Controllers,
@@ -172,15 +177,24 @@ fn main() -> ExitCode {
             let options = RunOptions { seed, fixes, plugins };
             run(&scenario, &options, trace, timeline, expect, audit_log.as_deref())
         }
-        Command::Explore { scenario, plugins, fixes, seed, out, orderings: Some(max_runs), random_walks, .. } => {
-            explore::explore_orderings(explore::OrderingArgs {
-                scenario,
-                options: RunOptions { seed, fixes, plugins },
-                max_runs,
-                random_walks,
-                out,
-            })
-        }
+        Command::Explore {
+            scenario,
+            plugins,
+            fixes,
+            seed,
+            out,
+            orderings: Some(max_runs),
+            random_walks,
+            stale_views,
+            ..
+        } => explore::explore_orderings(explore::OrderingArgs {
+            scenario,
+            options: RunOptions { seed, fixes, plugins },
+            max_runs,
+            random_walks,
+            stale_views,
+            out,
+        }),
         Command::Explore {
             scenario, plugins, fixes, budget, seed, jobs, shard, keep_going, out, differential, ..
         } => explore::explore(explore::Args {

@@ -7,6 +7,14 @@
 //! states (after [`EndState`]'s normalisation) mean the outcome depends on
 //! the order. A run that breaks a safety check is reported too.
 //!
+//! With a stale-view bound `K` ([`Bounds::stale_views`]) the search also
+//! gives individual reconciles staler views: at every call of a component
+//! with two or more inputs, the simulator asks how many of the newest it
+//! goes without ([`recon_sim::Reconcile`]), and a run may hold inputs back
+//! at up to `K` calls. The two kinds of choice are one tree, searched the
+//! same way; a finding's stale views replay through the scenario's
+//! `staleViews`.
+//!
 //! Every run replays from the start (the simulator is deterministic, so a
 //! list of picks is a path through the tree of moments), and each finding
 //! carries its orderings as scenario `ordering` choices that `recon run`
@@ -16,7 +24,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use recon_scenario::{Millis, OrderChoice, Scenario};
+use recon_scenario::{Millis, OrderChoice, Scenario, StaleView};
 use recon_sim::rng::Rng;
 use recon_sim::{Event, Sim, SimError, Trace};
 use recon_store::Store;
@@ -63,14 +71,64 @@ impl Decision {
     }
 }
 
-/// A moment the run met, with the pick made there.
+/// One stale view of a run: at `at`, `component` reconciled without its
+/// newest inputs `held_back`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaleDecision {
+    /// The moment.
+    pub at: u64,
+    /// Whose reconcile saw less.
+    pub component: String,
+    /// The inputs it went without, one line each (empty: a call that saw
+    /// everything, kept so that a later choice at the same moment replays
+    /// on the right call).
+    pub held_back: Vec<String>,
+}
+
+impl StaleDecision {
+    /// In words: `t=4.003s garbage-collector reconciles without watch 0: ADDED …`.
+    pub fn describe(&self) -> String {
+        format!("{} {} reconciles without {}", fmt_time(self.at), self.component, self.held_back.join(" and "))
+    }
+}
+
+/// What a choice point offered.
+#[derive(Clone, Debug)]
+enum Offer {
+    /// Several components had a reconcile due: who goes first.
+    Order { pending: Vec<String> },
+    /// A component's call had several inputs: how many newest it goes without.
+    Stale { component: String, inputs: Vec<String> },
+}
+
+impl Offer {
+    /// How many picks it has (pick 0 is the default).
+    fn choices(&self) -> usize {
+        match self {
+            Offer::Order { pending } => pending.len(),
+            Offer::Stale { inputs, .. } => inputs.len(),
+        }
+    }
+}
+
+/// A choice point the run met, with the pick made there.
 #[derive(Clone, Debug)]
 struct Point {
     time: u64,
-    pending: Vec<String>,
+    offer: Offer,
     pick: usize,
-    /// The state the moment branched from (see [`state_key`]).
+    /// The state the point branched from (see [`state_key`]).
     state: u64,
+}
+
+/// How far a search reaches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// At most this many runs.
+    pub max_runs: usize,
+    /// At most this many reconciles per run get a stale view (0: none, the
+    /// search over orderings alone).
+    pub stale_views: usize,
 }
 
 /// One run under one ordering.
@@ -79,6 +137,8 @@ pub struct OrderedRun {
     /// The decisions that replay it, trimmed of those the default order
     /// makes anyway (see [`OrderedRun::ordering`]).
     pub decisions: Vec<Decision>,
+    /// The reconciles it gave a stale view, in the order they ran.
+    pub stale: Vec<StaleDecision>,
     /// How many moments with a choice it met.
     pub moments: usize,
     /// Its end state.
@@ -97,12 +157,24 @@ impl OrderedRun {
         self.decisions.iter().map(|d| OrderChoice { at: Millis(d.at), first: d.first.clone() }).collect()
     }
 
-    /// The ordering in words, one decision a line (or the default order).
+    /// The scenario `staleViews` that replay this run's stale views.
+    pub fn stale_views(&self) -> Vec<StaleView> {
+        let view = |d: &StaleDecision| StaleView {
+            at: Millis(d.at),
+            component: d.component.clone(),
+            held_back: d.held_back.len() as u32,
+        };
+        self.stale.iter().map(view).collect()
+    }
+
+    /// The ordering in words, one decision a line (or the default order),
+    /// then its stale views.
     pub fn describe(&self) -> String {
-        if self.decisions.iter().all(|d| d.others.is_empty()) && self.decisions.is_empty() {
-            return "the default order (whoever's work arrived first runs first)".into();
+        let mut lines: Vec<String> = self.decisions.iter().map(Decision::describe).collect();
+        if lines.is_empty() {
+            lines.push("the default order (whoever's work arrived first runs first)".into());
         }
-        let lines: Vec<String> = self.decisions.iter().map(Decision::describe).collect();
+        lines.extend(self.stale.iter().filter(|d| !d.held_back.is_empty()).map(StaleDecision::describe));
         lines.join("; ")
     }
 }
@@ -221,17 +293,21 @@ fn flatten(path: &str, value: &Value, out: &mut BTreeMap<String, String>) {
     }
 }
 
-/// The state a moment branches from, as a number: the time, who is
-/// waiting, and the store (its revision and normalised objects). Two
-/// moments with the same key lead to the same runs as far as the store can
-/// tell; controllers' caches and messages in flight are not in it, so
-/// de-duplication may skip an ordering they alone would tell apart.
-fn state_key(time: u64, pending: &[String], store: &Store) -> u64 {
-    let mut text = format!("{time}|{}|{}|", pending.join(","), store.revision());
+/// The state a choice point branches from, as a number: the time, what
+/// it offers, how many stale views the run has left, the store (its
+/// revision and normalised objects) and the rest of the simulation as the
+/// host sees it (API servers' caches and watches, components' caches and
+/// undelivered inputs, messages in flight: [`recon_sim::Moment::world`]).
+/// Two points with the same key lead to the same runs, so skipping the
+/// second is sound as far as the host can see (a plugin's memory beyond
+/// its cache is not in it).
+fn state_key(time: u64, offer: &Offer, stale_left: usize, store: &Store, world: &str) -> u64 {
+    let mut text = format!("{time}|{offer:?}|{stale_left}|{}|", store.revision());
     for (key, value) in EndState::of(store).objects {
         text += &key;
         text += &value.to_string();
     }
+    text += world;
     fnv1a(text.as_bytes())
 }
 
@@ -272,42 +348,76 @@ pub struct OrderingResult {
 }
 
 /// The scenario an ordering search starts from: `scenario` as given
-/// (faults included: they are part of the start), without an ordering.
+/// (faults included: they are part of the start), without an ordering or
+/// stale views.
 pub fn start(scenario: &Scenario) -> Scenario {
-    Scenario { ordering: Vec::new(), ..scenario.clone() }
+    Scenario { ordering: Vec::new(), stale_views: Vec::new(), ..scenario.clone() }
 }
 
-/// Runs `start` with `picks` at its first moments, then either the default
-/// order or, with `walk`, random picks.
-fn run_one(
-    start: &Scenario,
-    picks: &[usize],
+/// The picks of one run as it goes: what it was told, the points met.
+struct Picker {
+    picks: Vec<usize>,
     walk: Option<Rng>,
-    factory: LocalFactory,
-) -> Result<(OrderedRun, Vec<Point>), SimError> {
-    let points: Rc<RefCell<Vec<Point>>> = Rc::default();
-    let mut sim = Sim::new(start, factory())?;
-    let recorded = Rc::clone(&points);
-    let picks = picks.to_vec();
-    let mut walk = walk;
-    sim.set_chooser(Box::new(move |moment| {
-        let mut points = recorded.borrow_mut();
-        let n = moment.pending.len();
-        let pick = match (picks.get(points.len()), walk.as_mut()) {
+    points: Vec<Point>,
+    /// Stale views it may still give.
+    stale_left: usize,
+}
+
+impl Picker {
+    /// Records a point and picks: the prefix's pick, else a random one on
+    /// a walk, else the default.
+    fn pick(&mut self, time: u64, offer: Offer, store: &Store, world: &str) -> usize {
+        let n = offer.choices();
+        let pick = match (self.picks.get(self.points.len()), self.walk.as_mut()) {
             (Some(&pick), _) => pick.min(n - 1),
             (None, Some(rng)) => rng.range_inclusive(0, n as u64 - 1) as usize,
             (None, None) => 0,
         };
-        let state = state_key(moment.time_ms, moment.pending, moment.store);
-        points.push(Point { time: moment.time_ms, pending: moment.pending.to_vec(), pick, state });
+        let state = state_key(time, &offer, self.stale_left, store, world);
+        if matches!(offer, Offer::Stale { .. }) && pick > 0 {
+            self.stale_left -= 1;
+        }
+        self.points.push(Point { time, offer, pick, state });
         pick
+    }
+}
+
+/// Runs `start` with `picks` at its first choice points, then either the
+/// default or, with `walk`, random picks; at most `stale_views` calls get
+/// a stale view.
+fn run_one(
+    start: &Scenario,
+    picks: &[usize],
+    walk: Option<Rng>,
+    stale_views: usize,
+    factory: LocalFactory,
+) -> Result<(OrderedRun, Vec<Point>), SimError> {
+    let picker =
+        Rc::new(RefCell::new(Picker { picks: picks.to_vec(), walk, points: Vec::new(), stale_left: stale_views }));
+    let mut sim = Sim::new(start, factory())?;
+    let orders = Rc::clone(&picker);
+    sim.set_chooser(Box::new(move |moment| {
+        let offer = Offer::Order { pending: moment.pending.to_vec() };
+        orders.borrow_mut().pick(moment.time_ms, offer, moment.store, &moment.world())
     }));
+    if stale_views > 0 {
+        let stales = Rc::clone(&picker);
+        sim.set_stale_chooser(Box::new(move |call| {
+            let mut picker = stales.borrow_mut();
+            if picker.stale_left == 0 {
+                return 0;
+            }
+            let offer = Offer::Stale { component: call.component.to_string(), inputs: call.inputs.to_vec() };
+            picker.pick(call.time_ms, offer, call.store, &call.world())
+        }));
+    }
     sim.run();
     let end = EndState::of(sim.store());
     let trace = sim.into_trace();
-    let points = points.take();
+    let points = std::mem::take(&mut picker.borrow_mut().points);
     let run = OrderedRun {
         decisions: decisions(&points),
+        stale: stale_decisions(&points),
         moments: points.len(),
         end,
         quiesced: quiesced(&trace, start.duration.0),
@@ -332,29 +442,62 @@ fn quiesced(trace: &Trace, end: u64) -> bool {
 /// no later decision leaves it (a choice only ever applies at its own time,
 /// so those moments take the default anyway).
 fn decisions(points: &[Point]) -> Vec<Decision> {
-    let Some(last) = points.iter().rposition(|p| p.pick != 0) else { return Vec::new() };
+    let orders: Vec<(u64, &Vec<String>, usize)> = points
+        .iter()
+        .filter_map(|p| match &p.offer {
+            Offer::Order { pending } => Some((p.time, pending, p.pick)),
+            Offer::Stale { .. } => None,
+        })
+        .collect();
+    let Some(last) = orders.iter().rposition(|o| o.2 != 0) else { return Vec::new() };
     let mut out = Vec::new();
-    for (i, p) in points[..=last].iter().enumerate() {
-        let needed = p.pick != 0 || points[i + 1..=last].iter().any(|q| q.pick != 0 && q.time == p.time);
+    for (i, &(time, pending, pick)) in orders[..=last].iter().enumerate() {
+        let needed = pick != 0 || orders[i + 1..=last].iter().any(|q| q.2 != 0 && q.0 == time);
         if needed {
-            let mut others = p.pending.clone();
-            let first = others.remove(p.pick);
-            out.push(Decision { at: p.time, first, others });
+            let mut others = pending.clone();
+            let first = others.remove(pick);
+            out.push(Decision { at: time, first, others });
         }
     }
     out
 }
 
-/// Searches the orderings of `scenario` ([`start`]) with `strategy`, at
-/// most `max_runs` runs; `progress(runs)` is told after each. Stops at the
-/// first finding. The first run is always the default order.
+/// The stale views that replay `points`: every call that went without
+/// something, and before it each call of the same component at the same
+/// moment that did not (a stale-view choice applies to the first call of
+/// its component at its time that it fits, so those calls use up one
+/// that holds back nothing).
+fn stale_decisions(points: &[Point]) -> Vec<StaleDecision> {
+    let stale: Vec<(u64, &String, &Vec<String>, usize)> = points
+        .iter()
+        .filter_map(|p| match &p.offer {
+            Offer::Stale { component, inputs } => Some((p.time, component, inputs, p.pick)),
+            Offer::Order { .. } => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (i, &(time, component, inputs, pick)) in stale.iter().enumerate() {
+        let later = || stale[i + 1..].iter().any(|q| q.3 != 0 && q.0 == time && q.1 == component);
+        if pick != 0 || later() {
+            let held_back = inputs[inputs.len() - pick..].to_vec();
+            out.push(StaleDecision { at: time, component: component.clone(), held_back });
+        }
+    }
+    out
+}
+
+/// Searches the orderings (and, with `bounds.stale_views`, stale views) of
+/// `scenario` ([`start`]) with `strategy`, at most `bounds.max_runs` runs;
+/// `progress(runs)` is told after each. Stops at the first finding. The
+/// first run is always the default order with nothing held back.
 pub fn search(
     scenario: &Scenario,
     factory: LocalFactory,
     strategy: Strategy,
-    max_runs: usize,
+    bounds: Bounds,
     progress: &mut dyn FnMut(usize),
 ) -> Result<OrderingResult, SimError> {
+    let Bounds { max_runs, stale_views } = bounds;
     let start = start(scenario);
     let mut result = OrderingResult { runs: 0, pruned: 0, unquiesced: 0, exhausted: false, finding: None };
     let mut baseline: Option<OrderedRun> = None;
@@ -389,7 +532,7 @@ pub fn search(
                     result.exhausted = true;
                     break;
                 };
-                let (run, points) = run_one(&start, &prefix, None, factory)?;
+                let (run, points) = run_one(&start, &prefix, None, stale_views, factory)?;
                 result.runs += 1;
                 progress(result.runs);
                 if judge(run, &mut result) {
@@ -401,7 +544,7 @@ pub fn search(
                         result.pruned += 1;
                         break;
                     }
-                    for alternative in 1..point.pending.len() {
+                    for alternative in 1..point.offer.choices() {
                         let mut child = picks[..i].to_vec();
                         child.push(alternative);
                         stack.push(child);
@@ -412,7 +555,7 @@ pub fn search(
         Strategy::RandomWalks { seed } => {
             for k in 0..max_runs {
                 let walk = (k > 0).then(|| Rng::derive(seed, &format!("ordering-walk-{k}")));
-                let (run, _) = run_one(&start, &[], walk, factory)?;
+                let (run, _) = run_one(&start, &[], walk, stale_views, factory)?;
                 result.runs += 1;
                 progress(result.runs);
                 if judge(run, &mut result) {
@@ -430,6 +573,7 @@ pub fn replay_scenario(scenario: &Scenario, run: &OrderedRun, label: &str, descr
     let mut s = start(scenario);
     s.name = format!("{}-{label}", scenario.name);
     s.ordering = run.ordering();
+    s.stale_views = run.stale_views();
     s.description = format!("{description}\n\n{}", scenario.description.trim_end());
     s.expect.violations = run.finding.as_ref().map(|f| f.checks.clone()).unwrap_or_default();
     s

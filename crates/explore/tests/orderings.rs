@@ -1,7 +1,9 @@
 //! The search over orderings: it finds that the status-condition race's
 //! outcome depends on who reconciles first, replays both orderings, and
 //! finds no order dependence once each condition has one owner, nor in a
-//! single-controller story.
+//! single-controller story. With stale views it finds the blind status
+//! write of `status-condition-stale-view`, which no ordering alone shows,
+//! and nothing once that write carries its resourceVersion.
 
 use recon_explore::ordering::{self, OrderingFinding, Strategy};
 use recon_explore::{Factory, LocalFactory};
@@ -26,8 +28,12 @@ fn builtins() -> Instantiate {
 const FACTORY: Factory = &builtins;
 
 fn search(s: &Scenario, strategy: Strategy, max_runs: usize) -> ordering::OrderingResult {
+    search_stale(s, strategy, max_runs, 0)
+}
+
+fn search_stale(s: &Scenario, strategy: Strategy, max_runs: usize, stale_views: usize) -> ordering::OrderingResult {
     let factory: LocalFactory = FACTORY;
-    ordering::search(s, factory, strategy, max_runs, &mut |_| {}).unwrap()
+    ordering::search(s, factory, strategy, ordering::Bounds { max_runs, stale_views }, &mut |_| {}).unwrap()
 }
 
 fn end_of(s: &Scenario) -> ordering::EndState {
@@ -120,4 +126,57 @@ fn end_states_ignore_versions_uids_and_times_but_not_content() {
     assert_eq!(ordering::normalise(&a), ordering::normalise(&b));
     a.status["conditions"][0]["status"] = "False".into();
     assert_ne!(ordering::normalise(&a), ordering::normalise(&b));
+}
+
+/// `status-condition-stale-view`: the provisioner's cache catches up with
+/// two changes of w1 at once; only a reconcile on the older of them (a
+/// stale view) makes its blind write undo the approval gate's decision.
+#[test]
+fn a_blind_write_on_a_stale_view_is_found_with_stale_views_and_by_no_ordering_alone() {
+    let scenario = library("status-condition-stale-view");
+    let alone = search(&scenario, Strategy::DepthFirst, 100);
+    assert!(alone.finding.is_none(), "{:?}", alone.finding);
+    assert!(alone.exhausted, "every ordering ran: {} runs", alone.runs);
+
+    let result = search_stale(&scenario, Strategy::DepthFirst, 100, 1);
+    let Some(OrderingFinding::DependsOnOrder { first, second, diff }) = &result.finding else {
+        panic!("expected two views that end differently, got {:?}", result.finding);
+    };
+    assert!(first.stale.is_empty() && first.decisions.is_empty(), "{first:?}");
+    assert_eq!(second.stale.len(), 1, "{:?}", second.stale);
+    let stale = &second.stale[0];
+    assert_eq!(stale.component, "provisioner");
+    assert!(stale.held_back.len() == 1 && stale.held_back[0].contains("MODIFIED Widget default/w1"), "{stale:?}");
+    assert!(second.describe().contains("provisioner reconciles without"), "{}", second.describe());
+    assert!(diff.iter().any(|l| l.starts_with("Widget default/w1 status.conditions[0].status")), "{diff:?}");
+
+    // The stale view replays from the scenario file, through `staleViews`.
+    let found = ordering::found_scenarios(&scenario, result.finding.as_ref().unwrap());
+    let yaml = recon_scenario::to_yaml(&found[1]);
+    assert!(yaml.contains("staleViews:"), "{yaml}");
+    let parsed = recon_scenario::parse("found.yaml", &yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+    assert_eq!(parsed.stale_views, second.stale_views());
+    assert_eq!(end_of(&parsed), second.end, "{yaml}");
+    let mut sim = Sim::new(&parsed, builtins()).unwrap();
+    sim.run();
+    let held = sim.trace().entries.iter().any(|e| {
+        matches!(&e.event, recon_sim::Event::Reconcile { component, held_back, .. }
+            if component == "provisioner" && !held_back.is_empty())
+    });
+    assert!(held, "the trace shows the reconcile that went without the newer Widget");
+}
+
+#[test]
+fn with_the_resource_version_precondition_no_stale_view_changes_the_outcome() {
+    let fixed = with_fix(library("status-condition-stale-view"), "resource-version-precondition");
+    let result = search_stale(&fixed, Strategy::DepthFirst, 200, 2);
+    assert!(result.finding.is_none(), "{:?}", result.finding);
+    assert!(result.exhausted, "the search ran out of views before its budget: {} runs", result.runs);
+    assert!(result.runs > 1, "stale views were tried: {} runs", result.runs);
+}
+
+#[test]
+fn random_walks_with_stale_views_find_the_blind_write_too() {
+    let result = search_stale(&library("status-condition-stale-view"), Strategy::RandomWalks { seed: 3 }, 50, 1);
+    assert!(matches!(result.finding, Some(OrderingFinding::DependsOnOrder { .. })), "{:?}", result.finding);
 }

@@ -92,6 +92,11 @@ pub struct Scenario {
     /// work arrived in. `recon explore --orderings` writes it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ordering: Vec<OrderChoice>,
+    /// Reconciles given a staler view than the one the host would hand
+    /// them (see [`StaleView`]); empty: every reconcile sees everything
+    /// delivered to it. `recon explore --orderings --stale-views` writes it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stale_views: Vec<StaleView>,
 }
 
 /// One decision of an ordering: at virtual time `at`, when several
@@ -109,6 +114,30 @@ pub struct OrderChoice {
     pub at: Millis,
     /// The component that reconciles first.
     pub first: String,
+}
+
+/// One reconcile given a stale view: at virtual time `at`, `component`'s
+/// controller is called before the newest `held_back` of the inputs
+/// delivered to it reach it. Those inputs (watch events, results, timers)
+/// stay queued in order and reach it in a second call at the same moment,
+/// after the first call's actions were sent: its cache was `held_back`
+/// events behind when it decided.
+///
+/// Choices are used in list order: at each reconcile of `component` at
+/// time `at` that has more than `held_back` inputs, the first unused
+/// choice for it is used up. A choice whose reconcile never comes does
+/// nothing. `held_back: 0` hands that call everything: it only uses up a
+/// call, so that the next choice applies to the component's next call at
+/// the same moment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StaleView {
+    /// The moment.
+    pub at: Millis,
+    /// The component whose reconcile sees less.
+    pub component: String,
+    /// How many of its newest inputs are held back past the reconcile.
+    pub held_back: u32,
 }
 
 impl Scenario {

@@ -47,7 +47,10 @@ pub(crate) fn validate(scenario: &Scenario, source: &SourceMap) -> Vec<Diagnosti
     v.script(scenario, &names);
     v.checks(scenario);
     if scenario.lesson.contains('\n') {
-        v.report("lesson".into(), "the lesson is one line: say it in a sentence, and leave the story to the description".into());
+        v.report(
+            "lesson".into(),
+            "the lesson is one line: say it in a sentence, and leave the story to the description".into(),
+        );
     }
     v.fixes(scenario, &names);
     v.ordering(scenario, &names);
@@ -436,7 +439,7 @@ impl<'a> Validator<'a> {
         }
     }
 
-    /// Each ordering choice names a component, within the run.
+    /// Each ordering and stale-view choice names a component, within the run.
     fn ordering(&mut self, s: &Scenario, defined: &Defined<'_>) {
         for (i, choice) in s.ordering.iter().enumerate() {
             self.reference(format!("ordering[{i}].first"), &choice.first, &defined.components);
@@ -444,6 +447,15 @@ impl<'a> Validator<'a> {
                 self.report(
                     format!("ordering[{i}].at"),
                     format!("choice at {} is after the end of the run at {}", choice.at, s.duration),
+                );
+            }
+        }
+        for (i, stale) in s.stale_views.iter().enumerate() {
+            self.reference(format!("staleViews[{i}].component"), &stale.component, &defined.components);
+            if stale.at > s.duration {
+                self.report(
+                    format!("staleViews[{i}].at"),
+                    format!("choice at {} is after the end of the run at {}", stale.at, s.duration),
                 );
             }
         }

@@ -98,6 +98,12 @@ pub(crate) struct ApiServer {
 }
 
 impl ApiServer {
+    /// What of its state later events depend on, in words (for a state's
+    /// fingerprint): how far its cache is, its open watches, its waiting reads.
+    pub(crate) fn describe_state(&self) -> String {
+        format!("cache {} | {} | waits {:?}\n", self.cache.revision, self.watchers.describe(), self.waits.keys())
+    }
+
     /// API server `id` of the scenario, with an empty cache.
     pub fn new(
         id: ServerId,

@@ -94,7 +94,7 @@ pub(crate) struct Instance {
     /// What it declared at start.
     pub manifest: Manifest,
     reflectors: Vec<Reflector>,
-    inbox: Vec<(InputEvent, Option<EntryId>)>,
+    inbox: Vec<Delivered>,
     wake_pending: bool,
     /// What the host has delivered, per watch: the instance's view of the world.
     pub view: Vec<BTreeMap<ObjectKey, Object>>,
@@ -103,6 +103,23 @@ pub(crate) struct Instance {
     requests: BTreeMap<u64, Pending>,
     /// The host's number for its next request.
     next_request: u64,
+}
+
+impl Instance {
+    /// The revision of what it has been shown: its reflectors' furthest.
+    fn view_revision(&self) -> u64 {
+        self.reflectors.iter().map(Reflector::revision).max().unwrap_or(0)
+    }
+}
+
+/// An input delivered to an instance, waiting for its next call.
+struct Delivered {
+    event: InputEvent,
+    /// The trace entry that delivered it.
+    cause: Option<EntryId>,
+    /// The revision of the instance's view once it has this input (what
+    /// a call that stops at it acted on).
+    view_revision: u64,
 }
 
 /// A request of an instance on its way: what the result will say it was.
@@ -217,15 +234,20 @@ impl Component {
                 .filter(|o| filter.matches(o))
                 .collect();
             let view = instance.view.get(watch)?;
-            let holds = |o: &Object| view.get(&o.key()).is_some_and(|v| v.metadata.resource_version == o.metadata.resource_version);
+            let holds = |o: &Object| {
+                view.get(&o.key()).is_some_and(|v| v.metadata.resource_version == o.metadata.resource_version)
+            };
             if view.len() != objects.len() || !objects.iter().all(holds) {
                 return None;
             }
             events.push(InputEvent::Listed { watch, resource_version: store.revision().to_string(), objects });
         }
         let mut fresh = instantiate(&self.spec)?;
-        let config =
-            ComponentConfig { name: self.spec.name.clone(), node: self.spec.node.clone(), params: self.spec.params.clone() };
+        let config = ComponentConfig {
+            name: self.spec.name.clone(),
+            node: self.spec.node.clone(),
+            params: self.spec.params.clone(),
+        };
         fresh.init(&config).ok()?;
         let output = fresh.handle(&Input { time_ms: now, events, containers: None }).ok()?;
         let changes_store = |action: &Action| {
@@ -233,10 +255,7 @@ impl Component {
             let mut copy = store.clone();
             let mut rng = self.rng.clone();
             is_write
-                && matches!(
-                    admit(&mut copy, &mut rng, kinds, now, u64::MAX, action.clone()),
-                    Ok(Admitted::Written(_))
-                )
+                && matches!(admit(&mut copy, &mut rng, kinds, now, u64::MAX, action.clone()), Ok(Admitted::Written(_)))
         };
         Some(output.actions.into_iter().filter(changes_store).collect())
     }
@@ -695,7 +714,8 @@ impl Component {
 
     fn deliver(&mut self, env: &mut Env<'_>, event: InputEvent, cause: Option<EntryId>) {
         let Some(instance) = self.instance_mut() else { return };
-        instance.inbox.push((event, cause));
+        let view_revision = instance.view_revision();
+        instance.inbox.push(Delivered { event, cause, view_revision });
         self.wake_soon(env);
     }
 
@@ -715,28 +735,71 @@ impl Component {
         }
     }
 
-    /// Calls the controller with everything in its inbox and carries out what it returns.
-    pub fn wake(&mut self, env: &mut Env<'_>, epoch: u64) {
+    /// The inputs its next call would get, one line each (none if it is not running).
+    pub fn inbox(&self) -> Vec<String> {
+        self.instance().map(|i| i.inbox.iter().map(|d| describe_input(&d.event)).collect()).unwrap_or_default()
+    }
+
+    /// What of its state later events depend on, in words (for a state's
+    /// fingerprint): its epoch and process, its API server, and for a
+    /// running instance its cache (keys and resourceVersions the host
+    /// delivered, per watch), its reflectors' revisions, its inputs not
+    /// yet handed over and its requests on their way.
+    pub fn describe_state(&self) -> String {
+        let process = match &self.process {
+            Process::Down => "down".to_string(),
+            Process::Candidate(_) => "candidate".to_string(),
+            Process::Running { instance, lease } => {
+                let view: Vec<Vec<(String, &str)>> = instance
+                    .view
+                    .iter()
+                    .map(|w| w.values().map(|o| (o.key().to_string(), o.metadata.resource_version.as_str())).collect())
+                    .collect();
+                let revisions: Vec<u64> = instance.reflectors.iter().map(Reflector::revision).collect();
+                let requests: Vec<String> =
+                    instance.requests.values().map(|p| format!("{:?} {} {:?}", p.verb, p.key, p.id)).collect();
+                format!(
+                    "running lease={} view={view:?} revisions={revisions:?} inbox={:?} requests={requests:?}",
+                    lease.is_some(),
+                    self.inbox()
+                )
+            }
+        };
+        format!("{} epoch {} {:?} {process}\n", self.spec.name, self.epoch, self.server)
+    }
+
+    /// Calls the controller with everything in its inbox but the newest
+    /// `held_back` inputs (a stale view, see [`crate::ordering::Reconcile`];
+    /// it always gets the oldest) and carries out what it returns. Inputs
+    /// held back stay in the inbox for a second call at the same moment.
+    pub fn wake(&mut self, env: &mut Env<'_>, epoch: u64, held_back: usize) {
         if self.epoch != epoch {
             return;
         }
         let node = self.spec.node.clone();
         let now = env.engine.now;
         let Some(instance) = self.instance_mut() else { return };
-        // The revision of what this instance has been shown (not the most it
-        // ever saw: after a stale list the view is behind that).
-        let view_revision = instance.reflectors.iter().map(Reflector::revision).max().unwrap_or(0);
         instance.wake_pending = false;
-        let inbox = std::mem::take(&mut instance.inbox);
+        let mut inbox = std::mem::take(&mut instance.inbox);
+        let held_back = held_back.min(inbox.len().saturating_sub(1));
+        instance.inbox = inbox.split_off(inbox.len() - held_back);
+        // The revision of what this instance has been shown (not the most it
+        // ever saw: after a stale list the view is behind that); with inputs
+        // held back, what it had been shown up to the last one it gets.
+        let view_revision = match (held_back, inbox.last()) {
+            (1.., Some(last)) => last.view_revision,
+            _ => instance.view_revision(),
+        };
+        let held: Vec<String> = instance.inbox.iter().map(|d| describe_input(&d.event)).collect();
         let containers = match (&node, instance.manifest.node_agent) {
             (Some(n), true) => {
                 Some(env.nodes.iter().find(|x| x.name == *n).map(NodeRuntime::containers).unwrap_or_default())
             }
             _ => None,
         };
-        let causes: Vec<EntryId> = inbox.iter().filter_map(|(_, e)| *e).collect();
-        let inputs: Vec<String> = inbox.iter().map(|(e, _)| describe_input(e)).collect();
-        let input = Input { time_ms: now, events: inbox.into_iter().map(|(e, _)| e).collect(), containers };
+        let causes: Vec<EntryId> = inbox.iter().filter_map(|d| d.cause).collect();
+        let inputs: Vec<String> = inbox.iter().map(|d| describe_input(&d.event)).collect();
+        let input = Input { time_ms: now, events: inbox.into_iter().map(|d| d.event).collect(), containers };
         let output = instance.controller.handle(&input);
         let lines = instance.controller.take_logs();
         // Judged while the instance is at hand; carried out after its log
@@ -761,13 +824,17 @@ impl Component {
         env.engine.listed_items += (inputs.len() + actions.len()) as u64;
         let entry = env.engine.record(
             env.engine.lanes.component(self.id),
-            Event::Reconcile { component: self.spec.name.clone(), view_revision, inputs, actions },
+            Event::Reconcile { component: self.spec.name.clone(), view_revision, inputs, actions, held_back: held },
             causes,
         );
         let ids = output.request_ids;
         for (i, action) in output.actions.into_iter().enumerate() {
             let id = ids.get(i).copied().flatten();
             self.carry_out(env, action, id, entry);
+        }
+        // What was held back reaches it next, at this same moment.
+        if self.instance().is_some_and(|i| !i.inbox.is_empty()) {
+            self.wake_soon(env);
         }
     }
 

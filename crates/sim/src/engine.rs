@@ -113,6 +113,13 @@ impl Engine {
     }
 
     /// Returns events taken with [`Engine::take_due_at`], each at its old place.
+    /// Everything scheduled, in the order it will be handled.
+    pub fn queued(&self) -> Vec<(u64, &Scheduled)> {
+        let mut all: Vec<&Queued> = self.queue.iter().map(|Reverse(q)| q).collect();
+        all.sort();
+        all.into_iter().map(|q| (q.time, &q.what)).collect()
+    }
+
     pub fn put_back(&mut self, due: Vec<Queued>) {
         self.queue.extend(due.into_iter().map(Reverse));
     }

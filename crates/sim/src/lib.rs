@@ -47,7 +47,7 @@ pub use component::{
 };
 pub use error::SimError;
 pub use message::{Reply, Served};
-pub use ordering::{Chooser, Moment};
+pub use ordering::{Chooser, Moment, Reconcile, StaleChooser};
 /// The trace a run writes (its own crate, so readers need not carry the simulator).
 pub use recon_trace::{Entry, EntryId, Event, Trace};
 pub use world::Sim;

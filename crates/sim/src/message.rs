@@ -265,3 +265,50 @@ pub(crate) fn client_component(client: &Client) -> Option<ComponentId> {
         _ => None,
     }
 }
+
+impl Scheduled {
+    /// What it is, in words, without the trace entries that caused it (for
+    /// a state's fingerprint: see [`crate::ordering::Moment::world`]).
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Scheduled::Script(i) => format!("script {i}"),
+            Scheduled::PartitionEdge { server, started } => format!("partition {server:?} {started}"),
+            Scheduled::CacheFeed { server, revision } => format!("feed {server:?} {revision}"),
+            Scheduled::CacheResync { server } => format!("resync {server:?}"),
+            Scheduled::Request { server, client, request, .. } => format!("request {server:?} {client:?} {request:?}"),
+            Scheduled::StoreOp(op) => format!("store {:?} {:?} {:?}", op.server, op.client, op.kind),
+            Scheduled::StoreTimeout(op, request) => {
+                format!("timeout {:?} {:?} {:?} {request}", op.server, op.client, op.kind)
+            }
+            Scheduled::WaitDeadline { server, wait } => format!("deadline {server:?} {wait}"),
+            Scheduled::Bookmark { server, watcher } => format!("bookmark {server:?} {watcher}"),
+            Scheduled::Compaction => "compaction".into(),
+            Scheduled::Reply { server, client, reply } => format!("reply {server:?} {client:?} {}", reply.describe()),
+            Scheduled::Wake { component, epoch } => format!("wake {component:?} {epoch}"),
+            Scheduled::Timer { component, epoch, key } => format!("timer {component:?} {epoch} {key}"),
+            Scheduled::Retry { component, epoch, watch } => format!("retry {component:?} {epoch} {watch}"),
+            Scheduled::Restart { component, epoch, .. } => format!("restart {component:?} {epoch}"),
+            Scheduled::ElectionTick { component, epoch } => format!("election {component:?} {epoch}"),
+            Scheduled::FirstStart { component } => format!("start {component:?}"),
+        }
+    }
+}
+
+impl Reply {
+    /// What it says, without the trace entries behind it.
+    fn describe(&self) -> String {
+        let served = |s: &Served| format!("{:?} {} {:?} {:?}", s.objects, s.revision, s.from, s.continue_token);
+        match self {
+            Reply::Read(s) => format!("read {}", served(s)),
+            Reply::WatchOpened { watcher, initial, bookmark } => {
+                format!("opened {watcher} {} {bookmark}", initial.as_ref().map(served).unwrap_or_default())
+            }
+            Reply::Events { watcher, events } => {
+                let events: Vec<&WatchEvent> = events.iter().map(|(e, _)| e).collect();
+                format!("events {watcher} {events:?}")
+            }
+            Reply::Written { verb, key, outcome, .. } => format!("written {verb:?} {key} {outcome:?}"),
+            Reply::Failed(status) => format!("failed {status:?}"),
+        }
+    }
+}

@@ -57,6 +57,12 @@ impl Watchers {
         self.all.insert(id, watcher);
     }
 
+    /// Who watches what, and how far each watch has been sent, a line
+    /// per watch in the order they were opened (for a state's fingerprint).
+    pub fn describe(&self) -> String {
+        self.all.values().map(|w| format!("{:?} {:?} {}\n", w.client, w.filter, w.sent)).collect()
+    }
+
     /// The watch with this id, if it is still open.
     pub fn get(&self, id: u64) -> Option<&Watcher> {
         self.all.get(&id)

@@ -24,7 +24,7 @@ use crate::lanes::Lanes;
 use crate::message::{Client, Reply, Scheduled, client_component};
 use crate::network::{Endpoint, Network};
 use crate::node::NodeRuntime;
-use crate::ordering::{Chooser, Moment};
+use crate::ordering::{Chooser, Moment, Reconcile, StaleChooser, World};
 use crate::rng::Rng;
 use recon_trace::{Event, Trace};
 
@@ -53,6 +53,8 @@ pub struct Sim {
     compaction_mark: Option<u64>,
     /// Who reconciles first at a moment several may (`None`: the queue's order).
     chooser: Option<Chooser>,
+    /// Which reconciles get a stale view (`None`: none do).
+    stale_chooser: Option<StaleChooser>,
 }
 
 impl Sim {
@@ -106,6 +108,8 @@ impl Sim {
             halted: false,
             compaction_mark: None,
             chooser: (!scenario.ordering.is_empty()).then(|| crate::ordering::following(&scenario.ordering)),
+            stale_chooser: (!scenario.stale_views.is_empty())
+                .then(|| crate::ordering::following_stale(&scenario.stale_views)),
         };
         sim.bootstrap()?;
         for (i, c) in scenario.components.iter().enumerate() {
@@ -243,7 +247,11 @@ impl Sim {
         let probe = |(i, c): (usize, &Component)| {
             let kinds = &self.servers[c.server.index()].kinds;
             let writes = c.idle_probe(&self.engine.store, kinds, &self.instantiate, now)?;
-            (!writes.is_empty()).then(|| IdleController { component: ComponentId(i), name: c.spec.name.clone(), writes })
+            (!writes.is_empty()).then(|| IdleController {
+                component: ComponentId(i),
+                name: c.spec.name.clone(),
+                writes,
+            })
         };
         self.components.iter().enumerate().filter_map(probe).collect()
     }
@@ -252,6 +260,37 @@ impl Sim {
     /// due at the same moment (replacing the scenario's `ordering`).
     pub fn set_chooser(&mut self, chooser: Chooser) {
         self.chooser = Some(chooser);
+    }
+
+    /// Sets which reconciles are given a stale view (replacing the
+    /// scenario's `staleViews`): asked before every call of a component
+    /// with two or more inputs.
+    pub fn set_stale_chooser(&mut self, chooser: StaleChooser) {
+        self.stale_chooser = Some(chooser);
+    }
+
+    /// How many of its newest inputs `component`'s call due now goes
+    /// without: what the stale-view chooser says, if there is one and the
+    /// call has two or more inputs.
+    fn held_back(&mut self, component: ComponentId, epoch: u64) -> usize {
+        let Some(chooser) = self.stale_chooser.as_mut() else { return 0 };
+        let c = &self.components[component.index()];
+        if !c.wake_due(epoch) {
+            return 0;
+        }
+        let inputs = c.inbox();
+        if inputs.len() < 2 {
+            return 0;
+        }
+        let world = World { engine: &self.engine, servers: &self.servers, components: &self.components };
+        let call = Reconcile {
+            time_ms: self.engine.now,
+            component: &c.spec.name,
+            inputs: &inputs,
+            store: &self.engine.store,
+            world,
+        };
+        chooser(&call)
     }
 
     /// Takes the next event: the queue's next, unless it is a reconcile and
@@ -282,7 +321,8 @@ impl Sim {
         let mut pick = 0;
         if wakes.len() >= 2 {
             let pending: Vec<String> = wakes.iter().map(|(_, c)| self.engine.component_name(*c).to_string()).collect();
-            let moment = Moment { time_ms: now, pending: &pending, store: &self.engine.store };
+            let world = World { engine: &self.engine, servers: &self.servers, components: &self.components };
+            let moment = Moment { time_ms: now, pending: &pending, store: &self.engine.store, world };
             let chooser = self.chooser.as_mut().expect("checked above");
             pick = wakes.get(chooser(&moment)).map_or(0, |(i, _)| *i);
         }
@@ -367,7 +407,10 @@ impl Sim {
             }
             Scheduled::Compaction => self.periodic_compaction(),
             Scheduled::Reply { server, client, reply } => self.on_reply(server, client, reply),
-            Scheduled::Wake { component, epoch } => self.with_component(component, |c, env| c.wake(env, epoch)),
+            Scheduled::Wake { component, epoch } => {
+                let held_back = self.held_back(component, epoch);
+                self.with_component(component, |c, env| c.wake(env, epoch, held_back))
+            }
             Scheduled::Timer { component, epoch, key } => {
                 self.with_component(component, |c, env| c.on_timer(env, epoch, key))
             }

@@ -386,6 +386,11 @@ pub enum Event {
         inputs: Vec<String>,
         /// What it returned, one short line per action.
         actions: Vec<String>,
+        /// Inputs delivered to it that the call went without (a stale view
+        /// chosen by a scenario's `staleViews` or a search), one line
+        /// each: they reach it in the next call.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        held_back: Vec<String>,
     },
     /// The host refused an action that the component's manifest does not allow.
     #[serde(rename_all = "camelCase")]

@@ -115,11 +115,16 @@ pub fn describe(e: &Entry) -> String {
             format!("{component} wins Lease {lease} and starts its controller")
         }
         Event::Leadership { component, lease, leading: false } => format!("{component} loses Lease {lease}"),
-        Event::Reconcile { component, view_revision, actions, .. } => {
+        Event::Reconcile { component, view_revision, actions, held_back, .. } => {
+            // A stale view says what the call went without.
+            let stale = match held_back.len() {
+                0 => String::new(),
+                n => format!(", {n} newer input(s) held back: {}", held_back.join("; ")),
+            };
             if actions.is_empty() {
-                format!("{component} reconciles (view at revision {view_revision}): nothing to do")
+                format!("{component} reconciles (view at revision {view_revision}{stale}): nothing to do")
             } else {
-                format!("{component} reconciles (view at revision {view_revision}): {}", actions.join("; "))
+                format!("{component} reconciles (view at revision {view_revision}{stale}): {}", actions.join("; "))
             }
         }
         Event::ActionRefused { component, action, status } => {

@@ -4,8 +4,10 @@
 //! whoever wrote it, it leaves it alone.
 //!
 //! Parameters (`params` in the scenario): `conditionType` (default
-//! `Ready`), `status` (`True` or `False`, default `True`) and `reason`
-//! (default `Decided`).
+//! `Ready`), `status` (`True` or `False`, default `True`), `reason`
+//! (default `Decided`) and `precondition` (default `true`; `false` sends
+//! the status update without the cached `resourceVersion`: a blind write,
+//! last writer wins, the bug of `scenarios/status-condition-stale-view.yaml`).
 //!
 //! The write is an `UpdateStatus` carrying the cached `resourceVersion`
 //! (optimistic concurrency): if the Widget changed meanwhile the API server
@@ -34,6 +36,8 @@ pub struct ConditionWriter {
     condition_type: String,
     status: String,
     reason: String,
+    /// Whether its writes carry the cached resourceVersion.
+    precondition: bool,
 }
 
 /// The controller the host runs: the writer inside the SDK's runtime.
@@ -51,6 +55,7 @@ impl Reconciler for ConditionWriter {
         self.condition_type = param("conditionType", "Ready");
         self.status = param("status", "True");
         self.reason = param("reason", "Decided");
+        self.precondition = config.params.get("precondition").and_then(Value::as_bool).unwrap_or(true);
         Manifest {
             name: "condition-writer".into(),
             abi_version: ABI_VERSION,
@@ -77,6 +82,10 @@ impl Reconciler for ConditionWriter {
             widget.status = json!({});
         }
         widget.status["conditions"] = Value::Array(conditions);
+        if !self.precondition {
+            // Unconditional: the API server applies it whatever the Widget is now.
+            widget.metadata.resource_version.clear();
+        }
         ctx.update_status(widget);
         Requeue::AwaitChange
     }

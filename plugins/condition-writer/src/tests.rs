@@ -70,3 +70,11 @@ fn its_own_condition_type_joins_the_others_sorted_by_type() {
     let types: Vec<Value> = written(&out.actions)[0].as_array().unwrap().iter().map(|c| c["type"].clone()).collect();
     assert_eq!(types, vec![json!("Approved"), json!("Ready")]);
 }
+
+#[test]
+fn without_a_precondition_its_status_update_carries_no_resource_version() {
+    let mut c = started(json!({ "conditionType": "Ready", "precondition": false }));
+    let out = c.handle(&input(0, vec![listed(0, "5", vec![widget("5", json!([]))])]));
+    let Action::UpdateStatus { object, .. } = &out.actions[0] else { panic!("{:?}", out.actions) };
+    assert_eq!(object.metadata.resource_version, "", "a blind write: the API server applies it unconditionally");
+}

@@ -128,6 +128,9 @@ pub enum ToWorker {
     Search(search::SearchRequest),
     /// Shrink a failing plan and answer with the scenario that replays it.
     Shrink(search::ShrinkRequest),
+    /// Search a scenario's orderings (`recon_worker::search::orderings`);
+    /// answered with [`FromWorker::Search`] reports.
+    Orderings(search::OrderingRequest),
     /// Read a real cluster's audit logs and draw them: answered with
     /// [`FromWorker::AuditProgress`] as it reads, then
     /// [`FromWorker::Audited`] (or `Failed`, naming the file and line).
@@ -255,6 +258,7 @@ impl ToWorker {
             ToWorker::Audit { id, .. } => *id,
             ToWorker::Search(request) => request.id,
             ToWorker::Shrink(request) => request.id,
+            ToWorker::Orderings(request) => request.id,
             ToWorker::SelfTestPanic => 0,
         }
     }

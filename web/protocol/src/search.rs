@@ -2,7 +2,10 @@
 //! page asks several search workers for one shard each of `recon
 //! explore`'s plans ([`SearchRequest`]) and the one that found the first
 //! failure to shrink it ([`ShrinkRequest`]); each answers with
-//! [`SearchReport`]s. The worker side is `recon_worker::search`.
+//! [`SearchReport`]s. The search over orderings (`recon explore
+//! --orderings`) runs in one worker ([`OrderingRequest`]) and answers with
+//! [`SearchReport::OrderingProgress`] and [`SearchReport::Orderings`].
+//! The worker side is `recon_worker::search`.
 
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +52,35 @@ pub struct ShrinkRequest {
     pub uploads: Vec<UploadRef>,
     /// The failing plan's index in the whole list.
     pub index: usize,
+}
+
+/// Search the orders in which controllers with work due at the same moment
+/// reconcile (and, with `stale_views`, reconciles given stale views), as
+/// `recon explore --orderings` does, depth-first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrderingRequest {
+    /// Request id.
+    pub id: u64,
+    /// The scenario, as YAML text, searched as given (faults included).
+    pub scenario: String,
+    /// Components whose controller is an uploaded plugin.
+    pub uploads: Vec<UploadRef>,
+    /// At most this many runs.
+    pub max_runs: usize,
+    /// At most this many reconciles per run get a stale view (0: orderings alone).
+    #[serde(default)]
+    pub stale_views: usize,
+}
+
+/// One run an ordering search found, ready to open.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FoundOrdering {
+    /// The ordering (and stale views) in words.
+    pub description: String,
+    /// The scenario that replays it (its `ordering` and `staleViews`), as YAML.
+    pub scenario: String,
 }
 
 /// What a search worker tells the page.
@@ -119,6 +151,32 @@ pub enum SearchReport {
         /// What it breaks, in one line.
         broken: String,
     },
+    /// An ordering search has made this many runs.
+    #[serde(rename_all = "camelCase")]
+    OrderingProgress {
+        /// Request id.
+        id: u64,
+        /// Runs so far.
+        runs: usize,
+    },
+    /// An ordering search is over.
+    #[serde(rename_all = "camelCase")]
+    Orderings {
+        /// Request id.
+        id: u64,
+        /// Runs made.
+        runs: usize,
+        /// Whether every ordering the search reaches was run.
+        exhausted: bool,
+        /// The runs found: two whose outcomes differ (with `diff`), one
+        /// that breaks a check (with `broken`), or none.
+        found: Vec<FoundOrdering>,
+        /// Where the two runs' end states differ, a line per field
+        /// (`object field: ordering 1 | ordering 2`).
+        diff: Vec<String>,
+        /// What the one run breaks, in one line.
+        broken: Option<String>,
+    },
 }
 
 impl SearchReport {
@@ -129,16 +187,21 @@ impl SearchReport {
             | SearchReport::Progress { id, .. }
             | SearchReport::Found { id, .. }
             | SearchReport::Unsearchable { id, .. }
-            | SearchReport::Shrunk { id, .. } => *id,
+            | SearchReport::Shrunk { id, .. }
+            | SearchReport::OrderingProgress { id, .. }
+            | SearchReport::Orderings { id, .. } => *id,
         }
     }
 
     /// Whether the worker is done with the request after this report.
     pub fn is_final(&self) -> bool {
         match self {
-            SearchReport::Plans { .. } => false,
+            SearchReport::Plans { .. } | SearchReport::OrderingProgress { .. } => false,
             SearchReport::Progress { next, .. } => next.is_none(),
-            SearchReport::Found { .. } | SearchReport::Unsearchable { .. } | SearchReport::Shrunk { .. } => true,
+            SearchReport::Found { .. }
+            | SearchReport::Unsearchable { .. }
+            | SearchReport::Shrunk { .. }
+            | SearchReport::Orderings { .. } => true,
         }
     }
 }

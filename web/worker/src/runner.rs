@@ -72,6 +72,7 @@ impl Runner {
             ToWorker::Check { id, upload, limits } => self.check(id, &upload, &limits),
             ToWorker::Search(request) => crate::search::search(self, &request, progress),
             ToWorker::Shrink(request) => crate::search::shrink(self, &request),
+            ToWorker::Orderings(request) => crate::search::orderings(self, &request, progress),
             // The files come in the same message as the request, and the
             // worker hands them to `crate::audit` itself.
             ToWorker::Audit { id, .. } => FromWorker::Failed {

@@ -14,11 +14,16 @@
 //! reports, however fast each worker ran. One worker then shrinks it
 //! ([`ShrinkRequest`]) into the scenario `recon explore` would write.
 //!
+//! The search over orderings ([`OrderingRequest`]) runs in one worker,
+//! depth-first as `recon explore --orderings` does (its runs replay from
+//! the start, one after another, so they do not split into shards), and
+//! answers with the scenarios that replay what it found.
+//!
 //! Plain Rust: it runs natively in the tests, as [`crate::runner`] does.
 
 use recon_explore::{DEFAULT_BUDGET, Explorer, shard};
 use recon_web_protocol::FromWorker;
-use recon_web_protocol::search::{SearchReport, SearchRequest, ShrinkRequest};
+use recon_web_protocol::search::{FoundOrdering, OrderingRequest, SearchReport, SearchRequest, ShrinkRequest};
 
 use crate::runner::{Progress, Runner};
 
@@ -95,6 +100,58 @@ pub(crate) fn shrink(runner: &mut Runner, request: &ShrinkRequest) -> FromWorker
         faults: shrunk.plan.faults.iter().map(|f| f.describe()).collect(),
         runs: shrunk.runs,
         broken: broken(&shrunk.finding),
+    })
+}
+
+/// How often an ordering search reports its progress, in runs.
+const ORDERING_PROGRESS_EVERY: usize = 5;
+
+/// Runs an ordering search request: reports progress, and returns what it found.
+pub(crate) fn orderings(runner: &mut Runner, request: &OrderingRequest, progress: &mut dyn Progress) -> FromWorker {
+    use recon_explore::ordering::{self, Bounds, OrderingFinding, Strategy};
+    let id = request.id;
+    let prepared = match runner.prepare(id, &request.scenario, &request.uploads) {
+        Ok(prepared) => prepared,
+        Err(failed) => return failed,
+    };
+    let factory = || prepared.instantiate();
+    let scenario = prepared.scenario();
+    let bounds = Bounds { max_runs: request.max_runs.max(1), stale_views: request.stale_views };
+    let mut tell = |runs: usize| {
+        if runs % ORDERING_PROGRESS_EVERY == 0 {
+            progress.report(FromWorker::Search(SearchReport::OrderingProgress { id, runs }));
+        }
+    };
+    let result = match ordering::search(scenario, &factory, Strategy::DepthFirst, bounds, &mut tell) {
+        Ok(result) => result,
+        Err(e) => return FromWorker::Failed { id, component: None, error: prepared.file.explain(e) },
+    };
+    let (mut found, mut diff, mut broken) = (Vec::new(), Vec::new(), None);
+    if let Some(finding) = &result.finding {
+        let runs: Vec<&ordering::OrderedRun> = match finding {
+            OrderingFinding::DependsOnOrder { first, second, diff: lines } => {
+                diff = lines.clone();
+                vec![first, second]
+            }
+            OrderingFinding::Violation(run) => {
+                broken = run.finding.as_ref().map(|f| format!("{}: {}", f.broken, f.message));
+                vec![run]
+            }
+        };
+        let scenarios = ordering::found_scenarios(scenario, finding);
+        found = runs
+            .into_iter()
+            .zip(scenarios)
+            .map(|(run, s)| FoundOrdering { description: run.describe(), scenario: recon_scenario::to_yaml(&s) })
+            .collect();
+    }
+    FromWorker::Search(SearchReport::Orderings {
+        id,
+        runs: result.runs,
+        exhausted: result.exhausted,
+        found,
+        diff,
+        broken,
     })
 }
 

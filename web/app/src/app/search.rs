@@ -1,12 +1,34 @@
 //! "Find a violation": the search of `recon_worker::search` across several Web
 //! Workers, with a progress bar, a cancel button, and the shrunk scenario
-//! opened as the current run.
+//! opened as the current run. Or, chosen beside the button, the search over
+//! orderings (`recon explore --orderings`, with its run budget and stale-view
+//! bound) in one worker: its finding is two orderings whose outcomes differ,
+//! with the diff of their end states (or one that breaks a check), each
+//! opened with a button or a share link.
 //!
 //! [`Hunt`] is the search's state as the page sees it, a pure reducer over
 //! the workers' reports (tested natively); the rest (wasm32 only) starts
 //! the workers, feeds the reducer and draws the panel.
 
-use recon_web_protocol::search::SearchReport;
+use recon_web_protocol::search::{FoundOrdering, SearchReport};
+
+/// What "Find a violation" searches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Fault schedules (`recon explore`), across workers.
+    Faults,
+    /// Orderings of reconciles due at the same moment (`recon explore
+    /// --orderings`), in one worker.
+    Orderings {
+        /// At most this many runs.
+        max_runs: usize,
+        /// At most this many reconciles a run get a stale view.
+        stale_views: usize,
+    },
+}
+
+/// The ordering search's default run budget (the README's `--orderings 100`).
+pub const DEFAULT_ORDERING_RUNS: usize = 100;
 
 /// What one worker's shard has reported.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -56,6 +78,21 @@ pub enum Phase {
     },
     /// Every plan within the budget ran and nothing broke.
     NothingFound,
+    /// The ordering search found runs to open: two whose end states
+    /// differ (`diff`), or one that breaks a check (`broken`).
+    OrderingsFound {
+        /// The runs, each with the scenario that replays it.
+        found: Vec<FoundOrdering>,
+        /// Where the two end states differ.
+        diff: Vec<String>,
+        /// What the one run breaks.
+        broken: Option<String>,
+    },
+    /// The ordering search found nothing; whether it ran every ordering it reaches.
+    OrderingsClean {
+        /// Every ordering within reach ran (not just the budget).
+        exhausted: bool,
+    },
     /// The workload breaks something without any fault.
     Unsearchable(String),
     /// A worker failed (invalid scenario, rejected plugin, stopped answering).
@@ -95,17 +132,31 @@ pub struct Hunt {
     pub total: Option<usize>,
     /// Where it is.
     pub phase: Phase,
+    /// What it searches.
+    pub mode: Mode,
+    /// Runs an ordering search has made.
+    runs: usize,
 }
 
 impl Hunt {
     /// A search with request id `id` across `workers` workers.
     pub fn new(id: u64, workers: usize) -> Hunt {
-        Hunt { id, shards: vec![Shard::default(); workers.max(1)], total: None, phase: Phase::Searching }
+        let shards = vec![Shard::default(); workers.max(1)];
+        Hunt { id, shards, total: None, phase: Phase::Searching, mode: Mode::Faults, runs: 0 }
     }
 
-    /// Plans run so far, over every worker.
+    /// An ordering search with request id `id`, in one worker.
+    pub fn orderings(id: u64, max_runs: usize, stale_views: usize) -> Hunt {
+        let mode = Mode::Orderings { max_runs, stale_views };
+        Hunt { total: Some(max_runs), mode, ..Hunt::new(id, 1) }
+    }
+
+    /// Plans (or, searching orderings, runs) so far, over every worker.
     pub fn done(&self) -> usize {
-        self.shards.iter().map(|s| s.done).sum()
+        match self.mode {
+            Mode::Faults => self.shards.iter().map(|s| s.done).sum(),
+            Mode::Orderings { .. } => self.runs,
+        }
     }
 
     /// Whether the workers are still at work (searching or shrinking).
@@ -127,6 +178,22 @@ impl Hunt {
         }
         if self.phase != Phase::Searching {
             return Step::Nothing;
+        }
+        match report {
+            SearchReport::OrderingProgress { runs, .. } => {
+                self.runs = runs;
+                return Step::Redraw;
+            }
+            SearchReport::Orderings { runs, exhausted, found, diff, broken, .. } => {
+                self.runs = runs;
+                self.phase = if found.is_empty() {
+                    Phase::OrderingsClean { exhausted }
+                } else {
+                    Phase::OrderingsFound { found, diff, broken }
+                };
+                return Step::Finished;
+            }
+            _ => {}
         }
         let Some(shard) = self.shards.get_mut(worker) else { return Step::Nothing };
         match report {
@@ -150,7 +217,9 @@ impl Hunt {
                 self.phase = Phase::Unsearchable(broken);
                 return Step::Finished;
             }
-            SearchReport::Shrunk { .. } => unreachable!("handled above"),
+            SearchReport::Shrunk { .. } | SearchReport::OrderingProgress { .. } | SearchReport::Orderings { .. } => {
+                unreachable!("handled above")
+            }
         }
         self.decide()
     }
@@ -213,7 +282,30 @@ impl Hunt {
                 format!("The workload breaks {broken} without any fault: there is nothing to search for.")
             }
             Phase::Failed(error) => format!("The search failed: {error}"),
-            Phase::Cancelled => format!("Cancelled after {done} of {total} plans."),
+            Phase::OrderingsFound { found, diff, broken: None } => format!(
+                "The outcome depends on the order: after {}, ordering 1 ({}) and ordering 2 ({}) end in different \
+                 states ({}). Open either below.",
+                super::count(done, "run"),
+                found.first().map_or("", |f| f.description.as_str()),
+                found.get(1).map_or("", |f| f.description.as_str()),
+                super::count(diff.len(), "field"),
+            ),
+            Phase::OrderingsFound { found, broken: Some(broken), .. } => format!(
+                "After {}, the ordering {} breaks {broken}. Open it below.",
+                super::count(done, "run"),
+                found.first().map_or("", |f| f.description.as_str()),
+            ),
+            Phase::OrderingsClean { exhausted: true } => format!(
+                "Every ordering the search reaches ends the same and breaks nothing ({}).",
+                super::count(done, "run")
+            ),
+            Phase::OrderingsClean { exhausted: false } => {
+                format!("Nothing found within the budget of {total} runs: every run ended the same and broke nothing.")
+            }
+            Phase::Cancelled => match self.mode {
+                Mode::Faults => format!("Cancelled after {done} of {total} plans."),
+                Mode::Orderings { .. } => format!("Cancelled after {}.", super::count(done, "run")),
+            },
         })
     }
 }
@@ -225,10 +317,11 @@ pub(super) use view::{Search, SearchMsg, panel};
 mod view {
     use yew::prelude::*;
 
-    use super::{Hunt, Phase, Step};
+    use super::{DEFAULT_ORDERING_RUNS, Hunt, Mode, Phase, Step, found_orderings};
     use crate::app::page::{App, Msg};
+    use crate::app::panels::input_by_id;
     use crate::app::worker_link::{Event as WorkerEvent, WorkerLink};
-    use recon_web_protocol::search::{SearchRequest, ShrinkRequest};
+    use recon_web_protocol::search::{OrderingRequest, SearchRequest, ShrinkRequest};
     use recon_web_protocol::{FromWorker, ToWorker};
 
     /// At most this many search workers, whatever the machine has.
@@ -248,6 +341,8 @@ mod view {
         input: Option<SearchInput>,
         /// When the page last redrew for progress.
         last_redraw: f64,
+        /// Whether the next search is over orderings (the kind chosen beside the button).
+        orderings: bool,
     }
 
     /// What a search was started on.
@@ -264,6 +359,8 @@ mod view {
     pub enum SearchMsg {
         /// The "Find a violation" button.
         Start,
+        /// The kind of search chosen: orderings (true) or fault schedules.
+        Orderings(bool),
         /// The cancel button.
         Cancel,
         /// Something from search worker `worker` of search `id`.
@@ -284,7 +381,12 @@ mod view {
         /// Handles a search message; returns whether to redraw.
         pub(in crate::app) fn search_update(&mut self, ctx: &Context<App>, msg: SearchMsg) -> bool {
             match msg {
+                SearchMsg::Start if self.search.orderings => self.start_ordering_search(ctx),
                 SearchMsg::Start => self.start_search(ctx),
+                SearchMsg::Orderings(on) => {
+                    self.search.orderings = on;
+                    true
+                }
                 SearchMsg::Cancel => {
                     self.search.workers.clear();
                     if let Some(hunt) = &mut self.search.hunt {
@@ -323,8 +425,51 @@ mod view {
                     }
                 }
             }
-            self.search =
-                Search { hunt: Some(Hunt::new(id, count)), workers, input: Some(input), last_redraw: now_ms() };
+            self.search = Search {
+                hunt: Some(Hunt::new(id, count)),
+                workers,
+                input: Some(input),
+                last_redraw: now_ms(),
+                orderings: false,
+            };
+            true
+        }
+
+        /// Starts the search over orderings in one worker, with the bounds
+        /// typed beside the button.
+        fn start_ordering_search(&mut self, ctx: &Context<App>) -> bool {
+            let id = self.state.next_id();
+            let setup = &self.state.current;
+            let input =
+                SearchInput { scenario: setup.scenario_text(), uploads: setup.upload_refs(), plugins: setup.plugins() };
+            let read = |field: &str, default: usize| {
+                input_by_id(field).and_then(|i| i.value().trim().parse().ok()).unwrap_or(default)
+            };
+            let max_runs = read("ordering-runs", DEFAULT_ORDERING_RUNS).max(1);
+            let stale_views = read("stale-views", 0);
+            let on_event = ctx.link().callback(move |e| Msg::Search(SearchMsg::Worker(id, 0, e)));
+            let mut link = match WorkerLink::start(on_event) {
+                Ok(link) => link,
+                Err(error) => {
+                    self.state.error = Some(error);
+                    return true;
+                }
+            };
+            let request = OrderingRequest {
+                id,
+                scenario: input.scenario.clone(),
+                uploads: input.uploads.clone(),
+                max_runs,
+                stale_views,
+            };
+            link.send(&ToWorker::Orderings(request), &input.plugins);
+            self.search = Search {
+                hunt: Some(Hunt::orderings(id, max_runs, stale_views)),
+                workers: vec![Some(link)],
+                input: Some(input),
+                last_redraw: now_ms(),
+                orderings: true,
+            };
             true
         }
 
@@ -400,6 +545,15 @@ mod view {
         let running = hunt.is_some_and(Hunt::running);
         let start = link.callback(|_| Msg::Search(SearchMsg::Start));
         let cancel = link.callback(|_| Msg::Search(SearchMsg::Cancel));
+        let kind = link.callback(|e: Event| {
+            let orderings = e.target_dyn_into::<web_sys::HtmlSelectElement>().is_some_and(|s| s.value() == "orderings");
+            Msg::Search(SearchMsg::Orderings(orderings))
+        });
+        let orderings = app.search.orderings;
+        let unit = match hunt.map(|h| h.mode) {
+            Some(Mode::Orderings { .. }) => "runs",
+            _ => "plans",
+        };
         html! {
             <section class="panel search" id="search">
                 <h2>{ "Search" }</h2>
@@ -407,6 +561,25 @@ mod view {
                     { "Look for a fault schedule (partitions, restarts, crashes) that breaks a check, as \
                        recon explore does, on every core; the smallest one found opens as the scenario." }
                 </p>
+                <div class="search-kind">
+                    <label>
+                        { "Search " }
+                        <select id="search-kind" onchange={kind} disabled={running}>
+                            <option value="faults" selected={!orderings}>{ "fault schedules" }</option>
+                            <option value="orderings" selected={orderings}>{ "orderings" }</option>
+                        </select>
+                    </label>
+                    if orderings {
+                        <label title="At most this many runs, depth-first over who reconciles first">
+                            { " runs " }
+                            <input id="ordering-runs" type="number" min="1" value={DEFAULT_ORDERING_RUNS.to_string()} />
+                        </label>
+                        <label title="At most this many reconciles a run are given a stale view (their newest inputs held back)">
+                            { " stale views " }
+                            <input id="stale-views" type="number" min="0" max="5" value="0" />
+                        </label>
+                    }
+                </div>
                 <button id="find-violation" onclick={start} disabled={running}>{ "Find a violation" }</button>
                 if let Some(hunt) = hunt {
                     <div class="search-progress">
@@ -414,7 +587,7 @@ mod view {
                             value={hunt.done().to_string()} />
                         <span id="search-count">
                             { match hunt.total {
-                                Some(total) => format!(" {} of {total} plans", hunt.done()),
+                                Some(total) => format!(" {} of {total} {unit}", hunt.done()),
                                 None => " the fault-free run…".to_owned(),
                             } }
                         </span>
@@ -424,16 +597,66 @@ mod view {
                     </div>
                     if let Some(summary) = hunt.summary() {
                         <p id="search-result" class={classes!(match hunt.phase {
-                            Phase::Found { .. } | Phase::Shrinking { .. } => "found",
-                            Phase::NothingFound => "ok",
+                            Phase::Found { .. } | Phase::Shrinking { .. } | Phase::OrderingsFound { .. } => "found",
+                            Phase::NothingFound | Phase::OrderingsClean { .. } => "ok",
                             _ => "hint",
                         })}>{ summary }</p>
+                    }
+                    if let Phase::OrderingsFound { found, diff, .. } = &hunt.phase {
+                        { found_orderings(app, ctx, found, diff) }
                     }
                 }
             </section>
         }
     }
 }
+
+#[cfg(target_arch = "wasm32")]
+mod found_view {
+    use yew::prelude::*;
+
+    use crate::app::page::{App, Msg, base_url};
+    use recon_web_protocol::search::FoundOrdering;
+
+    /// The runs an ordering search found: each with a button that opens
+    /// it and a share link that replays it (the link carries the
+    /// scenario's `ordering` and `staleViews`), then the diff of their end
+    /// states.
+    pub fn found_orderings(app: &App, ctx: &Context<App>, found: &[FoundOrdering], diff: &[String]) -> Html {
+        let setup = &app.state.current;
+        let query = format!("?scenario={}", setup.library);
+        html! {
+            <div id="orderings-found">
+                <ol class="orderings">
+                    { for found.iter().enumerate().map(|(i, f)| {
+                        let yaml = f.scenario.clone();
+                        let open = ctx.link().callback(move |_| Msg::ApplyText(yaml.clone()));
+                        let made = crate::share::make(&setup.library, &f.scenario, &setup.upload_list(), None);
+                        let href = format!("{}{query}{}", base_url(), made.fragment);
+                        html! {
+                            <li class="ordering">
+                                <span class="ordering-words">{ format!("Ordering {}: {}", i + 1, f.description) }</span>
+                                { " " }
+                                <button id={format!("open-ordering-{}", i + 1)} onclick={open}>{ "Open" }</button>
+                                { " " }
+                                <a id={format!("share-ordering-{}", i + 1)} href={href}>{ "share link" }</a>
+                            </li>
+                        }
+                    }) }
+                </ol>
+                if !diff.is_empty() {
+                    <p class="hint">{ "End states (ordering 1 | ordering 2):" }</p>
+                    <ul id="orderings-diff" class="orderings-diff">
+                        { for diff.iter().map(|line| html! { <li><code>{ line }</code></li> }) }
+                    </ul>
+                }
+            </div>
+        }
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+use found_view::found_orderings;
 
 // Natively only: the reference answer comes from `recon_explore::search`, which needs threads.
 #[cfg(all(test, not(target_arch = "wasm32")))]
@@ -442,7 +665,7 @@ mod tests {
     use recon_scenario::Scenario;
 
     use super::*;
-    use recon_web_protocol::search::{SearchRequest, ShrinkRequest};
+    use recon_web_protocol::search::{OrderingRequest, SearchRequest, ShrinkRequest};
     use recon_web_protocol::{FromWorker, ToWorker};
     use recon_worker::runner::{Progress, Runner};
 
@@ -588,6 +811,77 @@ mod tests {
         hunt.cancel();
         assert_eq!(hunt.phase, Phase::Cancelled);
         assert!(!hunt.running());
+    }
+
+    /// The run a scenario text replays, to its end: its end state and trace hash.
+    fn replay(yaml: &str) -> (recon_explore::ordering::EndState, String) {
+        let scenario = recon_scenario::parse("replay.yaml", yaml).unwrap();
+        let mut sim = recon_sim::Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).unwrap();
+        sim.run();
+        let end = recon_explore::ordering::EndState::of(sim.store());
+        (end, sim.into_trace().hash())
+    }
+
+    #[test]
+    fn the_ordering_search_finds_the_condition_race_and_both_orderings_replay_from_share_links() {
+        let library = recon_catalog::scenario("status-condition-race").unwrap();
+        let request = OrderingRequest {
+            id: 3,
+            scenario: library.yaml.to_string(),
+            uploads: Vec::new(),
+            max_runs: super::DEFAULT_ORDERING_RUNS,
+            stale_views: 0,
+        };
+        let mut out = Collect(Vec::new());
+        Runner::new().unwrap().handle(ToWorker::Orderings(request), &mut out);
+        let mut hunt = Hunt::orderings(3, super::DEFAULT_ORDERING_RUNS, 0);
+        let mut last = Step::Nothing;
+        for message in out.0 {
+            let FromWorker::Search(report) = message else { panic!("{message:?}") };
+            last = hunt.receive(0, report);
+        }
+        assert_eq!(last, Step::Finished);
+        let Phase::OrderingsFound { found, diff, broken: None } = &hunt.phase else { panic!("{:?}", hunt.phase) };
+        assert_eq!(found.len(), 2);
+        assert!(diff.iter().any(|l| l.contains("status.conditions[0].status")), "{diff:?}");
+        let summary = hunt.summary().unwrap();
+        assert!(summary.contains("depends on the order") && summary.contains(&found[1].description), "{summary}");
+        // Each opens from its share link as the run the search made: the
+        // link carries the scenario's ordering, and the two end differently.
+        let replays: Vec<_> = found
+            .iter()
+            .map(|f| {
+                let link =
+                    crate::share::read(&crate::share::make("status-condition-race", &f.scenario, &[], None).fragment)
+                        .unwrap();
+                assert_eq!(link.scenario, f.scenario);
+                replay(&link.scenario)
+            })
+            .collect();
+        assert!(recon_scenario::parse("2.yaml", &found[1].scenario).unwrap().ordering.len() == 1);
+        assert_ne!(replays[0].0, replays[1].0, "the two orderings end differently");
+        assert_ne!(replays[0].1, replays[1].1);
+    }
+
+    #[test]
+    fn an_ordering_search_that_finds_nothing_says_whether_it_ran_every_ordering() {
+        let mut hunt = Hunt::orderings(9, 50, 1);
+        assert_eq!(hunt.receive(0, SearchReport::OrderingProgress { id: 9, runs: 5 }), Step::Redraw);
+        assert_eq!(hunt.done(), 5);
+        let over = SearchReport::Orderings {
+            id: 9,
+            runs: 7,
+            exhausted: true,
+            found: Vec::new(),
+            diff: Vec::new(),
+            broken: None,
+        };
+        assert_eq!(hunt.receive(0, over), Step::Finished);
+        assert_eq!(hunt.phase, Phase::OrderingsClean { exhausted: true });
+        assert!(hunt.summary().unwrap().contains("Every ordering the search reaches ends the same"));
+        let mut cancelled = Hunt::orderings(10, 50, 0);
+        cancelled.cancel();
+        assert_eq!(cancelled.summary().unwrap(), "Cancelled after 0 runs.");
     }
 
     #[test]
