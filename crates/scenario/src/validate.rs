@@ -47,7 +47,10 @@ pub(crate) fn validate(scenario: &Scenario, source: &SourceMap) -> Vec<Diagnosti
     v.script(scenario, &names);
     v.checks(scenario);
     if scenario.lesson.contains('\n') {
-        v.report("lesson".into(), "the lesson is one line: say it in a sentence, and leave the story to the description".into());
+        v.report(
+            "lesson".into(),
+            "the lesson is one line: say it in a sentence, and leave the story to the description".into(),
+        );
     }
     v.fixes(scenario, &names);
     v.ordering(scenario, &names);
@@ -405,8 +408,15 @@ impl<'a> Validator<'a> {
             for (j, change) in fix.components.iter().enumerate() {
                 let at = format!("{path}.components[{j}]");
                 self.reference(format!("{at}.name"), &change.name, &defined.components);
-                if change.controller.is_none() && change.list_mode.is_none() && change.params.is_empty() {
-                    self.report(at, format!("this change of `{}` sets no controller, listMode or params", change.name));
+                if change.controller.is_none()
+                    && change.list_mode.is_none()
+                    && change.params.is_empty()
+                    && change.mitigations.is_empty()
+                {
+                    self.report(
+                        at,
+                        format!("this change of `{}` sets no controller, listMode, params or mitigations", change.name),
+                    );
                 }
             }
             self.expectation(&format!("{path}.expect"), &fix.expect, s);

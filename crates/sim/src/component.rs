@@ -217,15 +217,21 @@ impl Component {
                 .filter(|o| filter.matches(o))
                 .collect();
             let view = instance.view.get(watch)?;
-            let holds = |o: &Object| view.get(&o.key()).is_some_and(|v| v.metadata.resource_version == o.metadata.resource_version);
+            let holds = |o: &Object| {
+                view.get(&o.key()).is_some_and(|v| v.metadata.resource_version == o.metadata.resource_version)
+            };
             if view.len() != objects.len() || !objects.iter().all(holds) {
                 return None;
             }
             events.push(InputEvent::Listed { watch, resource_version: store.revision().to_string(), objects });
         }
         let mut fresh = instantiate(&self.spec)?;
-        let config =
-            ComponentConfig { name: self.spec.name.clone(), node: self.spec.node.clone(), params: self.spec.params.clone() };
+        let config = ComponentConfig {
+            name: self.spec.name.clone(),
+            node: self.spec.node.clone(),
+            params: self.spec.params.clone(),
+            mitigations: self.spec.mitigations.clone(),
+        };
         fresh.init(&config).ok()?;
         let output = fresh.handle(&Input { time_ms: now, events, containers: None }).ok()?;
         let changes_store = |action: &Action| {
@@ -233,10 +239,7 @@ impl Component {
             let mut copy = store.clone();
             let mut rng = self.rng.clone();
             is_write
-                && matches!(
-                    admit(&mut copy, &mut rng, kinds, now, u64::MAX, action.clone()),
-                    Ok(Admitted::Written(_))
-                )
+                && matches!(admit(&mut copy, &mut rng, kinds, now, u64::MAX, action.clone()), Ok(Admitted::Written(_)))
         };
         Some(output.actions.into_iter().filter(changes_store).collect())
     }
@@ -312,6 +315,7 @@ impl Component {
             name: self.spec.name.clone(),
             node: self.spec.node.clone(),
             params: self.spec.params.clone(),
+            mitigations: self.spec.mitigations.clone(),
         };
         let manifest = controller.init(&config);
         self.record_logs(env, controller.take_logs(), &[started]);
@@ -764,6 +768,13 @@ impl Component {
             Event::Reconcile { component: self.spec.name.clone(), view_revision, inputs, actions },
             causes,
         );
+        for held in output.held {
+            env.engine.record(
+                env.engine.lanes.component(self.id),
+                Event::SyncHeld { component: self.spec.name.clone(), held },
+                vec![entry],
+            );
+        }
         let ids = output.request_ids;
         for (i, action) in output.actions.into_iter().enumerate() {
             let id = ids.get(i).copied().flatten();
