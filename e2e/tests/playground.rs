@@ -181,6 +181,36 @@ async fn ticking_an_upstream_fix_makes_the_violation_disappear() {
     page.close().await;
 }
 
+/// Issue 16's mitigations: a component's checkbox switches KEP-5647's gate
+/// on; the run is the one `recon run --mitigate` gives, the violation is
+/// gone, the held reconcile is drawn on the controller's lane (the legend
+/// names it), and a reload keeps the switch on.
+#[tokio::test(flavor = "current_thread")]
+async fn switching_a_mitigation_on_draws_the_held_reconcile_on_the_controllers_lane() {
+    const MUSEUM: &str = "replicaset-expectations-129795";
+    const SWITCH: &str = "#mitigation-staleControllerConsistency-replicaset-controller";
+    let page = Browser::open(&format!("?scenario={MUSEUM}")).await;
+    let before = page.hash_after(None).await;
+    page.find("#explanation-0").await;
+    assert_eq!(waits_drawn(&page).await, "", "nothing is held with the mitigation off");
+    page.find(SWITCH).await.click().await.unwrap();
+    let after = page.hash_after(Some(&before)).await;
+    page.find("#no-violations").await;
+    let library = recon_catalog::scenario(MUSEUM).unwrap();
+    let mut scenario = recon_scenario::parse(MUSEUM, library.yaml).unwrap();
+    scenario.set_mitigation("replicaset-controller", "staleControllerConsistency", true).unwrap();
+    let native = recon_e2e::run_scenario(&scenario, &[]);
+    assert_eq!(after, native.hash());
+    let drawn = waits_drawn(&page).await;
+    assert!(drawn.starts_with("replicaset-controller:"), "the wait is on the controller's lane: {drawn}");
+    let legend = page.find(".timeline-legend").await.text().await.unwrap();
+    assert!(legend.contains("waiting for own write"), "{legend}");
+    page.client().refresh().await.unwrap();
+    assert_eq!(page.hash_after(None).await, after, "the address carries the switch");
+    assert!(page.find(SWITCH).await.is_selected().await.unwrap());
+    page.close().await;
+}
+
 /// Issue 16's museum page: every entry's card has its lesson, its source
 /// and its fixes; an entry opens run and explained, its fix in the scenario
 /// panel takes the violation away, and a fix ticked on the card opens the
@@ -583,6 +613,11 @@ fn fixed_hash(scenario: &str, fix: &str) -> String {
     let mut scenario = recon_scenario::parse(scenario, recon_catalog::scenario(scenario).unwrap().yaml).unwrap();
     scenario.set_fix(fix, true).unwrap();
     recon_e2e::run_scenario(&scenario, &[]).hash()
+}
+
+/// The held reconciles the timeline draws (its `data-waits` hook).
+async fn waits_drawn(page: &Browser) -> String {
+    page.find("#timeline").await.attr("data-waits").await.unwrap().unwrap_or_default()
 }
 
 async fn script(page: &Browser, js: &str) -> serde_json::Value {

@@ -125,6 +125,87 @@ pub struct ComponentConfig {
     /// Free-form parameters from the scenario.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, Value>,
+    /// The upstream staleness mitigations the scenario switches on for
+    /// this component; a controller framework that implements one applies
+    /// it to every reconcile (Recon's kube runtime implements both).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mitigations: Vec<Mitigation>,
+}
+
+/// An upstream mitigation of stale reads of a controller's own writes,
+/// switched on per component. Both hold a reconcile back until the
+/// component's informers have observed what it wrote; they differ in
+/// whose writes count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase")]
+pub enum Mitigation {
+    /// KEP-5647's `StaleControllerConsistency` (kube-controller-manager,
+    /// Kubernetes 1.36): the resourceVersion of every write made while
+    /// reconciling an object is remembered for that object; its next sync
+    /// is skipped and requeued with exponential back-off until the
+    /// informer of each kind written has reached it. Other objects'
+    /// reconciles go on.
+    StaleControllerConsistency,
+    /// controller-runtime's read-your-own-writes client
+    /// (kubernetes-sigs/controller-runtime#3472): a read of a kind from the
+    /// cache waits until its informer has observed every write of that
+    /// kind made through the same client (a list waits for the highest).
+    /// Modelled at the start of a reconcile, which reads the kinds it
+    /// writes: it waits for the component's writes, whatever object they
+    /// were made for.
+    ReadYourOwnWrites,
+}
+
+impl Mitigation {
+    /// Every mitigation, in a fixed order.
+    pub const ALL: [Mitigation; 2] = [Mitigation::StaleControllerConsistency, Mitigation::ReadYourOwnWrites];
+
+    /// Its name in a scenario: `staleControllerConsistency`, `readYourOwnWrites`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mitigation::StaleControllerConsistency => "staleControllerConsistency",
+            Mitigation::ReadYourOwnWrites => "readYourOwnWrites",
+        }
+    }
+
+    /// The mitigation with this scenario name.
+    pub fn from_name(name: &str) -> Option<Mitigation> {
+        Mitigation::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+impl fmt::Display for Mitigation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A reconcile a [`Mitigation`] held back because an informer had not yet
+/// observed one of the component's own writes, or let go once it had.
+/// A framework reports a wait once when it begins and once when it ends.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HeldSync {
+    /// The mitigation that held it.
+    pub mitigation: Mitigation,
+    /// The object whose reconcile waits.
+    pub object: ObjectKey,
+    /// The kind whose informer had not caught up.
+    pub kind: String,
+    /// The resourceVersion of the own write it waits to observe.
+    pub resource_version: u64,
+    /// The resourceVersion that informer had reached.
+    pub seen: u64,
+    /// When the wait began (virtual ms).
+    pub since_ms: u64,
+    /// How many times the sync was skipped (KEP-5647's
+    /// `stale_sync_skips_total`) so far.
+    pub skips: u32,
+    /// True when the reconcile goes ahead: the wait is over.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub released: bool,
 }
 
 /// What a controller declares about itself: the host enforces it, like RBAC.
@@ -428,12 +509,15 @@ pub struct Output {
     /// `actions` is an error that crashes the instance.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub request_ids: Vec<Option<RequestId>>,
+    /// Reconciles a [`Mitigation`] began or stopped holding back in this call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<HeldSync>,
 }
 
 impl Output {
     /// Output with these actions and no request ids.
     pub fn new(actions: Vec<Action>) -> Output {
-        Output { actions, request_ids: Vec::new() }
+        Output { actions, request_ids: Vec::new(), held: Vec::new() }
     }
 
     /// Appends a request (or any action) carrying `id`.

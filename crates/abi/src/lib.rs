@@ -23,9 +23,9 @@ pub mod selector;
 mod time;
 
 pub use controller::{
-    Action, ActionResult, ComponentConfig, Container, Controller, Crash, FOREGROUND_FINALIZER, Input, InputEvent,
-    Instance, ListMode, Manifest, ORPHAN_FINALIZER, ObjectList, Outcome, Output, PropagationPolicy, RequestId,
-    ResourceVersionMatch, Status, StatusReason, Verb, WatchSpec, WritePermission,
+    Action, ActionResult, ComponentConfig, Container, Controller, Crash, FOREGROUND_FINALIZER, HeldSync, Input,
+    InputEvent, Instance, ListMode, Manifest, Mitigation, ORPHAN_FINALIZER, ObjectList, Outcome, Output,
+    PropagationPolicy, RequestId, ResourceVersionMatch, Status, StatusReason, Verb, WatchSpec, WritePermission,
 };
 pub use object::{
     EventType, ManagedFieldsEntry, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent, is_cluster_scoped,

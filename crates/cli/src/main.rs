@@ -66,6 +66,12 @@ enum Command {
         /// scenario's `fixes` lists them).
         #[arg(long = "fix", value_name = "NAME")]
         fixes: Vec<String>,
+        /// Switch an upstream staleness mitigation on for a component:
+        /// `COMPONENT=staleControllerConsistency` (KEP-5647) or
+        /// `COMPONENT=readYourOwnWrites` (controller-runtime's
+        /// read-your-own-writes client); repeatable.
+        #[arg(long = "mitigate", value_name = "COMPONENT=MITIGATION")]
+        mitigations: Vec<String>,
         /// Also write the run as audit logs in DIR, one `<api-server>.jsonl`
         /// per API server, as a real cluster's would be (`recon audit` reads them).
         #[arg(long, value_name = "DIR")]
@@ -173,8 +179,8 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { scenario, seed, trace, timeline, expect, plugins, fixes, audit_log } => {
-            let options = RunOptions { seed, fixes, plugins };
+        Command::Run { scenario, seed, trace, timeline, expect, plugins, fixes, mitigations, audit_log } => {
+            let options = RunOptions { seed, fixes, plugins, mitigations };
             run(&scenario, &options, trace, timeline, expect, audit_log.as_deref())
         }
         Command::Explore {
@@ -189,7 +195,7 @@ fn main() -> ExitCode {
             ..
         } => explore::explore_orderings(explore::OrderingArgs {
             scenario,
-            options: RunOptions { seed, fixes, plugins },
+            options: RunOptions { seed, fixes, plugins, mitigations: Vec::new() },
             max_runs,
             random_walks,
             stale_views,
@@ -199,7 +205,7 @@ fn main() -> ExitCode {
             scenario, plugins, fixes, budget, seed, jobs, shard, keep_going, out, differential, ..
         } => explore::explore(explore::Args {
             scenario,
-            options: RunOptions { seed, fixes, plugins },
+            options: RunOptions { seed, fixes, plugins, mitigations: Vec::new() },
             budget,
             jobs,
             shard,
@@ -236,6 +242,8 @@ pub(crate) struct RunOptions {
     fixes: Vec<String>,
     /// `--plugin COMPONENT=FILE`.
     plugins: Vec<String>,
+    /// `--mitigate COMPONENT=MITIGATION`.
+    mitigations: Vec<String>,
 }
 
 fn prepare(path: &Path, options: &RunOptions) -> Result<Prepared, ExitCode> {
@@ -248,6 +256,14 @@ fn prepare(path: &Path, options: &RunOptions) -> Result<Prepared, ExitCode> {
     }
     for fix in &options.fixes {
         file.scenario.set_fix(fix, true).map_err(|e| bad_input(format!("{name}: --fix {fix}: {e}")))?;
+    }
+    for switch in &options.mitigations {
+        let (component, mitigation) = switch
+            .split_once('=')
+            .ok_or_else(|| bad_input(format!("{name}: --mitigate {switch}: expected COMPONENT=MITIGATION")))?;
+        file.scenario
+            .set_mitigation(component, mitigation, true)
+            .map_err(|e| bad_input(format!("{name}: --mitigate {switch}: {e}")))?;
     }
     let swaps = plugins::load_swaps(&file, &options.plugins).map_err(bad_input)?;
     let mut preparer = Preparer::new().map_err(bad_input)?;

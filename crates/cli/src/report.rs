@@ -78,6 +78,7 @@ pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
             }
         }
     }
+    print_held(trace);
     print_logs(trace, timeline);
     let seen: BTreeSet<Check> = trace.violations().map(|(_, c, _)| c).collect();
     let expected: BTreeSet<Check> = scenario.expect.violations.iter().copied().collect();
@@ -96,6 +97,47 @@ pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
         say!("Outcome differs from the scenario's expectation: expected {}, saw {}.", names(&expected), names(&seen));
     }
     Outcome { violated: !seen.is_empty(), as_expected }
+}
+
+/// Every wait a staleness mitigation made (a `syncHeld` entry ending it):
+/// who waited, on which of its own writes, how long, how many syncs it
+/// skipped; and any still held at the end.
+fn print_held(trace: &Trace) {
+    let ends: Vec<(u64, &str, &recon_abi::HeldSync)> = trace
+        .entries
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::SyncHeld { component, held } => Some((e.time_ms, component.as_str(), held)),
+            _ => None,
+        })
+        .collect();
+    if ends.is_empty() {
+        return;
+    }
+    say!();
+    say!("Held by staleness mitigations (a reconcile waits until its informer has seen its own write):");
+    let mut open: BTreeSet<(&str, String)> = BTreeSet::new();
+    for (time_ms, component, held) in &ends {
+        let key = (*component, held.object.to_string());
+        if !held.released {
+            open.insert(key);
+            continue;
+        }
+        open.remove(&key);
+        say!(
+            "- {component}: {} for {} ms from {}, until its {} informer reached its own write at revision {} ({}, {} syncs skipped)",
+            held.object,
+            time_ms.saturating_sub(held.since_ms),
+            fmt_time(held.since_ms),
+            held.kind,
+            held.resource_version,
+            held.mitigation,
+            held.skips
+        );
+    }
+    for (component, object) in open {
+        say!("- {component}: {object} still held at the end of the run");
+    }
 }
 
 /// What plugins logged (`recon.log`), per component: how many lines and

@@ -29,8 +29,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use recon_abi::{
-    ABI_VERSION, Action, ActionResult, ComponentConfig, Input, InputEvent, ListMode, Manifest, Object, Output,
-    RequestId, Verb, WatchEvent, WatchSpec, WritePermission,
+    ABI_VERSION, Action, ActionResult, ComponentConfig, HeldSync, Input, InputEvent, ListMode, Manifest, Mitigation,
+    Object, ObjectKey, Outcome, Output, RequestId, Verb, WatchEvent, WatchSpec, WritePermission,
 };
 
 use crate::executor::Executor;
@@ -82,6 +82,123 @@ pub(crate) struct State {
     /// By watch: the resourceVersion of the last list, event or bookmark
     /// it delivered (empty before its first list).
     synced: Vec<String>,
+    /// The own writes the mitigations wait for, and the reconciles they hold.
+    own_writes: OwnWrites,
+}
+
+/// What the staleness mitigations ([`Mitigation`]) remember: the
+/// component's own writes, and the reconciles held until its informers
+/// observe them. Lost with the instance, as a real controller's memory.
+#[derive(Debug, Default)]
+pub(crate) struct OwnWrites {
+    /// The mitigations the scenario switched on.
+    mitigations: Vec<Mitigation>,
+    /// The object whose reconcile is being polled, while it is.
+    reconciling: Option<ObjectKey>,
+    /// Requests sent by a reconcile, by id: the object it reconciled.
+    sent_for: BTreeMap<RequestId, ObjectKey>,
+    /// Per reconciled object: the highest resourceVersion it wrote, per kind.
+    by_object: BTreeMap<ObjectKey, BTreeMap<String, u64>>,
+    /// The highest resourceVersion the component wrote, per kind.
+    by_kind: BTreeMap<String, u64>,
+    /// Reconciles held now, by object.
+    held: BTreeMap<ObjectKey, HeldSync>,
+}
+
+/// The first sync KEP-5647's rate limiter waits after a skip: client-go's
+/// `DefaultControllerRateLimiter` starts at 5 ms and doubles per failure.
+const SKIP_BACKOFF_BASE_MS: u64 = 5;
+/// Its ceiling: 1000 s.
+const SKIP_BACKOFF_MAX_MS: u64 = 1_000_000;
+
+/// How long a sync skipped `skips` times in a row waits before it is tried
+/// again: 5 ms, 10 ms, 20 ms, … up to 1000 s, as a rate-limited requeue
+/// (KEP-5647 requeues a skipped sync "the same way as if an error occurred").
+pub(crate) fn skip_backoff_ms(skips: u32) -> u64 {
+    let doublings = skips.saturating_sub(1).min(40);
+    SKIP_BACKOFF_BASE_MS.saturating_mul(1 << doublings).min(SKIP_BACKOFF_MAX_MS)
+}
+
+impl OwnWrites {
+    /// Notes a write's answer: an object written at a resourceVersion.
+    fn written(&mut self, id: Option<RequestId>, result: &ActionResult) {
+        let owner = id.and_then(|id| self.sent_for.remove(&id));
+        let is_write = matches!(
+            result.verb,
+            Verb::Create | Verb::Update | Verb::UpdateStatus | Verb::Patch | Verb::PatchStatus | Verb::Delete
+        );
+        let Outcome::Ok(Some(object)) = &result.outcome else { return };
+        let Some(version) = object.metadata.resource_version.parse::<u64>().ok().filter(|_| is_write) else { return };
+        let kind = &result.key.kind;
+        let highest = self.by_kind.entry(kind.clone()).or_default();
+        *highest = (*highest).max(version);
+        if let Some(owner) = owner {
+            let highest = self.by_object.entry(owner).or_default().entry(kind.clone()).or_default();
+            *highest = (*highest).max(version);
+        }
+    }
+
+    /// The first own write (kind, resourceVersion, where its informer is)
+    /// that `mitigation` makes a reconcile of `object` wait for; `seen`
+    /// says where the informer of a kind is (`None`: no informer of it,
+    /// nothing to wait on).
+    fn unseen(
+        &self,
+        mitigation: Mitigation,
+        object: &ObjectKey,
+        seen: impl Fn(&str) -> Option<u64>,
+    ) -> Option<(String, u64, u64)> {
+        let writes = match mitigation {
+            Mitigation::StaleControllerConsistency => self.by_object.get(object)?,
+            Mitigation::ReadYourOwnWrites => &self.by_kind,
+        };
+        writes.iter().find_map(|(kind, written)| {
+            let seen = seen(kind)?;
+            (seen < *written).then(|| (kind.clone(), *written, seen))
+        })
+    }
+
+    /// Whether the reconcile of `object` may start at `now_ms`: `None` if
+    /// it may, else how long to wait before trying again. A wait's start
+    /// and end are reported in `outbox`.
+    fn gate(
+        &mut self,
+        object: &ObjectKey,
+        now_ms: u64,
+        seen: impl Fn(&str) -> Option<u64>,
+        outbox: &mut Output,
+    ) -> Option<u64> {
+        let unseen = self.mitigations.iter().find_map(|m| self.unseen(*m, object, &seen).map(|u| (*m, u)));
+        match unseen {
+            Some((mitigation, (kind, resource_version, seen))) => {
+                let held = self.held.entry(object.clone()).or_insert_with(|| HeldSync {
+                    mitigation,
+                    object: object.clone(),
+                    kind: kind.clone(),
+                    resource_version,
+                    seen,
+                    since_ms: now_ms,
+                    skips: 0,
+                    released: false,
+                });
+                held.skips += 1;
+                if held.skips == 1 {
+                    outbox.held.push(held.clone());
+                }
+                (held.mitigation, held.kind, held.resource_version, held.seen) =
+                    (mitigation, kind, resource_version, seen);
+                Some(skip_backoff_ms(held.skips))
+            }
+            None => {
+                if let Some(mut held) = self.held.remove(object) {
+                    held.seen = seen(&held.kind).unwrap_or(held.seen);
+                    held.released = true;
+                    outbox.held.push(held);
+                }
+                None
+            }
+        }
+    }
 }
 
 thread_local! {
@@ -120,6 +237,9 @@ impl State {
     fn send(&mut self, action: Action) -> RequestId {
         self.next_request += 1;
         let id = self.next_request;
+        if let Some(object) = &self.own_writes.reconciling {
+            self.own_writes.sent_for.insert(id, object.clone());
+        }
         self.outbox.push_request(id, action);
         self.pending.insert(id, Pending::default());
         id
@@ -195,6 +315,41 @@ fn strictest(a: ListMode, b: ListMode) -> ListMode {
         ListMode::Consistent => 2,
     };
     if rank(b) > rank(a) { b } else { a }
+}
+
+/// Whether the controller may start reconciling `object` now, as the
+/// component's staleness mitigations decide: `None` if it may, else how
+/// long (virtual ms) until it tries again. Always `None` with none on.
+pub(crate) fn may_sync(object: &ObjectKey) -> Option<u64> {
+    with_state(|state| {
+        if state.own_writes.mitigations.is_empty() {
+            return None;
+        }
+        let now = state.now_ms.unwrap_or(0);
+        let State { own_writes, outbox, watches, synced, .. } = state;
+        let seen = |kind: &str| {
+            let synced = watches.iter().zip(synced.iter()).filter(|(spec, _)| spec.kind == kind);
+            synced.map(|(_, version)| version.parse::<u64>().ok()).min().flatten()
+        };
+        own_writes.gate(object, now, seen, outbox)
+    })
+}
+
+/// Runs `poll` with the requests it sends counted as made while
+/// reconciling `object` (what KEP-5647 remembers its writes under).
+pub(crate) fn reconciling<T>(object: &ObjectKey, poll: impl FnOnce() -> T) -> T {
+    let tracked = with_state(|state| {
+        let on = !state.own_writes.mitigations.is_empty();
+        if on {
+            state.own_writes.reconciling = Some(object.clone());
+        }
+        on
+    });
+    let result = poll();
+    if tracked {
+        with_state(|state| state.own_writes.reconciling = None);
+    }
+    result
 }
 
 /// Sends `action` and waits for its result, matched by request id.
@@ -452,7 +607,8 @@ impl Plugin {
 impl recon_abi::Controller for Plugin {
     fn init(&mut self, config: &ComponentConfig) -> Manifest {
         // Every init is a fresh instance: nothing survives but the code.
-        let state = Rc::new(RefCell::new(State { params: config.params.clone(), ..State::default() }));
+        let own_writes = OwnWrites { mitigations: config.mitigations.clone(), ..OwnWrites::default() };
+        let state = Rc::new(RefCell::new(State { params: config.params.clone(), own_writes, ..State::default() }));
         let mut executor = Executor::new();
         for kind in &self.allowed {
             state.borrow_mut().uses_kind(kind);
@@ -480,6 +636,7 @@ impl recon_abi::Controller for Plugin {
                 }
                 InputEvent::Result(result) => {
                     let mut state = state.borrow_mut();
+                    state.own_writes.written(result.id, result);
                     // A result without a slot was given up on (or is not ours).
                     if let Some(pending) = result.id.and_then(|id| state.pending.get_mut(&id)) {
                         pending.result = Some(result.clone());
@@ -555,4 +712,89 @@ fn catching<T>(export: &str, f: impl FnOnce() -> T) -> Result<T, recon_abi::Cras
             .unwrap_or("a panic with a non-string payload");
         recon_abi::Crash::new(format!("{export} panicked: {}", message.replace('\n', " ")))
     })
+}
+
+#[cfg(test)]
+mod own_writes_tests {
+    //! The gate both staleness mitigations share, on its own: what each
+    //! waits for, the back-off between skipped syncs, and the one report at
+    //! each end of a wait.
+
+    use recon_abi::{ActionResult, HeldSync, Mitigation, ObjectKey, Output, RequestId, Verb};
+    use recon_sdk::testing::{ObjectExt, object, succeeded};
+
+    use super::{OwnWrites, skip_backoff_ms};
+
+    fn set(name: &str) -> ObjectKey {
+        ObjectKey::new("ReplicaSet", "default", name)
+    }
+
+    /// A write of a pod at `version`, sent while reconciling `owner` as request `id`.
+    fn pod_written(writes: &mut OwnWrites, owner: &ObjectKey, id: RequestId, version: &str) {
+        writes.sent_for.insert(id, owner.clone());
+        let pod = object("Pod", "default", &format!("p{id}")).at_version(version);
+        writes.written(Some(id), &ActionResult { id: Some(id), ..succeeded(Verb::Create, &pod) });
+    }
+
+    fn gate(writes: &mut OwnWrites, object: &ObjectKey, now: u64, pods_seen: u64) -> (Option<u64>, Vec<HeldSync>) {
+        let mut outbox = Output::default();
+        let seen = |kind: &str| (kind == "Pod").then_some(pods_seen);
+        let wait = writes.gate(object, now, seen, &mut outbox);
+        (wait, outbox.held)
+    }
+
+    #[test]
+    fn kep_5647_holds_only_the_object_whose_sync_wrote() {
+        let mut writes =
+            OwnWrites { mitigations: vec![Mitigation::StaleControllerConsistency], ..OwnWrites::default() };
+        pod_written(&mut writes, &set("a"), 1, "40");
+        let (wait, held) = gate(&mut writes, &set("a"), 100, 30);
+        assert_eq!(wait, Some(5));
+        let [held] = &held[..] else { panic!("{held:?}") };
+        assert_eq!((held.kind.as_str(), held.resource_version, held.seen, held.since_ms), ("Pod", 40, 30, 100));
+        // Another set's sync goes on: the KEP holds per object, not the controller.
+        assert_eq!(gate(&mut writes, &set("b"), 100, 30), (None, vec![]));
+    }
+
+    #[test]
+    fn read_your_own_writes_holds_every_sync_until_the_kind_is_caught_up() {
+        let mut writes = OwnWrites { mitigations: vec![Mitigation::ReadYourOwnWrites], ..OwnWrites::default() };
+        pod_written(&mut writes, &set("a"), 1, "40");
+        // A list of pods waits for the highest pod write, whoever's sync made it.
+        let (wait, held) = gate(&mut writes, &set("b"), 100, 39);
+        assert_eq!((wait, held.len()), (Some(5), 1));
+        assert_eq!(gate(&mut writes, &set("c"), 100, 40).0, None);
+    }
+
+    #[test]
+    fn a_skipped_sync_backs_off_exponentially_and_reports_its_wait_once_at_each_end() {
+        let mut writes =
+            OwnWrites { mitigations: vec![Mitigation::StaleControllerConsistency], ..OwnWrites::default() };
+        pod_written(&mut writes, &set("a"), 1, "40");
+        let waits: Vec<Option<u64>> = (0..4).map(|i| gate(&mut writes, &set("a"), 100 + i, 30).0).collect();
+        assert_eq!(waits, [Some(5), Some(10), Some(20), Some(40)]);
+        let (wait, held) = gate(&mut writes, &set("a"), 900, 41);
+        assert_eq!(wait, None);
+        let [released] = &held[..] else { panic!("{held:?}") };
+        assert!(released.released);
+        assert_eq!((released.since_ms, released.skips, released.seen), (100, 4, 41));
+        // Caught up: nothing more to report.
+        assert_eq!(gate(&mut writes, &set("a"), 901, 41), (None, vec![]));
+    }
+
+    #[test]
+    fn the_back_off_is_client_gos_default_5ms_doubling_to_1000s() {
+        assert_eq!(skip_backoff_ms(1), 5);
+        assert_eq!(skip_backoff_ms(2), 10);
+        assert_eq!(skip_backoff_ms(40), 1_000_000);
+    }
+
+    #[test]
+    fn a_kind_without_an_informer_and_a_failed_write_hold_nothing() {
+        let mut writes = OwnWrites { mitigations: Mitigation::ALL.to_vec(), ..OwnWrites::default() };
+        writes.sent_for.insert(1, set("a"));
+        let event = object("Event", "default", "e").at_version("50");
+        writes.written(Some(1), &ActionResult { id: Some(1), ..succeeded(Verb::Create, &event) });
+        assert_eq!(gate(&mut writes, &set("a"), 0, 0), (None, vec![]));
+    }
 }

@@ -197,8 +197,12 @@ impl Preparer {
             };
             let plugin = self.compile(swap, &file.scenario.limits.plugins)?;
             // Started as the simulator will start it, to read what it declares.
-            let config =
-                ComponentConfig { name: spec.name.clone(), node: spec.node.clone(), params: spec.params.clone() };
+            let config = ComponentConfig {
+                name: spec.name.clone(),
+                node: spec.node.clone(),
+                params: spec.params.clone(),
+                mitigations: spec.mitigations.clone(),
+            };
             let manifest = plugin.start().init(&config);
             match manifest.map(|m| fit(&file.scenario, &swap.component, &swap.file_name, &m)) {
                 Ok(Fit::Refused(reason)) => {

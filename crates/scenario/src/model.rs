@@ -161,6 +161,25 @@ impl Scenario {
         Ok(())
     }
 
+    /// Switches mitigation `name` (`staleControllerConsistency`,
+    /// `readYourOwnWrites`) on for `component`, or off; says what exists
+    /// when either is unknown.
+    pub fn set_mitigation(&mut self, component: &str, name: &str, on: bool) -> Result<(), String> {
+        let mitigation = Mitigation::from_name(name).ok_or_else(|| {
+            let known: Vec<&str> = Mitigation::ALL.iter().map(|m| m.name()).collect();
+            format!("there is no mitigation {name:?} (there are: {})", known.join(", "))
+        })?;
+        let names: Vec<&str> = self.components.iter().map(|c| c.name.as_str()).collect();
+        let message = format!("the scenario has no component {component:?} (it has: {})", names.join(", "));
+        let target = self.components.iter_mut().find(|c| c.name == component).ok_or(message)?;
+        if on {
+            target.switch_on(mitigation);
+        } else {
+            target.mitigations.retain(|m| *m != mitigation);
+        }
+        Ok(())
+    }
+
     /// The scenario as it runs: every enabled fix's changes made to its
     /// components (in the order the fixes are declared), `expect` the
     /// outcome expected with exactly those fixes on, and no `fixes` left
@@ -242,6 +261,9 @@ pub struct ComponentChange {
     /// the component's value of it; the others stay).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, Value>,
+    /// Mitigations switched on besides the component's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mitigations: Vec<Mitigation>,
 }
 
 impl ComponentChange {
@@ -255,6 +277,9 @@ impl ComponentChange {
         }
         for (key, value) in &self.params {
             component.params.insert(key.clone(), value.clone());
+        }
+        for mitigation in &self.mitigations {
+            component.switch_on(*mitigation);
         }
     }
 }
@@ -598,6 +623,12 @@ pub struct Component {
     /// Free-form parameters handed to the controller.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, Value>,
+    /// Upstream mitigations of stale reads of its own writes to switch on
+    /// (`staleControllerConsistency`, `readYourOwnWrites`); none by
+    /// default. A controller built on Recon's kube runtime applies them to
+    /// every reconcile; see the README's *Mitigations*.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mitigations: Vec<Mitigation>,
     /// When its process first starts (e.g. a controller rolled out during
     /// the run). Default 0: with the cluster.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -635,6 +666,20 @@ pub struct LeaderElection {
     pub retry_period: Millis,
 }
 
+impl Component {
+    /// Switches `mitigation` on (once).
+    pub fn switch_on(&mut self, mitigation: Mitigation) {
+        if !self.mitigations.contains(&mitigation) {
+            self.mitigations.push(mitigation);
+        }
+    }
+
+    /// Whether `mitigation` is on.
+    pub fn has(&self, mitigation: Mitigation) -> bool {
+        self.mitigations.contains(&mitigation)
+    }
+}
+
 fn is_zero(m: &Millis) -> bool {
     m.0 == 0
 }
@@ -655,7 +700,7 @@ fn default_retry_period() -> Millis {
     Millis(500)
 }
 
-pub use recon_abi::ListMode;
+pub use recon_abi::{ListMode, Mitigation};
 
 /// One timed step of the script.
 ///

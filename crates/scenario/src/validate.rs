@@ -431,8 +431,15 @@ impl<'a> Validator<'a> {
             for (j, change) in fix.components.iter().enumerate() {
                 let at = format!("{path}.components[{j}]");
                 self.reference(format!("{at}.name"), &change.name, &defined.components);
-                if change.controller.is_none() && change.list_mode.is_none() && change.params.is_empty() {
-                    self.report(at, format!("this change of `{}` sets no controller, listMode or params", change.name));
+                if change.controller.is_none()
+                    && change.list_mode.is_none()
+                    && change.params.is_empty()
+                    && change.mitigations.is_empty()
+                {
+                    self.report(
+                        at,
+                        format!("this change of `{}` sets no controller, listMode, params or mitigations", change.name),
+                    );
                 }
             }
             self.expectation(&format!("{path}.expect"), &fix.expect, s);

@@ -122,7 +122,10 @@ fn a_fix_needs_a_unique_name_a_summary_a_change_and_checks_for_its_expectation()
             (17, 14, "fix `gate` needs a one-sentence summary".to_owned()),
         ]
     );
-    let text = TWO_FIXES.replace("    components:\n      - {name: rs, listMode: quorum, controller: replicaset-fixed}\n", "    components: []\n");
+    let text = TWO_FIXES.replace(
+        "    components:\n      - {name: rs, listMode: quorum, controller: replicaset-fixed}\n",
+        "    components: []\n",
+    );
     assert_eq!(
         problems(&text),
         [(18, 17, "fix `quorum` changes nothing: name at least one component and what changes in it".to_owned())]
@@ -140,10 +143,49 @@ fn an_unknown_field_of_a_fix_is_reported_at_its_key() {
 
 #[test]
 fn a_lesson_of_more_than_one_line_is_refused_at_its_line() {
-    let text = TWO_FIXES.replace("apiServers:", "lesson: \"An expired expectation\\nis not a fulfilled one.\"\napiServers:");
+    let text =
+        TWO_FIXES.replace("apiServers:", "lesson: \"An expired expectation\\nis not a fulfilled one.\"\napiServers:");
     let found = problems(&text);
     assert_eq!(found.len(), 1, "{found:?}");
     let (line, _, message) = &found[0];
     assert_eq!(*line, 3, "{found:?}");
     assert!(message.contains("one line"), "{message}");
+}
+
+/// A component's mitigations: known names parse, travel through a fix and
+/// back through YAML; an unknown one is an error at its line and column.
+const MITIGATED: &str = "\
+name: own-writes
+apiServers: [{name: a}]
+components:
+  - {name: rs, controller: replicaset, apiServer: a, mitigations: [readYourOwnWrites]}
+fixes:
+  - name: kep
+    summary: Skip the sync until the informers have seen its own writes.
+    components:
+      - {name: rs, mitigations: [staleControllerConsistency]}
+";
+
+#[test]
+fn mitigations_parse_switch_on_through_a_fix_and_survive_yaml() {
+    use recon_scenario::Mitigation;
+    let mut scenario = parse("own-writes.yaml", MITIGATED).unwrap();
+    assert_eq!(scenario.components[0].mitigations, [Mitigation::ReadYourOwnWrites]);
+    scenario.set_fix("kep", true).unwrap();
+    let run = scenario.with_fixes_applied();
+    assert_eq!(run.components[0].mitigations, [Mitigation::ReadYourOwnWrites, Mitigation::StaleControllerConsistency]);
+    let back = parse("again.yaml", &recon_scenario::to_yaml(&run)).unwrap();
+    assert_eq!(back.components[0].mitigations, run.components[0].mitigations);
+    assert!(scenario.set_mitigation("rs", "noSuchThing", true).unwrap_err().contains("readYourOwnWrites"));
+    assert!(scenario.set_mitigation("nobody", "readYourOwnWrites", true).unwrap_err().contains("rs"));
+}
+
+#[test]
+fn an_unknown_mitigation_is_reported_at_its_line_and_column() {
+    let text = MITIGATED.replace("mitigations: [readYourOwnWrites]", "mitigations: [readMyMind]");
+    let found = problems(&text);
+    let [(line, column, message)] = &found[..] else { panic!("{found:?}") };
+    assert_eq!(*line, 4, "{message}");
+    assert!(*column > 1, "{column}");
+    assert!(message.contains("readMyMind"), "{message}");
 }

@@ -247,6 +247,7 @@ impl Component {
             name: self.spec.name.clone(),
             node: self.spec.node.clone(),
             params: self.spec.params.clone(),
+            mitigations: self.spec.mitigations.clone(),
         };
         fresh.init(&config).ok()?;
         let output = fresh.handle(&Input { time_ms: now, events, containers: None }).ok()?;
@@ -331,6 +332,7 @@ impl Component {
             name: self.spec.name.clone(),
             node: self.spec.node.clone(),
             params: self.spec.params.clone(),
+            mitigations: self.spec.mitigations.clone(),
         };
         let manifest = controller.init(&config);
         self.record_logs(env, controller.take_logs(), &[started]);
@@ -827,6 +829,13 @@ impl Component {
             Event::Reconcile { component: self.spec.name.clone(), view_revision, inputs, actions, held_back: held },
             causes,
         );
+        for held in output.held {
+            env.engine.record(
+                env.engine.lanes.component(self.id),
+                Event::SyncHeld { component: self.spec.name.clone(), held },
+                vec![entry],
+            );
+        }
         let ids = output.request_ids;
         for (i, action) in output.actions.into_iter().enumerate() {
             let id = ids.get(i).copied().flatten();

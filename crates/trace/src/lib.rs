@@ -28,7 +28,7 @@ pub use explain::{
     CrashSummary, Explanation, ExplanationStep, Unavailability, crashes, explain, explain_all, unavailability,
 };
 
-use recon_abi::{EventType, ObjectKey, PatchType, PodRef, Status, Verb};
+use recon_abi::{EventType, HeldSync, ObjectKey, PatchType, PodRef, Status, Verb};
 use recon_scenario::Check;
 use serde::{Deserialize, Serialize};
 
@@ -391,6 +391,19 @@ pub enum Event {
         /// each: they reach it in the next call.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         held_back: Vec<String>,
+    },
+    /// A staleness mitigation began, or ended, holding back a component's
+    /// reconcile of one object until its informer observed the component's
+    /// own write (KEP-5647's skipped sync; controller-runtime's
+    /// read-your-own-writes wait). Recorded after the call that reported it
+    /// (its cause). An ended wait carries when it began, so a reader draws
+    /// the whole wait from that one entry.
+    #[serde(rename_all = "camelCase")]
+    SyncHeld {
+        /// The component.
+        component: String,
+        /// What was held, on which write, and since when.
+        held: HeldSync,
     },
     /// The host refused an action that the component's manifest does not allow.
     #[serde(rename_all = "camelCase")]

@@ -4,6 +4,8 @@
 use recon_abi::ObjectKey;
 use recon_scenario::StepAction;
 
+use recon_abi::HeldSync;
+
 use crate::{Entry, Event, ServedFrom};
 
 /// Virtual time as a reader wants it: `t=8.012s`.
@@ -127,12 +129,32 @@ pub fn describe(e: &Entry) -> String {
                 format!("{component} reconciles (view at revision {view_revision}{stale}): {}", actions.join("; "))
             }
         }
+        Event::SyncHeld { component, held } => held_sync(component, held),
         Event::ActionRefused { component, action, status } => {
             format!("{component}: {action} refused: {}", status.message)
         }
         Event::ContainerStarted { node, pod } => format!("{node} starts a container for {pod}"),
         Event::ContainerStopped { node, pod } => format!("{node} stops the container of {pod}"),
         Event::Violation { message, .. } => message.clone(),
+    }
+}
+
+/// A held reconcile in words: `replicaset-controller holds its sync of
+/// ReplicaSet default/web (staleControllerConsistency): waiting for its own
+/// Pod write at revision 12; its Pod informer is at 9`.
+pub fn held_sync(component: &str, held: &HeldSync) -> String {
+    let HeldSync { mitigation, object, kind, resource_version, seen, since_ms, skips, released } = held;
+    if *released {
+        format!(
+            "{component} syncs {object} again ({mitigation}): its {kind} informer is at {seen}, past its own write \
+             at revision {resource_version}; held since {} ({skips} syncs skipped)",
+            fmt_time(*since_ms)
+        )
+    } else {
+        format!(
+            "{component} holds its sync of {object} ({mitigation}): waiting for its own {kind} write at revision \
+             {resource_version}; its {kind} informer is at {seen}"
+        )
     }
 }
 

@@ -54,13 +54,10 @@ pub enum State {
     Expired,
 }
 
-/// Every set's expectations, and each set's last pod write (KEP-5647).
+/// Every set's expectations.
 #[derive(Debug, Default)]
 pub struct Expectations {
     sets: BTreeMap<Key, Pending>,
-    /// The resourceVersion of the last pod write (create or delete) each
-    /// set's sync made.
-    last_write: BTreeMap<Key, u64>,
     /// The pods of a relist in progress (between `Init` and `InitDone`).
     listing: Option<BTreeSet<Key>>,
 }
@@ -115,8 +112,7 @@ impl Expectations {
 
     /// The answer to one of `set`'s creates: the new pod's resourceVersion,
     /// or whether its failure is transient.
-    pub fn created(&mut self, set: &Key, written: Option<&str>, failed: Option<bool>, now_ms: u64) {
-        self.wrote(set, written);
+    pub fn created(&mut self, set: &Key, failed: Option<bool>, now_ms: u64) {
         if let Some(transient) = failed
             && let Some(e) = self.sets.get_mut(set)
         {
@@ -131,8 +127,7 @@ impl Expectations {
     /// The answer to one of `set`'s deletes, of `pod`: the pod's
     /// resourceVersion when it is still there (terminating), or whether
     /// the delete's failure is transient.
-    pub fn deleted(&mut self, set: &Key, pod: &Key, written: Option<&str>, failed: Option<bool>, now_ms: u64) {
-        self.wrote(set, written);
+    pub fn deleted(&mut self, set: &Key, pod: &Key, failed: Option<bool>, now_ms: u64) {
         if let Some(transient) = failed
             && let Some(e) = self.sets.get_mut(set)
         {
@@ -140,18 +135,6 @@ impl Expectations {
             if transient {
                 e.not_before_ms = now_ms + RETRY_AFTER.as_millis() as u64;
             }
-        }
-    }
-
-    /// The resourceVersion of `set`'s last pod write, if it made one.
-    pub fn last_write(&self, set: &Key) -> Option<u64> {
-        self.last_write.get(set).copied()
-    }
-
-    fn wrote(&mut self, set: &Key, written: Option<&str>) {
-        if let Some(revision) = written.and_then(|v| v.parse::<u64>().ok()) {
-            let last = self.last_write.entry(set.clone()).or_default();
-            *last = (*last).max(revision);
         }
     }
 

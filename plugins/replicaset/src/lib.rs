@@ -41,17 +41,17 @@
 //! - `expiredExpectations: wait`: expiry is not satisfaction; the set waits
 //!   until its informer shows what it wrote;
 //! - `expiredExpectations: relist`: on expiry, read the set's pods with a
-//!   quorum list (`resourceVersion` unset, from etcd) and act on that;
-//! - `staleControllerConsistency: true`: KEP-5647's read-your-own-writes
-//!   gate: remember the resourceVersion of the controller's own last pod
-//!   write for each set, and skip the set's sync while the pod informer
-//!   has not reached it.
+//!   quorum list (`resourceVersion` unset, from etcd) and act on that.
 //!
-//! Everything is kube's public API but three calls of `kube::recon`: the
+//! KEP-5647's read-your-own-writes gate (the fix Kubernetes 1.36 shipped)
+//! is not this controller's code: it is the component's
+//! `mitigations: [staleControllerConsistency]`, which Recon's kube
+//! runtime applies to every controller built on it.
+//!
+//! Everything is kube's public API but two calls of `kube::recon`: the
 //! component's parameters ([`Settings::from_params`], where a real
-//! controller reads flags), the virtual clock (where it would read
-//! `Instant::now`), and the pod informer's last resourceVersion (client-go
-//! has it; kube's stores do not).
+//! controller reads flags) and the virtual clock (where it would read
+//! `Instant::now`).
 //!
 //! Differences from the real controller: pods are found by ownership only
 //! (no label-selector matching, no adoption or release of orphans); no
@@ -136,8 +136,6 @@ pub struct Settings {
     pub expectations_timeout_ms: u64,
     /// `expiredExpectations`: what expired expectations mean.
     pub on_expiry: OnExpiry,
-    /// `staleControllerConsistency`: KEP-5647's gate.
-    pub stale_controller_consistency: bool,
     /// `scaleDownTieBreak`.
     pub tie_break: TieBreak,
 }
@@ -147,7 +145,6 @@ impl Default for Settings {
         Settings {
             expectations_timeout_ms: DEFAULT_EXPECTATIONS_TIMEOUT_MS,
             on_expiry: OnExpiry::default(),
-            stale_controller_consistency: false,
             tie_break: TieBreak::default(),
         }
     }
@@ -160,8 +157,6 @@ impl Settings {
         Ok(Settings {
             expectations_timeout_ms: recon::param("expectationsTimeoutMs")?.unwrap_or(default.expectations_timeout_ms),
             on_expiry: recon::param("expiredExpectations")?.unwrap_or(default.on_expiry),
-            stale_controller_consistency: recon::param("staleControllerConsistency")?
-                .unwrap_or(default.stale_controller_consistency),
             tie_break: recon::param("scaleDownTieBreak")?.unwrap_or(default.tie_break),
         })
     }
@@ -247,15 +242,6 @@ fn is_transient(error: &kube::Error) -> bool {
     !matches!(error, kube::Error::Api(s) if matches!(s.reason.as_str(), "Conflict" | "NotFound" | "AlreadyExists"))
 }
 
-/// KEP-5647's check: whether the pod informer has not yet reached the
-/// controller's own last pod write for the set. (Kubernetes compares
-/// resourceVersions only since they are comparable, KEP-5504; here they
-/// are etcd revisions.)
-fn behind_own_writes(set: &Key, ctx: &Data) -> bool {
-    let seen = recon::last_sync_resource_version::<Pod>().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    ctx.expectations().last_write(set).is_some_and(|written| seen < written)
-}
-
 /// The set's pods read from etcd (a quorum list of its namespace), for
 /// expired expectations with `expiredExpectations: relist`.
 async fn quorum_list(rs: &ReplicaSet, ctx: &Data) -> Result<Vec<Pod>, Error> {
@@ -275,11 +261,6 @@ async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Data>) -> Result<Action, Error>
     let set = key(&*rs);
     let uid = rs.metadata.uid.clone().ok_or(Error::MissingField(".metadata.uid"))?;
     ctx.expectations().forget_other_incarnations(&set, &uid);
-    if ctx.settings.stale_controller_consistency && behind_own_writes(&set, &ctx) {
-        // KEP-5647: the informer has not yet seen what this controller
-        // wrote; the event that shows it wakes the set again.
-        return Ok(Action::await_change());
-    }
     let now = now_ms();
     let state = ctx.expectations().state(&set, now);
     let (fulfilled, live) = match state {
@@ -372,8 +353,7 @@ async fn sync_pods(
             let create = async move {
                 let result = pods.create(&PostParams::default(), template).await;
                 let failed = result.as_ref().err().map(is_transient);
-                let written = result.ok().and_then(|p| p.metadata.resource_version);
-                ctx.expectations().created(set, written.as_deref(), failed, now_ms());
+                ctx.expectations().created(set, failed, now_ms());
                 failed
             };
             writes.push(create.boxed_local());
@@ -392,9 +372,7 @@ async fn sync_pods(
                 let params = DeleteParams { preconditions: Some(preconditions), ..DeleteParams::default() };
                 let result = pods.delete(&name, &params).await;
                 let failed = result.as_ref().err().map(is_transient);
-                // Gone at once, or still there (terminating) at a new version.
-                let written = result.ok().and_then(|r| r.left()).and_then(|p| p.metadata.resource_version);
-                ctx.expectations().deleted(set, &key(&*victim), written.as_deref(), failed, now_ms());
+                ctx.expectations().deleted(set, &key(&*victim), failed, now_ms());
                 failed
             };
             writes.push(delete.boxed_local());

@@ -2,8 +2,8 @@
 //! lists, watch events, answers to its requests (by request id) and timers.
 
 use recon_abi::{
-    Action as Wire, ActionResult, ComponentConfig, Controller as _, InputEvent, Object, ObjectKey, Outcome, Output,
-    StatusReason, Verb,
+    Action as Wire, ActionResult, ComponentConfig, Controller as _, InputEvent, Mitigation, Object, ObjectKey, Outcome,
+    Output, StatusReason, Verb,
 };
 use recon_sdk::testing::{ObjectExt, added, deleted, failed, input, listed, modified, object, pod, succeeded};
 use serde_json::{Value, json};
@@ -11,9 +11,19 @@ use serde_json::{Value, json};
 use super::*;
 
 fn controller_with(params: &[(&str, Value)]) -> kube::Plugin {
+    controller_mitigated(params, &[])
+}
+
+fn controller_mitigated(params: &[(&str, Value)], mitigations: &[Mitigation]) -> kube::Plugin {
     let mut c = controller();
     let params = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-    let manifest = c.init(&ComponentConfig { name: "replicaset-controller".into(), params, ..Default::default() });
+    let config = ComponentConfig {
+        name: "replicaset-controller".into(),
+        params,
+        mitigations: mitigations.to_vec(),
+        ..Default::default()
+    };
+    let manifest = c.init(&config);
     let kinds: Vec<&str> = manifest.watches.iter().map(|w| w.kind.as_str()).collect();
     assert_eq!(kinds, ["ReplicaSet", "Pod"]);
     c
@@ -278,15 +288,41 @@ fn with_expired_expectations_wait_the_set_waits_for_its_informer_issue_129795() 
 }
 
 #[test]
-fn kep_5647_skips_the_sync_until_the_informer_has_seen_the_controllers_own_last_write() {
+fn kep_5647_skips_the_sync_until_the_informer_has_seen_the_controllers_own_write() {
     // KEP-5647 (https://github.com/kubernetes/enhancements/issues/5647): a
-    // controller remembers the resourceVersion of its last write for an
-    // object and does not sync it while its informer is older than that.
-    let (mut c, created) = created_but_unseen(&[("staleControllerConsistency", json!(true))]);
-    // Expired, but the pod informer is at 30 and the controller wrote at 40.
-    assert_eq!(c.handle(&input(5_000, vec![fire(5_000)])).actions, [], "the whole sync is skipped");
+    // controller remembers the resourceVersion of what it wrote while
+    // syncing an object and skips that object's sync while its informer is
+    // older; here the runtime's `staleControllerConsistency`, not the
+    // controller's code.
+    let mut c = controller_mitigated(&[], &[Mitigation::StaleControllerConsistency]);
+    let set = web(1);
+    let out = c.handle(&input(0, vec![listed(0, "30", vec![set.clone()]), listed(1, "30", vec![])]));
+    let create = pod_writes(&out)[0].0;
+    let status =
+        out.actions.iter().position(|a| matches!(a, Wire::UpdateStatus { .. })).and_then(|i| out.request_id(i));
+    let created = pod("default", "web-a", "uid-web-a", "40").owned_by(&set).with_label("app", "web");
+    let mut answers = vec![answer(create, succeeded(Verb::Create, &created))];
+    answers.extend(status.map(|id| answer(id, succeeded(Verb::UpdateStatus, &set.clone().at_version("41")))));
+    c.handle(&input(10, answers));
+    // The set changes (a sync is due) while the pod informer is at 30 and
+    // the controller wrote a pod at 40.
+    let out = c.handle(&input(5_000, vec![modified(0, set.at_version("42"))]));
+    assert_eq!(creates(&out), 0, "the whole sync is skipped: {out:?}");
+    let [held] = &out.held[..] else { panic!("one wait begins: {out:?}") };
+    assert_eq!(held.object, ObjectKey::new("ReplicaSet", "default", "web"));
+    assert_eq!((held.kind.as_str(), held.resource_version, held.seen, held.released), ("Pod", 40, 30, false));
     // Once it has seen revision 40, the set is synced, and is whole.
-    assert_eq!(creates(&c.handle(&input(6_000, vec![added(1, created)]))), 0);
+    let out = c.handle(&input(6_000, vec![added(1, created)]));
+    assert_eq!(creates(&out), 0);
+    let [released] = &out.held[..] else { panic!("the wait ends: {out:?}") };
+    assert!(released.released);
+    assert_eq!((released.since_ms, released.seen, released.skips), (5_000, 40, 1));
+}
+
+#[test]
+fn without_a_mitigation_nothing_is_held() {
+    let (mut c, _) = created_but_unseen(&[]);
+    assert!(c.handle(&input(5_000, vec![modified(0, web(1).at_version("42"))])).held.is_empty());
 }
 
 #[test]

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use futures::{Stream, TryFuture};
 use kube_core::{DynamicObject, Resource};
-use recon_abi::{EventType, Object};
+use recon_abi::{EventType, Object, ObjectKey};
 use serde::de::DeserializeOwned;
 
 use super::reflector::{Key, ObjectRef, Store};
@@ -489,6 +489,12 @@ where
         });
         let started = !due.is_empty();
         for key in due {
+            // A staleness mitigation may hold the sync until the informers
+            // have seen this component's own writes; it is tried again later.
+            if let Some(after_ms) = recon::may_sync(&self.object_key(&key)) {
+                lock(&self.queue).schedule(key, now.saturating_add(after_ms));
+                continue;
+            }
             let object_ref = ObjectRef::<K>::from_key(&key, self.dyntype.clone());
             match self.reader.get(&object_ref) {
                 Some(object) => {
@@ -501,6 +507,11 @@ where
         started
     }
 
+    /// The object a queue key names, as the host names objects.
+    fn object_key(&self, key: &Key) -> ObjectKey {
+        ObjectKey::new(K::kind(&self.dyntype), key.0.clone(), key.1.clone())
+    }
+
     /// Polls every running reconcile once, in start order; a finished one
     /// is requeued as its action (or the error policy) says. Returns
     /// whether any finished.
@@ -508,7 +519,9 @@ where
         let mut done = false;
         let mut index = 0;
         while index < self.running.len() {
-            let poll = self.running[index].2.as_mut().try_poll(cx);
+            let object = self.object_key(&self.running[index].0);
+            let running = &mut self.running[index].2;
+            let poll = recon::reconciling(&object, || running.as_mut().try_poll(cx));
             let Poll::Ready(result) = poll else {
                 index += 1;
                 continue;

@@ -1,6 +1,7 @@
 //! The page's panels, as functions of the state: the header with the run's
 //! status, the controls, the timeline and the findings.
 
+use recon_abi::Mitigation;
 use recon_scenario::{Scenario, StepAction};
 use recon_trace::text::fmt_time;
 use web_sys::{DragEvent, HtmlInputElement, HtmlSelectElement};
@@ -569,6 +570,21 @@ fn components(state: &State, ctx: &Context<App>) -> Html {
                                 }) }
                             </select>
                         </label>
+                        <div class="mitigations" title="Upstream mitigations of stale reads of the component's own writes; a controller built on Recon's kube runtime (ReplicaSet, Deployment) applies them">
+                            { for Mitigation::ALL.into_iter().map(|m| {
+                                let toggle = link.callback(move |e: Event| {
+                                    let on = checked_of(&e);
+                                    edit(move |s| settings::set_mitigation(s, j, m, on))
+                                });
+                                html! {
+                                    <label>
+                                        <input type="checkbox" id={format!("mitigation-{}-{name}", m.name())}
+                                            checked={component.has(m)} onchange={toggle} />
+                                        { settings::mitigation_label(m) }
+                                    </label>
+                                }
+                            }) }
+                        </div>
                         <div class="upload-row">
                             <label class="upload">
                                 { "Upload .wasm" }

@@ -5,7 +5,7 @@
 //! worker then runs. So what the page shows is always a scenario file that
 //! `recon run` would run the same way.
 
-use recon_abi::ListMode;
+use recon_abi::{ListMode, Mitigation};
 use recon_scenario::{Millis, Scenario, Step, StepAction, Window};
 
 /// A fault the user adds to the script at a chosen time.
@@ -93,6 +93,25 @@ pub fn set_api_server(scenario: &mut Scenario, component: usize, api_server: &st
 pub fn set_list_mode(scenario: &mut Scenario, component: usize, mode: Option<ListMode>) {
     if let Some(c) = scenario.components.get_mut(component) {
         c.list_mode = mode;
+    }
+}
+
+/// Switches a staleness mitigation on or off for a component.
+pub fn set_mitigation(
+    scenario: &mut Scenario,
+    component: usize,
+    mitigation: Mitigation,
+    on: bool,
+) -> Result<(), String> {
+    let name = scenario.components.get(component).map(|c| c.name.clone()).ok_or("there is no such component")?;
+    scenario.set_mitigation(&name, mitigation.name(), on)
+}
+
+/// A mitigation as its checkbox says it.
+pub fn mitigation_label(mitigation: Mitigation) -> &'static str {
+    match mitigation {
+        Mitigation::StaleControllerConsistency => "wait for own writes per object (KEP-5647)",
+        Mitigation::ReadYourOwnWrites => "read-your-own-writes client (controller-runtime)",
     }
 }
 
@@ -195,6 +214,17 @@ mod tests {
         assert!(add_partition(&mut scenario, 0, Millis(5_000), Some(Millis(5_000))).is_err());
         assert!(set_api_server(&mut scenario, 0, "apiserver-9").is_err());
         assert_eq!(scenario, before);
+    }
+
+    #[test]
+    fn a_mitigation_switches_on_once_and_off_again() {
+        let mut scenario = default_scenario();
+        set_mitigation(&mut scenario, 1, Mitigation::ReadYourOwnWrites, true).unwrap();
+        set_mitigation(&mut scenario, 1, Mitigation::ReadYourOwnWrites, true).unwrap();
+        assert_eq!(scenario.components[1].mitigations, [Mitigation::ReadYourOwnWrites]);
+        set_mitigation(&mut scenario, 1, Mitigation::ReadYourOwnWrites, false).unwrap();
+        assert!(scenario.components[1].mitigations.is_empty());
+        assert!(set_mitigation(&mut scenario, 99, Mitigation::ReadYourOwnWrites, true).is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use recon_trace::EntryId;
 
 use super::model::{LaneMarks, MarkKind};
-use super::staleness::StalenessBand;
+use super::staleness::{InformerBand, StalenessBand, StoreRevisions};
 use super::viewport::Viewport;
 
 /// The mark drawn in one pixel column of a lane.
@@ -83,6 +83,25 @@ pub fn band_runs(band: &StalenessBand, view: &Viewport, out: &mut Vec<BandRun>) 
         let start = view.x_of(sample.time_ms as f64).floor().max(-1.0) as i64;
         let end = (view.x_of(band.sample_end(i) as f64).ceil() as i64).min(limit);
         add_run(out, start, end.max(start + 1), sample.behind());
+    }
+}
+
+/// A component's informer lag (see [`InformerBand`]) over the visible
+/// columns, as [`band_runs`] does for a cache: each column shows the most
+/// it was behind within it.
+pub fn informer_runs(band: &InformerBand, store: &StoreRevisions, view: &Viewport, out: &mut Vec<BandRun>) {
+    out.clear();
+    let (from, to) = (view.time_at(-1.0), view.time_at(view.width_px + 1.0));
+    let limit = view.width_px.ceil() as i64 + 1;
+    let mut open: Option<(i64, u64)> = None;
+    band.changes(store, from, to, |time, behind| {
+        let start = view.x_of(time).floor().max(-1.0) as i64;
+        if let Some((begun, was)) = open.replace((start, behind)) {
+            add_run(out, begun, start.max(begun + 1), was);
+        }
+    });
+    if let Some((begun, was)) = open {
+        add_run(out, begun, limit.max(begun + 1), was);
     }
 }
 

@@ -15,7 +15,7 @@ use recon_trace::text::fmt_time;
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
-use super::columns::{BandRun, ColumnMark, aggregate_marks, band_runs, column_of};
+use super::columns::{BandRun, ColumnMark, aggregate_marks, band_runs, column_of, informer_runs};
 use super::layout::{LaneLayout, mark_position};
 use super::model::{MarkKind, TimelineModel};
 use super::theme::*;
@@ -131,6 +131,8 @@ pub fn draw(surface: &Surface, frame: &Frame, scratch: &mut Scratch) {
     grid(ctx, frame, &tick_times);
     partitions(ctx, frame);
     bands(ctx, frame, scratch);
+    informer_bands(ctx, frame, scratch);
+    waits(ctx, frame);
     // Lines across every lane go under the marks, so they never tint them.
     violation_lines(ctx, frame);
     time_lines(ctx, frame);
@@ -225,6 +227,59 @@ fn bands(ctx: &CanvasRenderingContext2d, f: &Frame, scratch: &mut Scratch) {
             ctx.rect(x, bottom - h, (run.to_column - run.from_column) as f64, 1.5);
         }
         ctx.fill();
+    }
+}
+
+/// Each component's informer lag (its view behind etcd) as a thin step
+/// strip along its lane's bottom, on one scale for all components, one
+/// value per pixel column (the most behind within it).
+fn informer_bands(ctx: &CanvasRenderingContext2d, f: &Frame, scratch: &mut Scratch) {
+    let max_behind = f.model.max_informer_behind();
+    if max_behind == 0 {
+        return;
+    }
+    ctx.set_fill_style_str(INFORMER_FILL);
+    ctx.begin_path();
+    for band in &f.model.informers {
+        informer_runs(band, &f.model.store, &f.view, &mut scratch.runs);
+        let bottom = f.layout.bottom(band.lane);
+        let usable = (f.layout.heights[band.lane] * 0.3).min(INFORMER_BAND_MAX_PX);
+        for run in scratch.runs.iter().filter(|r| r.behind > 0) {
+            let h = (usable * run.behind as f64 / max_behind as f64).max(1.0);
+            let x = f.gutter + run.from_column as f64;
+            ctx.rect(x, bottom - h, (run.to_column - run.from_column) as f64, h);
+        }
+    }
+    ctx.fill();
+}
+
+/// Reconciles a staleness mitigation held: a band across the upper half of
+/// the component's lane from when it was held to when it went ahead, with
+/// "waiting for own Pod write rv N" where it fits.
+fn waits(ctx: &CanvasRenderingContext2d, f: &Frame) {
+    ctx.set_font(FONT_SMALL);
+    ctx.set_text_baseline("middle");
+    ctx.set_text_align("left");
+    for wait in &f.model.waits {
+        let from = f.view.x_of(wait.from_ms as f64);
+        let until = wait.until_ms.unwrap_or(f.model.end_ms);
+        let to = f.view.x_of(until as f64);
+        if to < -EDGE_MARGIN_PX || from > f.view.width_px + EDGE_MARGIN_PX {
+            continue;
+        }
+        let (from, to) = (from.max(-EDGE_MARGIN_PX), to.min(f.view.width_px + EDGE_MARGIN_PX));
+        let width = (to - from).max(2.0);
+        let top = f.layout.tops[wait.lane] + 2.0;
+        let height = (f.layout.heights[wait.lane] * 0.45).max(6.0);
+        ctx.set_fill_style_str(WAIT_FILL);
+        ctx.fill_rect(f.gutter + from, top, width, height);
+        ctx.set_fill_style_str(WAIT_EDGE);
+        ctx.fill_rect(f.gutter + from, top, 1.5, height);
+        ctx.fill_rect(f.gutter + from + width - 1.5, top, 1.5, height);
+        let label = wait.label();
+        if width > label.len() as f64 * 5.5 + 10.0 {
+            let _ = ctx.fill_text(&label, f.gutter + from.max(0.0) + 5.0, top + height / 2.0);
+        }
     }
 }
 

@@ -4,8 +4,9 @@
 use recon_trace::text::{describe, fmt_time};
 use recon_trace::{EntryId, Event, Trace};
 
+use super::model::WaitSpan;
 use super::model::{MarkKind, PartitionWindow, TimelineModel};
-use super::staleness::StalenessBand;
+use super::staleness::{InformerBand, StalenessBand, StoreRevisions};
 
 /// A tooltip's text: a heading line, then plain lines.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,6 +86,44 @@ pub fn band_tooltip(band: &StalenessBand, time_ms: f64) -> Tooltip {
         format!("Most behind in this run: {} revisions; longest lag {} ms", band.max_behind, band.max_lag_ms)
     };
     Tooltip { heading: format!("{} · {} watch cache", fmt_time(at), band.api_server), lines: vec![now, most] }
+}
+
+/// A component's informer band at a moment: how far its view trails etcd
+/// (client-go's `store_resource_version` set against etcd's revision).
+pub fn informer_tooltip(band: &InformerBand, store: &StoreRevisions, time_ms: f64) -> Tooltip {
+    let at = time_ms.max(0.0).round() as u64;
+    let now = match band.view_at(time_ms) {
+        Some(view) => {
+            let head = store.at(time_ms);
+            match head.saturating_sub(view) {
+                0 => format!("Its informers have seen everything up to etcd's revision {head}"),
+                behind => format!("Its informers' view is {behind} revisions behind etcd (at {view}, etcd at {head})"),
+            }
+        }
+        None => "No view: it has not listed yet".to_string(),
+    };
+    let most = format!("Most behind in this run: {} revisions", band.max_behind);
+    Tooltip { heading: format!("{} · {} informers", fmt_time(at), band.component), lines: vec![now, most] }
+}
+
+/// A held reconcile's tooltip: what it waited for, and how long.
+pub fn wait_tooltip(model: &TimelineModel, wait: &WaitSpan) -> Tooltip {
+    let component = model.lanes.get(wait.lane).map_or("", |l| l.name.as_str());
+    let how_long = match wait.until_ms {
+        Some(until) => format!(
+            "Held from {} until {} ({} ms), when its {} informer reached revision {}",
+            fmt_time(wait.from_ms),
+            fmt_time(until),
+            until - wait.from_ms,
+            wait.kind,
+            wait.resource_version
+        ),
+        None => format!("Held from {} to the end of the run", fmt_time(wait.from_ms)),
+    };
+    Tooltip {
+        heading: format!("{component} · {} ({})", wait.label(), wait.mitigation),
+        lines: vec![format!("Its sync of {} waits to see its own write", wait.object), how_long],
+    }
 }
 
 /// A partition window's tooltip.

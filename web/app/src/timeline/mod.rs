@@ -33,7 +33,9 @@
 //! label gutter narrows on a narrow screen ([`theme::gutter_width`]).
 //!
 //! Hooks for browser tests: the root `#timeline` carries `data-lanes` (lane
-//! names, comma-separated, top to bottom) and `data-violations` (a count);
+//! names, comma-separated, top to bottom), `data-violations` (a count) and
+//! `data-waits` (each reconcile a staleness mitigation held, as
+//! `lane:from_ms-until_ms`, comma-separated; `until` empty if never let go);
 //! the canvas is `#timeline-canvas`, with `data-selected-x` and
 //! `data-selected-y` (CSS pixels from its top left) where the selected
 //! entry's mark was last drawn, absent while it is out of sight, and
@@ -70,7 +72,9 @@ use crate::Shared;
 pub use bench::{bench_scenario, pan_benchmark};
 
 use self::draw::{Frame, Scratch, Surface, draw};
-use self::hover::{Tooltip, band_tooltip, entry_tooltip, partition_at, partition_tooltip};
+use self::hover::{
+    Tooltip, band_tooltip, entry_tooltip, informer_tooltip, partition_at, partition_tooltip, wait_tooltip,
+};
 use self::layout::{LaneLayout, hit_test, mark_position};
 use self::model::{MarkKind, TimelineModel};
 use self::theme::*;
@@ -202,6 +206,10 @@ enum Target {
     Band(usize),
     /// A partition window, away from any mark.
     Partition(usize),
+    /// A held reconcile's band (its index in the model's waits), away from any mark.
+    Wait(usize),
+    /// A component's lane, away from any mark: its informer band.
+    Informer(usize),
 }
 
 /// The pointer's place on the canvas, in CSS pixels from its top-left.
@@ -401,6 +409,7 @@ impl Component for Timeline {
         };
         let violations = self.model.violations.len();
         let lanes = self.model.lane_names().collect::<Vec<_>>().join(",");
+        let waits = self.model.waits_hook();
         let on_down = link.batch_callback(|e: MouseEvent| {
             // Only the main button drags or picks; the others keep their menus.
             (e.button() == 0).then(|| {
@@ -420,7 +429,7 @@ impl Component for Timeline {
         );
         html! {
             <div id="timeline" class="timeline" ref={self.root.clone()} tabindex="0" style={ROOT_STYLE}
-                data-lanes={lanes} data-violations={violations.to_string()} onkeydown={on_key}
+                data-lanes={lanes} data-violations={violations.to_string()} data-waits={waits} onkeydown={on_key}
                 aria-label="Timeline: arrow keys step between events, + and - zoom, v jumps to the first violation, 0 fits the run">
                 <div class="timeline-toolbar" role="toolbar" style={TOOLBAR_STYLE}>
                     { button("tl-first-violation", "⚑ First violation",
@@ -728,6 +737,14 @@ impl Timeline {
         if self.model.band_on(lane).is_some() {
             return Some(Target::Band(lane));
         }
+        let time = self.view.time_at(plot_x);
+        if let Some(wait) = self.model.wait_at(lane, time) {
+            let index = self.model.waits.iter().position(|w| std::ptr::eq(w, wait));
+            return index.map(Target::Wait);
+        }
+        if self.model.informer_on(lane).is_some_and(|b| b.behind_at(&self.model.store, time) > 0) {
+            return Some(Target::Informer(lane));
+        }
         partition_at(&self.model, lane, self.view.time_at(plot_x)).map(Target::Partition)
     }
 
@@ -787,6 +804,16 @@ impl Timeline {
                 if !self.model.partitions.is_empty() {
                     <span>{ swatch(PARTITION_FILL) }{ "partitioned" }</span>
                 }
+                if self.model.max_informer_behind() > 0 {
+                    <span title="Height: how many revisions a component's informers trail etcd (client-go's store_resource_version against etcd's)">
+                        { swatch(INFORMER_FILL) }{ "view behind etcd" }
+                    </span>
+                }
+                if !self.model.waits.is_empty() {
+                    <span title="A reconcile a staleness mitigation held until the component's informer saw its own write">
+                        { swatch(WAIT_FILL) }{ "waiting for own write" }
+                    </span>
+                }
             </span>
         }
     }
@@ -801,6 +828,11 @@ impl Timeline {
             Target::Entry(id) => entry_tooltip(&props.trace, &self.model, id),
             Target::Band(lane) => self.model.band_on(lane).map(|b| band_tooltip(b, self.view.time_at(x - self.gutter))),
             Target::Partition(i) => self.model.partitions.get(i).map(|w| partition_tooltip(&self.model, w)),
+            Target::Wait(i) => self.model.waits.get(i).map(|w| wait_tooltip(&self.model, w)),
+            Target::Informer(lane) => self
+                .model
+                .informer_on(lane)
+                .map(|b| informer_tooltip(b, &self.model.store, self.view.time_at(x - self.gutter))),
         };
         let Some(tip) = tip else { return html! {} };
         // Flip to the pointer's left near the right edge, so it stays on screen.

@@ -12,7 +12,7 @@ use recon_scenario::Check;
 use recon_trace::{EntryId, Event, Trace};
 
 use super::lanes::{Lane, LaneRole, derive_lanes};
-use super::staleness::{StalenessBand, staleness_bands};
+use super::staleness::{InformerBand, StalenessBand, StoreRevisions, informer_bands, staleness_bands};
 
 /// What a mark stands for: its colour, and what survives when several
 /// marks share a pixel. Declared most important first.
@@ -91,7 +91,7 @@ impl MarkKind {
             Event::Script { .. } | Event::Halted { .. } => MarkKind::Script,
             Event::EventPublished { .. } => MarkKind::KubeEvent,
             Event::Logged { .. } => MarkKind::Log,
-            Event::Reconcile { .. } => MarkKind::Reconcile,
+            Event::Reconcile { .. } | Event::SyncHeld { .. } => MarkKind::Reconcile,
             Event::CacheApply { .. } | Event::CacheRelist { .. } | Event::Compaction { .. } => MarkKind::Cache,
             Event::WatchDelivered { .. } => MarkKind::Watch,
         }
@@ -192,6 +192,13 @@ pub struct TimelineModel {
     pub partitions: Vec<PartitionWindow>,
     /// One band per watch cache.
     pub bands: Vec<StalenessBand>,
+    /// The store's revision over the run (what informer bands trail).
+    pub store: StoreRevisions,
+    /// One band per component: how far its informers' view trails the store.
+    pub informers: Vec<InformerBand>,
+    /// Reconciles a staleness mitigation held, in the order their waits ended
+    /// (those still held at the end last).
+    pub waits: Vec<WaitSpan>,
     /// Time of the first entry.
     pub start_ms: u64,
     /// Time of the last entry.
@@ -252,15 +259,26 @@ impl TimelineModel {
             .filter_map(|(i, l)| l.owner.clone().map(|server| (server, i)))
             .collect();
         let bands = staleness_bands(trace, &order, &caches);
+        let components: Vec<(String, usize)> = lanes
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| matches!(l.role, LaneRole::Controller | LaneRole::NodeAgent { .. }))
+            .map(|(i, l)| (l.name.clone(), i))
+            .collect();
+        let (store, informers) = informer_bands(trace, &order, &components);
 
         let start_ms = order.first().map_or(0, |id| entry_time[*id as usize]);
         let end_ms = order.last().map_or(0, |id| entry_time[*id as usize]);
+        let waits = wait_spans(trace, &order, &entry_lane);
         TimelineModel {
             lanes,
             marks,
             violations,
             partitions,
             bands,
+            store,
+            informers,
+            waits,
             start_ms,
             end_ms,
             entry_lane,
@@ -350,10 +368,97 @@ impl TimelineModel {
         self.bands.iter().find(|b| b.lane == lane)
     }
 
+    /// The informer band drawn on a lane, if it is a component's lane.
+    pub fn informer_on(&self, lane: usize) -> Option<&InformerBand> {
+        self.informers.iter().find(|b| b.lane == lane)
+    }
+
+    /// The waits as the browser tests' hook reads them:
+    /// `lane-name:from_ms-until_ms`, comma-separated.
+    pub fn waits_hook(&self) -> String {
+        let name = |lane: usize| self.lanes.get(lane).map_or("", |l| l.name.as_str());
+        let until = |w: &WaitSpan| w.until_ms.map(|u| u.to_string()).unwrap_or_default();
+        self.waits.iter().map(|w| format!("{}:{}-{}", name(w.lane), w.from_ms, until(w))).collect::<Vec<_>>().join(",")
+    }
+
+    /// The wait drawn on `lane` at `time_ms`, if any.
+    pub fn wait_at(&self, lane: usize, time_ms: f64) -> Option<&WaitSpan> {
+        self.waits.iter().find(|w| {
+            w.lane == lane && w.from_ms as f64 <= time_ms && w.until_ms.map_or(self.end_ms, |u| u) as f64 >= time_ms
+        })
+    }
+
+    /// The scale shared by every informer band: the most revisions any
+    /// component's view was behind.
+    pub fn max_informer_behind(&self) -> u64 {
+        self.informers.iter().map(|b| b.max_behind).max().unwrap_or(0)
+    }
+
     /// The scale shared by every band: the most revisions any cache was behind.
     pub fn max_behind(&self) -> u64 {
         self.bands.iter().map(|b| b.max_behind).max().unwrap_or(0)
     }
+}
+
+/// A reconcile held by a staleness mitigation until the component's
+/// informer observed its own write: drawn on the component's lane from
+/// when it was held to when it went ahead.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitSpan {
+    /// The component's lane.
+    pub lane: usize,
+    /// When the wait began.
+    pub from_ms: u64,
+    /// When the reconcile went ahead; `None`: still held when the run ended.
+    pub until_ms: Option<u64>,
+    /// The entry that ended it (or began it, if it never ended).
+    pub entry: EntryId,
+    /// The kind whose informer it waited on.
+    pub kind: String,
+    /// The resourceVersion of the own write it waited to see.
+    pub resource_version: u64,
+    /// The mitigation that held it.
+    pub mitigation: String,
+    /// The object whose reconcile waited.
+    pub object: String,
+}
+
+impl WaitSpan {
+    /// `waiting for own Pod write rv 12`.
+    pub fn label(&self) -> String {
+        format!("waiting for own {} write rv {}", self.kind, self.resource_version)
+    }
+}
+
+/// The waits the trace's `SyncHeld` entries report: an ended wait carries
+/// its start, so each is one entry; a wait begun and never ended runs to
+/// the end of the run.
+fn wait_spans(trace: &Trace, order: &[EntryId], entry_lane: &[u32]) -> Vec<WaitSpan> {
+    let mut open: BTreeMap<(usize, String), WaitSpan> = BTreeMap::new();
+    let mut spans = Vec::new();
+    for entry in order.iter().filter_map(|id| trace.get(*id)) {
+        let Event::SyncHeld { held, .. } = &entry.event else { continue };
+        let lane = entry_lane.get(entry.id as usize).map_or(0, |l| *l as usize);
+        let key = (lane, held.object.to_string());
+        let span = WaitSpan {
+            lane,
+            from_ms: held.since_ms,
+            until_ms: held.released.then_some(entry.time_ms),
+            entry: entry.id,
+            kind: held.kind.clone(),
+            resource_version: held.resource_version,
+            mitigation: held.mitigation.to_string(),
+            object: held.object.to_string(),
+        };
+        if held.released {
+            open.remove(&key);
+            spans.push(span);
+        } else {
+            open.insert(key, span);
+        }
+    }
+    spans.extend(open.into_values());
+    spans
 }
 
 /// Partition windows from the started/healed entries, in time order.

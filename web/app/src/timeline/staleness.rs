@@ -1,4 +1,12 @@
-//! How far each watch cache trails the store, over time.
+//! How far each watch cache, and each component's informers, trail the
+//! store over time.
+//!
+//! A component's band is client-go's `store_resource_version` metric (the
+//! latest resourceVersion each informer has synced, Kubernetes 1.36, KEP-5647)
+//! set against etcd's revision: its view is at the revision of its last
+//! informer list, or of the newest watch event (or bookmark) delivered
+//! to it, whichever came later; a relist from a stale cache moves it back.
+//! A fresh instance has no view until its first list, and draws nothing.
 //!
 //! The store's revision comes from its writes, a cache's from the events it
 //! applied (or the revision it rebuilt itself at). Between two entries both
@@ -9,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use recon_trace::{EntryId, Event, Trace};
+use recon_trace::{EntryId, Event, ReadPurpose, Trace};
 
 /// The store and a cache at one moment, until the next sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,6 +165,150 @@ pub fn staleness_bands(trace: &Trace, order: &[EntryId], caches: &[(String, usiz
             (0..band.samples.len()).map(|i| band.samples[i].lag_ms_at(band.sample_end(i))).max().unwrap_or(0);
     }
     bands
+}
+
+/// The store's revision over the run: one step per write that moved it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoreRevisions {
+    /// (from when, revision), in time order.
+    pub steps: Vec<(u64, u64)>,
+}
+
+impl StoreRevisions {
+    /// The store's revision at `time_ms` (0 before its first write).
+    pub fn at(&self, time_ms: f64) -> u64 {
+        let i = self.steps.partition_point(|(t, _)| *t as f64 <= time_ms);
+        i.checked_sub(1).map_or(0, |i| self.steps[i].1)
+    }
+}
+
+/// One component's informer view over the run, to set against the store's
+/// revision: its own steps only, so a run with many components and many
+/// writes costs one step per write plus one per delivery, never their product.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InformerBand {
+    /// The component.
+    pub component: String,
+    /// Its lane.
+    pub lane: usize,
+    /// (from when, the revision its view is at; `None`: no view), in time order.
+    pub views: Vec<(u64, Option<u64>)>,
+    /// The most revisions it was ever behind.
+    pub max_behind: u64,
+}
+
+impl InformerBand {
+    /// Its view's revision at `time_ms`, if it had one.
+    pub fn view_at(&self, time_ms: f64) -> Option<u64> {
+        let i = self.views.partition_point(|(t, _)| *t as f64 <= time_ms);
+        i.checked_sub(1).and_then(|i| self.views[i].1)
+    }
+
+    /// How many revisions its view is behind the store at `time_ms`.
+    pub fn behind_at(&self, store: &StoreRevisions, time_ms: f64) -> u64 {
+        self.view_at(time_ms).map_or(0, |view| store.at(time_ms).saturating_sub(view))
+    }
+
+    /// Calls `each(time, behind)` at `from_ms` and at every moment in
+    /// `(from_ms, to_ms]` where how far behind it is changes, in time
+    /// order: a merge of the two step series over that stretch only.
+    pub fn changes(&self, store: &StoreRevisions, from_ms: f64, to_ms: f64, mut each: impl FnMut(f64, u64)) {
+        let mut view_i = self.views.partition_point(|(t, _)| *t as f64 <= from_ms);
+        let mut store_i = store.steps.partition_point(|(t, _)| *t as f64 <= from_ms);
+        let mut last = self.behind_at(store, from_ms);
+        each(from_ms, last);
+        loop {
+            let next_view = self.views.get(view_i).map(|(t, _)| *t as f64).filter(|t| *t <= to_ms);
+            let next_store = store.steps.get(store_i).map(|(t, _)| *t as f64).filter(|t| *t <= to_ms);
+            let time = match (next_view, next_store) {
+                (None, None) => break,
+                (Some(v), Some(s)) => v.min(s),
+                (Some(v), None) => v,
+                (None, Some(s)) => s,
+            };
+            while self.views.get(view_i).is_some_and(|(t, _)| *t as f64 == time) {
+                view_i += 1;
+            }
+            while store.steps.get(store_i).is_some_and(|(t, _)| *t as f64 == time) {
+                store_i += 1;
+            }
+            let behind = self.behind_at(store, time);
+            if behind != last {
+                last = behind;
+                each(time, behind);
+            }
+        }
+    }
+}
+
+/// The store's revisions, and the views of the given components' informers
+/// (component name, its lane), in one pass over the entries in time order
+/// (`order`), from what the trace says was delivered to each.
+pub fn informer_bands(
+    trace: &Trace,
+    order: &[EntryId],
+    components: &[(String, usize)],
+) -> (StoreRevisions, Vec<InformerBand>) {
+    let by_name: BTreeMap<&str, usize> =
+        components.iter().enumerate().map(|(i, (name, _))| (name.as_str(), i)).collect();
+    let mut bands: Vec<InformerBand> = components
+        .iter()
+        .map(|(name, lane)| InformerBand { component: name.clone(), lane: *lane, views: Vec::new(), max_behind: 0 })
+        .collect();
+    let mut store = StoreRevisions::default();
+    let mut store_revision = 0;
+    for entry in order.iter().filter_map(|id| trace.get(*id)) {
+        let (i, view) = match &entry.event {
+            Event::StoreWrite { revision, .. } => {
+                if *revision > store_revision {
+                    store_revision = *revision;
+                    match store.steps.last_mut() {
+                        Some(last) if last.0 == entry.time_ms => last.1 = store_revision,
+                        _ => store.steps.push((entry.time_ms, store_revision)),
+                    }
+                }
+                continue;
+            }
+            Event::ListServed { component, revision, purpose: ReadPurpose::InformerList, .. } => {
+                let Some(&i) = by_name.get(component.as_str()) else { continue };
+                (i, Some(*revision))
+            }
+            Event::WatchDelivered { component, revision, .. } => {
+                let Some(&i) = by_name.get(component.as_str()) else { continue };
+                let before = bands[i].views.last().and_then(|(_, v)| *v);
+                (i, Some(before.map_or(*revision, |b| b.max(*revision))))
+            }
+            Event::ComponentStarted { component, .. } | Event::ComponentCrashed { component, .. } => {
+                let Some(&i) = by_name.get(component.as_str()) else { continue };
+                (i, None)
+            }
+            _ => continue,
+        };
+        let band = &mut bands[i];
+        if band.views.last().is_some_and(|(_, v)| *v == view) {
+            continue;
+        }
+        match band.views.last_mut() {
+            Some(last) if last.0 == entry.time_ms => last.1 = view,
+            _ => band.views.push((entry.time_ms, view)),
+        }
+    }
+    // The store only moves forward, so a view is furthest behind at the end
+    // of the stretch it holds for.
+    let end_ms = order.last().and_then(|id| trace.get(*id)).map_or(0, |e| e.time_ms);
+    for band in &mut bands {
+        band.max_behind = (0..band.views.len())
+            .filter_map(|i| {
+                let view = band.views[i].1?;
+                let until = band.views.get(i + 1).map_or(end_ms, |(t, _)| *t);
+                let before = store.steps.partition_point(|(t, _)| *t < until.max(band.views[i].0 + 1));
+                let revision = before.checked_sub(1).map_or(0, |j| store.steps[j].1);
+                Some(revision.saturating_sub(view))
+            })
+            .max()
+            .unwrap_or(0);
+    }
+    (store, bands)
 }
 
 /// Appends a sample, keeping one per instant and none that repeats the last.

@@ -754,3 +754,127 @@ fn scaling_a_scenario_repeats_its_story_and_multiplies_its_replicas() {
     let text = recon_scenario::to_yaml(&s);
     assert_eq!(recon_scenario::parse("scaled.yaml", &text).unwrap(), s);
 }
+
+// ---- informer bands and held reconciles ----
+
+fn informer_list(component: &str, revision: u64, store_revision: u64) -> Event {
+    Event::ListServed {
+        component: component.into(),
+        api_server: "apiserver-1".into(),
+        request: "list Pods resourceVersion=\"0\"".into(),
+        purpose: recon_trace::ReadPurpose::InformerList,
+        served_from: ServedFrom::Cache,
+        revision,
+        store_revision,
+        stale_ms: 0,
+        partitioned: false,
+        objects: Vec::new(),
+    }
+}
+
+fn held(object: &str, since_ms: u64, resource_version: u64, released: bool) -> Event {
+    Event::SyncHeld {
+        component: "rs".into(),
+        held: recon_abi::HeldSync {
+            mitigation: recon_abi::Mitigation::StaleControllerConsistency,
+            object: ObjectKey::new("ReplicaSet", "default", object),
+            kind: "Pod".into(),
+            resource_version,
+            seen: 3,
+            since_ms,
+            skips: 2,
+            released,
+        },
+    }
+}
+
+#[test]
+fn informer_band_is_how_many_revisions_the_components_view_trails_the_store() {
+    let trace = trace_of(
+        &lanes_with(&["rs"]),
+        vec![
+            (0, "etcd", write(5, ""), vec![]),
+            (10, "rs", informer_list("rs", 5, 5), vec![]),
+            (20, "etcd", write(6, "apiserver-1"), vec![]),
+            (30, "etcd", write(7, "apiserver-1"), vec![]),
+            (40, "rs", watch("rs", 6), vec![]),
+            (50, "rs", watch("rs", 7), vec![]),
+        ],
+    );
+    let model = TimelineModel::build(&trace);
+    let band = model.informer_on(model.lane_named("rs").unwrap()).expect("a component lane has an informer band");
+    let behind = |t: f64| band.behind_at(&model.store, t);
+    assert_eq!([behind(5.0), behind(15.0), behind(25.0), behind(35.0), behind(45.0), behind(55.0)], [0, 0, 1, 2, 1, 0]);
+    assert_eq!(band.max_behind, 2);
+    assert_eq!(model.max_informer_behind(), 2);
+}
+
+#[test]
+fn informer_band_has_no_view_before_the_first_list_and_after_a_crash() {
+    let crashed = Event::ComponentCrashed { component: "rs".into(), reason: "out of fuel".into() };
+    let trace = trace_of(
+        &lanes_with(&["rs"]),
+        vec![
+            (0, "etcd", write(5, ""), vec![]),
+            (10, "rs", informer_list("rs", 5, 5), vec![]),
+            (20, "rs", crashed, vec![]),
+            (30, "etcd", write(9, "apiserver-1"), vec![]),
+            // A relist from a stale cache: the view goes back.
+            (40, "rs", informer_list("rs", 4, 9), vec![]),
+        ],
+    );
+    let model = TimelineModel::build(&trace);
+    let band = model.informer_on(model.lane_named("rs").unwrap()).unwrap();
+    assert_eq!(band.view_at(5.0), None);
+    assert_eq!(band.view_at(25.0), None);
+    assert_eq!(band.behind_at(&model.store, 35.0), 0, "no view, nothing drawn");
+    assert_eq!(band.behind_at(&model.store, 45.0), 5);
+}
+
+#[test]
+fn informer_band_columns_show_the_most_behind_within_each_pixel() {
+    // A one-millisecond lag of 3 revisions, zoomed out to 100 ms a pixel,
+    // still shows in its column.
+    let trace = trace_of(
+        &lanes_with(&["rs"]),
+        vec![
+            (0, "rs", informer_list("rs", 1, 1), vec![]),
+            (500, "etcd", write(4, "apiserver-1"), vec![]),
+            (501, "rs", watch("rs", 4), vec![]),
+            (10_000, "etcd", write(5, "apiserver-1"), vec![]),
+            (10_000, "rs", watch("rs", 5), vec![]),
+        ],
+    );
+    let model = TimelineModel::build(&trace);
+    let band = model.informer_on(model.lane_named("rs").unwrap()).unwrap();
+    let view = Viewport { start_ms: 0.0, ms_per_px: 100.0, width_px: 100.0 };
+    let mut runs = Vec::new();
+    super::columns::informer_runs(band, &model.store, &view, &mut runs);
+    let behind_in =
+        |column: i64| runs.iter().find(|r| r.from_column <= column && column < r.to_column).map(|r| r.behind);
+    assert_eq!(behind_in(5), Some(3));
+    assert_eq!(behind_in(50).unwrap_or(0), 0);
+}
+
+#[test]
+fn a_held_reconcile_is_a_span_on_its_components_lane_from_hold_to_release() {
+    let trace = trace_of(
+        &lanes_with(&["rs"]),
+        vec![
+            (100, "rs", held("web", 100, 12, false), vec![]),
+            (150, "rs", held("other", 150, 13, false), vec![]),
+            (900, "rs", held("web", 100, 12, true), vec![]),
+            (1_000, "rs", watch("rs", 13), vec![]),
+        ],
+    );
+    let model = TimelineModel::build(&trace);
+    let lane = model.lane_named("rs").unwrap();
+    let spans: Vec<(u64, Option<u64>, &str)> =
+        model.waits.iter().map(|w| (w.from_ms, w.until_ms, w.object.as_str())).collect();
+    assert_eq!(spans, [(100, Some(900), "ReplicaSet default/web"), (150, None, "ReplicaSet default/other")]);
+    assert_eq!(model.waits[0].label(), "waiting for own Pod write rv 12");
+    assert!(model.wait_at(lane, 500.0).is_some());
+    assert_eq!(model.wait_at(lane, 950.0).map(|w| w.from_ms), Some(150), "never released: held to the end");
+    assert!(model.wait_at(lane, 50.0).is_none());
+    assert_eq!(model.waits_hook(), "rs:100-900,rs:150-");
+}

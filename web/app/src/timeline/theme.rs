@@ -31,6 +31,14 @@ pub const PARTITION_FILL_FAINT: &str = "rgba(100, 116, 139, 0.09)";
 pub const STALENESS_FILL: &str = "rgba(234, 88, 12, 0.30)";
 /// The band's top edge, so small lags stay visible.
 pub const STALENESS_EDGE: &str = "rgba(194, 65, 12, 0.85)";
+/// A component's informer lag (its view behind etcd): a thin strip at its lane's bottom.
+pub const INFORMER_FILL: &str = "rgba(13, 148, 136, 0.35)";
+/// The tallest an informer band's strip gets.
+pub const INFORMER_BAND_MAX_PX: f64 = 7.0;
+/// A reconcile held by a staleness mitigation, waiting for its own write.
+pub const WAIT_FILL: &str = "rgba(202, 138, 4, 0.22)";
+/// The edge and label of a held reconcile's band.
+pub const WAIT_EDGE: &str = "rgba(161, 98, 7, 0.95)";
 /// The line across every lane at a violation.
 pub const VIOLATION_LINE: &str = "rgba(220, 38, 38, 0.35)";
 /// The selected entry's outline and time line.
