@@ -34,7 +34,7 @@ fn run(name: &str, wasm: bool, component: &str, keys: &[ObjectKey]) -> Outcome {
     .expect("scenario builds");
     sim.run();
     let objects =
-        keys.iter().map(|k| sim.store().get(k, None).expect("the store answers").map(|kv| kv.value)).collect();
+        keys.iter().map(|k| sim.store().get(k, None).expect("the store answers").map(|kv| (*kv.value).clone())).collect();
     let trace = sim.into_trace();
     let crashes = explain::crashes(&trace);
     assert!(crashes.is_empty(), "{:?}", crashes.iter().map(|c| &c.reason).collect::<Vec<_>>());
@@ -250,7 +250,7 @@ fn the_kube_rs_deployment_controller_rolls_a_template_change_out_with_the_same_t
     // At the end: every pod is of the new template, the old set is empty.
     let mut sim = Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).expect("scenario builds");
     sim.run();
-    let get = |key: ObjectKey| sim.store().get(&key, None).expect("the store answers").map(|kv| kv.value);
+    let get = |key: ObjectKey| sim.store().get(&key, None).expect("the store answers").map(|kv| (*kv.value).clone());
     let web = get(ObjectKey::new("Deployment", "default", "web")).expect("the deployment exists");
     assert_eq!(web.status["updatedReplicas"], 4, "{}", web.status);
     assert_eq!(web.status["replicas"], 4, "{}", web.status);

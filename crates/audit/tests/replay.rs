@@ -30,7 +30,7 @@ fn run_and_log(scenario: &Scenario, dir: &Path) -> (Trace, Vec<LogFile>) {
     let mut sim = Sim::new(scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).expect("scenario builds");
     sim.run();
     let store = sim.store();
-    let logs = audit_logs_with_objects(sim.trace(), &|rev| store.event(rev).map(|e| e.value.clone())).unwrap();
+    let logs = audit_logs_with_objects(sim.trace(), &|rev| store.event(rev).map(|e| (*e.value).clone())).unwrap();
     let files = logs
         .into_iter()
         .map(|log| {

@@ -4,6 +4,8 @@
 //! deletion of bound pods, generation bumps on spec changes, the size limit
 //! — and kubectl's apply and patch as actions.
 
+use std::sync::Arc;
+
 use recon_abi::{
     Action, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Object, ObjectKey, ObjectMeta, Patch, PatchParams,
     PropagationPolicy, Status, StatusReason, event::EVENT_KIND,
@@ -196,7 +198,7 @@ fn commit(store: &mut Store, now: u64, write: Write, dry_run: bool) -> Result<Ad
                 expected,
                 actual: kv.mod_revision,
             })),
-            None => Ok(kv.value),
+            None => Ok(Arc::unwrap_or_clone(kv.value)),
         }
     };
     match write {
@@ -256,7 +258,7 @@ fn write_object(
                     commit(store, now, Write::Create(object), dry_run)
                 }
                 Some(kv) => {
-                    let mut next = kv.value.clone();
+                    let mut next = Object::clone(&kv.value);
                     next.metadata.labels = object.metadata.labels;
                     next.metadata.annotations = object.metadata.annotations;
                     // A kind's other top-level fields (a ConfigMap's data) are
@@ -371,7 +373,7 @@ fn admit_patch(
     if status {
         has_status(kinds, &key.kind)?;
     }
-    let current = store.get(&key, None).map_err(status_of)?.map(|kv| kv.value);
+    let current = store.get(&key, None).map_err(status_of)?.map(|kv| Arc::unwrap_or_clone(kv.value));
     let creates = matches!(body, Patch::Apply(_)) && !status;
     if current.is_none() && !creates {
         return Err(Status::new(StatusReason::NotFound, format!("{key} not found")));
@@ -574,7 +576,7 @@ pub(crate) fn not_served(kind: &str) -> Status {
 
 fn current(store: &Store, key: &ObjectKey) -> Result<Object, Status> {
     match store.get(key, None).map_err(status_of)? {
-        Some(kv) => Ok(kv.value),
+        Some(kv) => Ok(Arc::unwrap_or_clone(kv.value)),
         None => Err(Status::new(StatusReason::NotFound, format!("{key} not found"))),
     }
 }

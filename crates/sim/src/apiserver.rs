@@ -5,9 +5,10 @@
 //! streaming watch events.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use recon_abi::event::EVENT_KIND;
-use recon_abi::{Action, EventType, Object, ObjectKey, Outcome, Patch, Status, StatusReason, Verb, WatchEvent};
+use recon_abi::{Action, EventType, Object, ObjectKey, Outcome, Patch, Status, StatusReason, Verb};
 use recon_store::StoreError;
 use recon_trace::{EntryId, Event, LaneId, LaneRole, ObjectVersion, PatchNote, ServedFrom};
 
@@ -15,7 +16,7 @@ use recon_scenario::Kinds;
 
 use crate::admission::{Admitted, admit, not_served, status_of, too_large};
 use crate::api::{ReadPlan, Request, WatchStart, continue_token, plan_get, plan_list, plan_watch};
-use crate::cache::{CachedEvent, Filter, WatchCache};
+use crate::cache::{CachedEvent, Filter, SharedWatchEvent, WatchCache};
 use crate::engine::Engine;
 use crate::event_api::Version;
 use crate::ids::{ComponentId, ServerId};
@@ -26,10 +27,10 @@ use crate::watchers::{Watcher, Watchers};
 
 /// The BOOKMARK a watch of `kind` is sent at `revision`: no object, only
 /// the revision it has been brought up to.
-fn bookmark_event(kind: &str, revision: u64) -> WatchEvent {
+fn bookmark_event(kind: &str, revision: u64) -> SharedWatchEvent {
     let mut object = Object { kind: kind.to_string(), ..Default::default() };
     object.metadata.resource_version = revision.to_string();
-    WatchEvent { event_type: EventType::Bookmark, object }
+    SharedWatchEvent { event_type: EventType::Bookmark, object: Arc::new(object) }
 }
 
 /// A read waiting for the cache to reach a revision.
@@ -44,7 +45,7 @@ pub(crate) struct Wait {
 
 /// A read's answer, before it is recorded and sent.
 struct Read {
-    objects: Vec<Object>,
+    objects: Vec<Arc<Object>>,
     revision: u64,
     from: ServedFrom,
     continue_token: Option<String>,
@@ -136,7 +137,7 @@ impl ApiServer {
     }
 }
 
-fn object_versions(objects: &[Object]) -> Vec<ObjectVersion> {
+fn object_versions(objects: &[Arc<Object>]) -> Vec<ObjectVersion> {
     objects
         .iter()
         .map(|o| ObjectVersion { key: o.key(), uid: o.metadata.uid.clone(), revision: o.revision().unwrap_or(0) })
@@ -353,7 +354,7 @@ impl ApiServer {
         engine: &mut Engine,
         client: &Client,
         target: &ReadTarget,
-        objects: &[Object],
+        objects: &[Arc<Object>],
         revision: u64,
         from: ServedFrom,
     ) -> EntryId {
@@ -475,7 +476,7 @@ impl ApiServer {
         engine: &Engine,
         filter: &Filter,
         after: u64,
-    ) -> Result<Vec<(WatchEvent, EntryId)>, Status> {
+    ) -> Result<Vec<(SharedWatchEvent, EntryId)>, Status> {
         self.cache.expire(engine.now);
         let cache = &self.cache;
         cache
@@ -611,7 +612,7 @@ impl ApiServer {
             params.field_manager.clone_from(&note.field_manager);
         }
         let answer_in = event_request_version(&action);
-        let answer = |object: Object| answer_in.map_or_else(|| object.clone(), |v| v.view(&object));
+        let answer = |object: &Object| answer_in.map_or_else(|| object.clone(), |v| v.view(object));
         let limit = self.max_object_bytes;
         let result = admit(&mut engine.store, &mut self.rng, &self.kinds, engine.now, limit, action);
         match result {
@@ -634,7 +635,7 @@ impl ApiServer {
                 };
                 let entry = engine.record(lane, unchanged, cause.into_iter().collect());
                 let reply =
-                    Reply::Written { verb, key: object.key(), outcome: Outcome::Ok(Some(answer(object))), entry };
+                    Reply::Written { verb, key: object.key(), outcome: Outcome::Ok(Some(answer(&object))), entry };
                 self.reply(engine, client, reply, back);
                 None
             }
@@ -666,7 +667,7 @@ impl ApiServer {
                 if !removed && event.value.kind == EVENT_KIND {
                     self.event_published(engine, &client, &event.value, entry);
                 }
-                let object = if removed { None } else { Some(answer(event.value.clone())) };
+                let object = if removed { None } else { Some(answer(&event.value)) };
                 let reply = Reply::Written { verb, key, outcome: Outcome::Ok(object), entry };
                 Some(Committed { event, entry, client, reply, delay: back })
             }
@@ -766,7 +767,7 @@ impl ApiServer {
         // Only the watches this event can concern are looked at: one that
         // cannot see it would neither be sent it nor need its `sent` moved
         // (it only matters for revisions this cache has not reached).
-        for id in s.watchers.concerned(&applied.object.kind, applied.prev.as_ref(), &applied.object) {
+        for id in s.watchers.concerned(&applied.object.kind, applied.prev.as_deref(), &applied.object) {
             let w = s.watchers.get_mut(id).expect("concerned watches are open");
             if applied.revision <= w.sent {
                 continue;
@@ -829,7 +830,7 @@ impl ApiServer {
 /// sees them (each with its store write's trace entry); 410 Gone if etcd
 /// has compacted some of them, nothing yet for a revision etcd has not
 /// reached (the watch waits for it).
-fn etcd_backlog(engine: &Engine, filter: &Filter, after: u64) -> Result<Vec<(WatchEvent, EntryId)>, Status> {
+fn etcd_backlog(engine: &Engine, filter: &Filter, after: u64) -> Result<Vec<(SharedWatchEvent, EntryId)>, Status> {
     let events = match engine.store.events_since(after) {
         Ok(events) => events,
         Err(StoreError::FutureRevision { .. }) => return Ok(Vec::new()),

@@ -1,8 +1,14 @@
-//! An API server's watch cache: a copy of the store's state at some
-//! revision, fed by the store's event stream, plus a window of recent events
-//! from which watches resume.
+//! An API server's watch cache: the store's state at some revision, fed by
+//! the store's event stream, plus a window of recent events from which
+//! watches resume.
+//!
+//! The cache holds the store's objects by reference ([`Arc`]), as the
+//! store's events carry them: its state, its window and the watch events
+//! it sends share one immutable copy of each object version with the store
+//! and with every other API server's cache.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use recon_abi::selector::Selector;
 use recon_abi::{EventType, Object, WatchEvent};
@@ -58,7 +64,7 @@ impl Filter {
 
     /// What a watcher with this filter sees of a store event: a change into
     /// the selection is ADDED, out of it DELETED, within it MODIFIED.
-    pub fn view(&self, ev: &CachedEvent) -> Option<WatchEvent> {
+    pub fn view(&self, ev: &CachedEvent) -> Option<SharedWatchEvent> {
         let before = ev.prev.as_ref().is_some_and(|p| self.matches(p));
         let after = !ev.deleted && self.matches(&ev.object);
         let event_type = match (before, after) {
@@ -67,7 +73,27 @@ impl Filter {
             (true, false) => EventType::Deleted,
             (false, false) => return None,
         };
-        Some(WatchEvent { event_type, object: ev.object.clone() })
+        Some(SharedWatchEvent { event_type, object: Arc::clone(&ev.object) })
+    }
+}
+
+/// A watch event on its way from an API server to a watcher: a
+/// [`WatchEvent`] whose object is the cache's own, shared rather than
+/// copied. It becomes a [`WatchEvent`] (a copy) only when it is handed to a
+/// controller, which keeps what it is given.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SharedWatchEvent {
+    /// ADDED, MODIFIED, DELETED or BOOKMARK.
+    pub event_type: EventType,
+    /// The object after the event (its last state if deleted); for a
+    /// BOOKMARK only its kind and resourceVersion.
+    pub object: Arc<Object>,
+}
+
+impl SharedWatchEvent {
+    /// The event as the controller receives it, with its own copy of the object.
+    pub fn to_watch_event(&self) -> WatchEvent {
+        WatchEvent { event_type: self.event_type, object: Object::clone(&self.object) }
     }
 }
 
@@ -76,10 +102,10 @@ impl Filter {
 pub struct CachedEvent {
     /// Store revision.
     pub revision: u64,
-    /// The object after the event (its last state if deleted).
-    pub object: Object,
-    /// The object before the event.
-    pub prev: Option<Object>,
+    /// The object after the event (its last state if deleted), as the store holds it.
+    pub object: Arc<Object>,
+    /// The object before the event, as the store held it.
+    pub prev: Option<Arc<Object>>,
     /// Whether the event deleted the object.
     pub deleted: bool,
     /// The trace entry of the cache applying it.
@@ -95,7 +121,7 @@ pub struct WatchCache {
     pub revision: u64,
     /// Trace entry that brought the cache to `revision` (a cause of reads served from it).
     pub revision_entry: Option<EntryId>,
-    objects: BTreeMap<String, Object>,
+    objects: BTreeMap<String, Arc<Object>>,
     window: VecDeque<CachedEvent>,
     /// Events after this revision are all in the window.
     window_start: u64,
@@ -143,7 +169,7 @@ impl WatchCache {
         if deleted {
             self.objects.remove(&ev.key);
         } else {
-            self.objects.insert(ev.key.clone(), ev.value.clone());
+            self.objects.insert(ev.key.clone(), Arc::clone(&ev.value));
         }
         self.revision = ev.revision;
         self.revision_entry = Some(entry);
@@ -153,7 +179,7 @@ impl WatchCache {
         }
         self.window.push_back(CachedEvent {
             revision: ev.revision,
-            object: ev.value.clone(),
+            object: Arc::clone(&ev.value),
             prev: ev.prev.clone(),
             deleted,
             entry,
@@ -180,7 +206,7 @@ impl WatchCache {
     pub fn replace(
         &mut self,
         revision: u64,
-        objects: impl IntoIterator<Item = (String, Object)>,
+        objects: impl IntoIterator<Item = (String, Arc<Object>)>,
         entry: Option<EntryId>,
     ) {
         self.objects = objects.into_iter().collect();
@@ -190,25 +216,26 @@ impl WatchCache {
         self.window_start = revision;
     }
 
-    /// The selected objects at the cache's revision, in key order.
-    pub fn list(&self, filter: &Filter) -> Vec<Object> {
+    /// The selected objects at the cache's revision, in key order (shared,
+    /// not copied).
+    pub fn list(&self, filter: &Filter) -> Vec<Arc<Object>> {
         let prefix = filter.prefix();
         self.objects
             .range(prefix.clone()..)
             .take_while(|(k, _)| k.starts_with(&prefix))
             .filter(|(_, o)| filter.matches(o))
-            .map(|(_, o)| o.clone())
+            .map(|(_, o)| Arc::clone(o))
             .collect()
     }
 
     /// One object by store key.
-    pub fn get(&self, key: &str) -> Option<&Object> {
+    pub fn get(&self, key: &str) -> Option<&Arc<Object>> {
         self.objects.get(key)
     }
 
     /// Every object the cache holds, in store-key order.
     pub fn objects(&self) -> impl Iterator<Item = &Object> {
-        self.objects.values()
+        self.objects.values().map(|o| &**o)
     }
 
     /// Events after `revision`, or `None` if some of them have left the

@@ -9,6 +9,7 @@
 //! older instance (replies, timers, retries) are dropped.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use recon_abi::{
     Action, ActionResult, ComponentConfig, EventType, Input, InputEvent, Manifest, Object, ObjectKey, ObjectList,
@@ -20,7 +21,7 @@ use recon_trace::{EntryId, Event};
 use crate::admission::{Admitted, admit};
 use crate::api::{GetRequest, Request};
 use crate::apiserver::ApiServer;
-use crate::cache::Filter;
+use crate::cache::{Filter, SharedWatchEvent};
 use crate::checks::{Checks, ContainerStart, Observation};
 use crate::election::{Answer, Candidacy, Tick};
 use crate::engine::Engine;
@@ -96,8 +97,9 @@ pub(crate) struct Instance {
     reflectors: Vec<Reflector>,
     inbox: Vec<Delivered>,
     wake_pending: bool,
-    /// What the host has delivered, per watch: the instance's view of the world.
-    pub view: Vec<BTreeMap<ObjectKey, Object>>,
+    /// What the host has delivered, per watch: the instance's view of the
+    /// world, holding the API server's objects by reference.
+    pub view: Vec<BTreeMap<ObjectKey, Arc<Object>>>,
     /// Its requests (writes and direct reads) not yet answered, by the
     /// host's number for them.
     requests: BTreeMap<u64, Pending>,
@@ -138,6 +140,9 @@ pub(crate) struct Component {
     pub spec: recon_scenario::Component,
     /// Its API servers in preference order (first, then failover).
     servers: Vec<ServerId>,
+    /// The node it runs on, if the scenario gives it one that exists:
+    /// found once, not by name on every call.
+    node: Option<NodeId>,
     /// The API server it uses now.
     pub server: ServerId,
     /// Incremented at every start and crash: messages to older instances are dropped.
@@ -157,11 +162,13 @@ pub(crate) struct Component {
 }
 
 impl Component {
-    /// Component `id` of the scenario, not started.
+    /// Component `id` of the scenario, not started; `node` is the node its
+    /// spec names, if the scenario has it.
     pub fn new(
         id: ComponentId,
         spec: &recon_scenario::Component,
         servers: &[recon_scenario::ApiServer],
+        node: Option<NodeId>,
         rng: Rng,
     ) -> Component {
         let index = |name: &str| ServerId(servers.iter().position(|s| s.name == name).expect("validated scenario"));
@@ -172,6 +179,7 @@ impl Component {
             spec: spec.clone(),
             server: order[0],
             servers: order,
+            node,
             epoch: 0,
             process: Process::Down,
             starts: 0,
@@ -230,8 +238,8 @@ impl Component {
                 .range(&filter.prefix(), None)
                 .ok()?
                 .into_iter()
-                .map(|kv| kv.value)
-                .filter(|o| filter.matches(o))
+                .filter(|kv| filter.matches(&kv.value))
+                .map(|kv| Arc::unwrap_or_clone(kv.value))
                 .collect();
             let view = instance.view.get(watch)?;
             let holds = |o: &Object| {
@@ -568,12 +576,12 @@ impl Component {
             Reply::Written { key, outcome, entry, .. } => (key, outcome, Some(entry)),
             // A get of nothing is the API server's 404 (`Reply::Failed`).
             Reply::Read(served) if verb == Verb::Get => {
-                (key, Outcome::Ok(served.objects.into_iter().next()), Some(served.entry))
+                (key, Outcome::Ok(served.objects.into_iter().next().map(Arc::unwrap_or_clone)), Some(served.entry))
             }
             Reply::Read(served) => {
                 let list = ObjectList {
                     resource_version: served.revision.to_string(),
-                    items: served.objects,
+                    items: served.objects.into_iter().map(Arc::unwrap_or_clone).collect(),
                     continue_token: served.continue_token,
                 };
                 (key, Outcome::Listed(list), Some(served.entry))
@@ -617,20 +625,14 @@ impl Component {
         self.observe(env, served.revision, served.entry);
         let Some(instance) = self.instance_mut() else { return };
         instance.reflectors[w].listed(served.revision);
-        instance.view[w] = served.objects.iter().map(|o| (o.key(), o.clone())).collect();
-        let event =
-            InputEvent::Listed { watch: w, resource_version: served.revision.to_string(), objects: served.objects };
+        instance.view[w] = served.objects.iter().map(|o| (o.key(), Arc::clone(o))).collect();
+        // The controller gets its own copies: it keeps them in its cache.
+        let objects = served.objects.into_iter().map(Arc::unwrap_or_clone).collect();
+        let event = InputEvent::Listed { watch: w, resource_version: served.revision.to_string(), objects };
         self.deliver(env, event, Some(served.entry));
     }
 
-    fn watch_event(
-        &mut self,
-        env: &mut Env<'_>,
-        server: ServerId,
-        w: usize,
-        event: recon_abi::WatchEvent,
-        cause: EntryId,
-    ) {
+    fn watch_event(&mut self, env: &mut Env<'_>, server: ServerId, w: usize, event: SharedWatchEvent, cause: EntryId) {
         let revision = event.object.revision().unwrap_or(0);
         let entry = env.engine.record(
             env.engine.lanes.component(self.id),
@@ -651,7 +653,7 @@ impl Component {
         let view = &mut instance.view[w];
         match event.event_type {
             EventType::Added | EventType::Modified => {
-                view.insert(event.object.key(), event.object.clone());
+                view.insert(event.object.key(), Arc::clone(&event.object));
             }
             EventType::Deleted => {
                 view.remove(&event.object.key());
@@ -661,7 +663,7 @@ impl Component {
             // history the window may have lost (no 410 and relist).
             EventType::Bookmark => {}
         }
-        self.deliver(env, InputEvent::Watch { watch: w, event }, Some(entry));
+        self.deliver(env, InputEvent::Watch { watch: w, event: event.to_watch_event() }, Some(entry));
     }
 
     fn reflector_failed(&mut self, env: &mut Env<'_>, w: usize, status: Status) {
@@ -778,7 +780,7 @@ impl Component {
         if self.epoch != epoch {
             return;
         }
-        let node = self.spec.node.clone();
+        let (named_node, node) = (self.spec.node.is_some(), self.node);
         let now = env.engine.now;
         let Some(instance) = self.instance_mut() else { return };
         instance.wake_pending = false;
@@ -793,12 +795,8 @@ impl Component {
             _ => instance.view_revision(),
         };
         let held: Vec<String> = instance.inbox.iter().map(|d| describe_input(&d.event)).collect();
-        let containers = match (&node, instance.manifest.node_agent) {
-            (Some(n), true) => {
-                Some(env.nodes.iter().find(|x| x.name == *n).map(NodeRuntime::containers).unwrap_or_default())
-            }
-            _ => None,
-        };
+        let containers = (named_node && instance.manifest.node_agent)
+            .then(|| node.map(|n| env.nodes[n.index()].containers()).unwrap_or_default());
         let causes: Vec<EntryId> = inbox.iter().filter_map(|d| d.cause).collect();
         let inputs: Vec<String> = inbox.iter().map(|d| describe_input(&d.event)).collect();
         let input = Input { time_ms: now, events: inbox.into_iter().map(|d| d.event).collect(), containers };
@@ -928,9 +926,9 @@ impl Component {
             }
             Action::StartContainer { pod } | Action::StopContainer { pod } => {
                 let Some(instance) = self.instance() else { return };
-                let node = self.spec.node.as_deref().filter(|_| instance.manifest.node_agent);
-                let Some(n) = node.and_then(|name| env.nodes.iter().position(|x| x.name == name)).map(NodeId) else {
-                    if node.is_some() {
+                let agent = instance.manifest.node_agent;
+                let Some(n) = self.node.filter(|_| agent) else {
+                    if agent && self.spec.node.is_some() {
                         return; // a node the scenario does not have: nothing runs there
                     }
                     let reason =
@@ -941,7 +939,7 @@ impl Component {
                     let object = instance.view.iter().find_map(|v| {
                         v.get(&ObjectKey::new("Pod", &pod.namespace, &pod.name)).filter(|o| o.metadata.uid == pod.uid)
                     });
-                    start_container(env, n, pod, object.cloned(), entry);
+                    start_container(env, n, pod, object.map(|o| Object::clone(o)), entry);
                 } else {
                     stop_container(env, n, pod, entry);
                 }

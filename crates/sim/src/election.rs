@@ -109,7 +109,7 @@ impl Candidacy {
                 let (current, _) = record;
                 let expired = now.saturating_sub(self.observed_at) >= duration;
                 if current == identity || current.is_empty() || expired {
-                    let mut lease = lease;
+                    let mut lease = std::sync::Arc::unwrap_or_clone(lease);
                     let transitions = lease.spec.get("leaseTransitions").and_then(Value::as_u64).unwrap_or(0);
                     if current != identity {
                         lease.spec["acquireTime"] = json!(micro_time(now));

@@ -68,7 +68,8 @@ impl Sim {
                     view.held += held.len();
                     let Ok(filter) = crate::cache::Filter::new(&crate::reflector::selection(spec)) else { continue };
                     let selected = store.iter().filter(|kv| filter.matches(&kv.value));
-                    view.differences.extend(compare(selected, held.values(), |kv| held.get(&kv.value.key()), &by_key));
+                    let held_now = |kv: &KeyValue| held.get(&kv.value.key()).map(|o| &**o);
+                    view.differences.extend(compare(selected, held.values().map(|o| &**o), held_now, &by_key));
                 }
                 view
             })
@@ -83,7 +84,7 @@ impl Sim {
                     enabled: server.config.watch_cache.enabled,
                     revision: cache.revision,
                     held: cache.objects().count(),
-                    differences: compare(store.iter(), cache.objects(), |kv| cache.get(&kv.key), &by_key),
+                    differences: compare(store.iter(), cache.objects(), |kv| cache.get(&kv.key).map(|o| &**o), &by_key),
                 }
             })
             .collect();

@@ -3,11 +3,13 @@
 //! ([`Client`]), what an API server answers ([`Reply`]), and the work an API
 //! server has in flight to the store ([`StoreOp`]).
 
-use recon_abi::{Action, Object, ObjectKey, Outcome, Status, Verb, WatchEvent};
+use std::sync::Arc;
+
+use recon_abi::{Action, Object, ObjectKey, Outcome, Status, Verb};
 use recon_trace::{EntryId, ReadPurpose, ServedFrom};
 
 use crate::api::Request;
-use crate::cache::Filter;
+use crate::cache::{Filter, SharedWatchEvent};
 use crate::ids::{ComponentId, ServerId};
 use crate::network::Endpoint;
 
@@ -138,8 +140,8 @@ impl Client {
 /// A read that was served.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Served {
-    /// The objects, in key order.
-    pub objects: Vec<Object>,
+    /// The objects, in key order: the cache's or the store's own, shared.
+    pub objects: Vec<Arc<Object>>,
     /// The revision of the state.
     pub revision: u64,
     /// Where it came from.
@@ -170,7 +172,7 @@ pub enum Reply {
         /// The API server's id for the watch.
         watcher: u64,
         /// The events.
-        events: Vec<(WatchEvent, EntryId)>,
+        events: Vec<(SharedWatchEvent, EntryId)>,
     },
     /// A write completed.
     Written {
@@ -304,7 +306,7 @@ impl Reply {
                 format!("opened {watcher} {} {bookmark}", initial.as_ref().map(served).unwrap_or_default())
             }
             Reply::Events { watcher, events } => {
-                let events: Vec<&WatchEvent> = events.iter().map(|(e, _)| e).collect();
+                let events: Vec<&SharedWatchEvent> = events.iter().map(|(e, _)| e).collect();
                 format!("events {watcher} {events:?}")
             }
             Reply::Written { verb, key, outcome, .. } => format!("written {verb:?} {key} {outcome:?}"),

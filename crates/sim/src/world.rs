@@ -19,7 +19,7 @@ use crate::checks::{Checks, Commit, IdleController};
 use crate::component::{Component, Env, Instantiate};
 use crate::engine::Engine;
 use crate::error::SimError;
-use crate::ids::{ComponentId, ServerId};
+use crate::ids::{ComponentId, NodeId, ServerId};
 use crate::lanes::Lanes;
 use crate::message::{Client, Reply, Scheduled, client_component};
 use crate::network::{Endpoint, Network};
@@ -112,8 +112,12 @@ impl Sim {
                 .then(|| crate::ordering::following_stale(&scenario.stale_views)),
         };
         sim.bootstrap()?;
+        let node_ids: BTreeMap<&str, NodeId> =
+            scenario.nodes.iter().enumerate().rev().map(|(n, node)| (node.name.as_str(), NodeId(n))).collect();
         for (i, c) in scenario.components.iter().enumerate() {
-            sim.components.push(Component::new(ComponentId(i), c, &scenario.api_servers, Rng::derive(seed, &c.name)));
+            let node = c.node.as_deref().and_then(|name| node_ids.get(name).copied());
+            let rng = Rng::derive(seed, &c.name);
+            sim.components.push(Component::new(ComponentId(i), c, &scenario.api_servers, node, rng));
             if c.start_at.0 == 0 {
                 sim.with_component(ComponentId(i), |c, env| c.start(env, None, None));
             } else {

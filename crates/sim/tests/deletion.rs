@@ -61,7 +61,7 @@ fn write(sim: &mut Sim, at: u64, request: Request) -> Result<Option<Object>, rec
 }
 
 fn stored(sim: &Sim, key: &ObjectKey) -> Option<Object> {
-    sim.store().get(key, None).unwrap().map(|kv| kv.value)
+    sim.store().get(key, None).unwrap().map(|kv| std::sync::Arc::unwrap_or_clone(kv.value))
 }
 
 fn without_finalizers(mut object: Object, keep: &[&str]) -> Request {

@@ -309,7 +309,7 @@ fn a_direct_read_of_a_kind_the_manifest_neither_watches_nor_declares_is_forbidde
 // with a reason that says so; nothing is sent.
 #[test]
 fn more_request_ids_than_actions_crash_the_instance_with_a_clear_reason() {
-    let bad = Output { actions: vec![get("a", None)], request_ids: vec![Some(1), Some(2)] };
+    let bad = Output { actions: vec![get("a", None)], request_ids: vec![Some(1), Some(2)], ..Default::default() };
     let (sim, results) = cluster("", vec![(1_000, bad)]);
     let (sim, got) = run(sim, &results);
     assert!(got.is_empty(), "nothing was sent: {got:?}");

@@ -44,7 +44,7 @@ fn key(kind: &str, name: &str) -> ObjectKey {
 }
 
 fn stored(sim: &Sim, key: &ObjectKey) -> Option<Object> {
-    sim.store().get(key, None).unwrap().map(|kv| kv.value)
+    sim.store().get(key, None).unwrap().map(|kv| std::sync::Arc::unwrap_or_clone(kv.value))
 }
 
 /// Sends `action` at `at` and runs 100ms: its answer, after checking that

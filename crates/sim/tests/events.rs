@@ -35,7 +35,7 @@ objects:
 }
 
 fn stored(sim: &Sim, key: &ObjectKey) -> Object {
-    sim.store().get(key, None).unwrap().expect("stored").value
+    sim.store().get(key, None).unwrap().expect("stored").value.as_ref().clone()
 }
 
 fn pod(sim: &Sim, name: &str) -> Object {

@@ -64,7 +64,7 @@ fn delete(key: ObjectKey, policy: Option<PropagationPolicy>) -> Request {
 }
 
 fn stored(sim: &Sim, key: &ObjectKey) -> Option<Object> {
-    sim.store().get(key, None).unwrap().map(|kv| kv.value)
+    sim.store().get(key, None).unwrap().map(|kv| std::sync::Arc::unwrap_or_clone(kv.value))
 }
 
 fn object(api_version: &str, kind: &str, name: &str) -> Object {
@@ -339,7 +339,8 @@ script:
     let scenario = recon_scenario::parse("cascade.yaml", &yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
     let mut sim = Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).expect("built in");
     sim.run_until(100);
-    let owner = sim.store().get(&ObjectKey::new("ReplicaSet", "default", "web"), None).unwrap().unwrap().value;
+    let owner =
+        sim.store().get(&ObjectKey::new("ReplicaSet", "default", "web"), None).unwrap().unwrap().value.as_ref().clone();
     let mut pod = Object { api_version: "v1".into(), kind: "Pod".into(), ..Default::default() };
     pod.metadata.name = "web-0".into();
     pod.metadata.namespace = "default".into();
@@ -373,7 +374,7 @@ fn first_write_to_the_owner(sim: &mut Sim) -> Option<Vec<String>> {
         Event::StoreWrite { key, revision, .. } => {
             // The owner as that write left it (it may be gone by now).
             let owner = sim.store().get(key, Some(*revision)).unwrap().expect("there at its revision");
-            Some(owner.value.metadata.finalizers)
+            Some(owner.value.metadata.finalizers.clone())
         }
         _ => unreachable!("a store write"),
     }

@@ -80,7 +80,7 @@ fn ok(sim: &mut Sim, at: u64, action: Action) -> Object {
 }
 
 fn stored(sim: &Sim, key: &ObjectKey) -> Object {
-    sim.store().get(key, None).unwrap().expect("stored").value
+    sim.store().get(key, None).unwrap().expect("stored").value.as_ref().clone()
 }
 
 /// The write is refused with `reason`, and the store did not move.

@@ -17,6 +17,7 @@
 //! Each history comes from a seed; a failure prints "reproduce with seed=…".
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use recon_abi::{EventType, Object, ObjectMeta};
 use recon_sim::api::Selection;
@@ -135,7 +136,7 @@ impl Model {
         if event.kind == recon_store::EventKind::Delete {
             state.remove(&event.key);
         } else {
-            state.insert(event.key.clone(), event.value.clone());
+            state.insert(event.key.clone(), Object::clone(&event.value));
         }
         self.states.push(state);
         self.events.push(event);
@@ -239,11 +240,12 @@ impl History {
         assert_eq!(cache.revision, rev, "{context}");
         assert_eq!(cache.oldest_resumable(), model.window_start, "{context}");
         for (filter, meaning) in &self.selections {
-            assert_eq!(cache.list(filter), model.list(*meaning, rev), "list {filter:?}; {context}");
+            let listed: Vec<Object> = cache.list(filter).into_iter().map(Arc::unwrap_or_clone).collect();
+            assert_eq!(listed, model.list(*meaning, rev), "list {filter:?}; {context}");
         }
         for o in model.states[rev as usize].values().take(3) {
             let key = key_for(&o.key());
-            assert_eq!(cache.get(&key), Some(o), "{context}");
+            assert_eq!(cache.get(&key).map(|o| &**o), Some(o), "{context}");
         }
         // Where a watch may resume: exactly the window.
         let mut resume_points = vec![0, model.window_start.saturating_sub(1), model.window_start, rev];
@@ -277,7 +279,7 @@ impl History {
                 if seen.event_type == EventType::Deleted {
                     view.remove(&key);
                 } else {
-                    view.insert(key, seen.object);
+                    view.insert(key, Arc::unwrap_or_clone(seen.object));
                 }
             }
             let resumed: Vec<Object> = view.into_values().collect();

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::sync::Arc;
 
 use recon_abi::{Object, ObjectKey};
 
@@ -19,9 +20,9 @@ struct Version {
 /// A live value and the per-incarnation counters etcd keeps beside it.
 #[derive(Clone, Debug)]
 struct Live {
-    /// Stored with `metadata.resourceVersion` already stamped, so reads can
-    /// hand out clones without touching them.
-    value: Object,
+    /// Stored with `metadata.resourceVersion` already stamped, so reads,
+    /// the log and the next write's `prev` share it without touching it.
+    value: Arc<Object>,
     create_revision: Revision,
     version: u64,
 }
@@ -98,9 +99,9 @@ impl Store {
         }
         let revision = self.revision + 1;
         stamp(&mut value, revision);
-        let event_value = value.clone();
-        let live = Live { value, create_revision: revision, version: 1 };
-        Ok(self.commit(key, Some(live), None, event_value, time_ms))
+        let value = Arc::new(value);
+        let live = Live { value: Arc::clone(&value), create_revision: revision, version: 1 };
+        Ok(self.commit(key, Some(live), None, value, time_ms))
     }
 
     /// Replaces the live object under the key given by [`Object::key`].
@@ -118,11 +119,11 @@ impl Store {
         let key = key_for(&value.key());
         let current = self.current_checked(&key, expected_mod_revision)?;
         let (create_revision, version) = (current.create_revision, current.version + 1);
-        let prev = current.value.clone();
+        let prev = Arc::clone(&current.value);
         stamp(&mut value, self.revision + 1);
-        let event_value = value.clone();
-        let live = Live { value, create_revision, version };
-        Ok(self.commit(key, Some(live), Some(prev), event_value, time_ms))
+        let value = Arc::new(value);
+        let live = Live { value: Arc::clone(&value), create_revision, version };
+        Ok(self.commit(key, Some(live), Some(prev), value, time_ms))
     }
 
     /// Deletes the live object under `key`.
@@ -138,12 +139,13 @@ impl Store {
         time_ms: u64,
     ) -> Result<StoreEvent, StoreError> {
         let key = key_for(key);
-        let prev = self.current_checked(&key, expected_mod_revision)?.value.clone();
+        let prev = Arc::clone(&self.current_checked(&key, expected_mod_revision)?.value);
         // Kubernetes shows a deleted object at the delete's revision, so a
-        // watcher's resourceVersion keeps moving forward.
-        let mut event_value = prev.clone();
+        // watcher's resourceVersion keeps moving forward: the one copy a
+        // write makes that is not the value it stores.
+        let mut event_value = Object::clone(&prev);
         stamp(&mut event_value, self.revision + 1);
-        Ok(self.commit(key, None, Some(prev), event_value, time_ms))
+        Ok(self.commit(key, None, Some(prev), Arc::new(event_value), time_ms))
     }
 
     /// The object under `key` at revision `at` (`None`: the current
@@ -268,8 +270,8 @@ impl Store {
         &mut self,
         key: String,
         new: Option<Live>,
-        prev: Option<Object>,
-        value: Object,
+        prev: Option<Arc<Object>>,
+        value: Arc<Object>,
         time_ms: u64,
     ) -> StoreEvent {
         self.revision += 1;
@@ -303,7 +305,7 @@ fn key_value(key: &str, version: &Version) -> Option<KeyValue> {
     let live = version.live.as_ref()?;
     Some(KeyValue {
         key: key.to_owned(),
-        value: live.value.clone(),
+        value: Arc::clone(&live.value),
         create_revision: live.create_revision,
         mod_revision: version.revision,
         version: live.version,
@@ -476,6 +478,24 @@ mod tests {
         assert_eq!(event.value.spec["n"], 2);
         assert_eq!(event.prev.as_ref().unwrap().metadata.resource_version, "2");
         assert_eq!(store.event(3), Some(&event));
+    }
+
+    /// Issue 17: one write, one copy. The event, the history, reads and the
+    /// next write's `prev` all hold the very value the store keeps.
+    #[test]
+    fn a_written_value_is_shared_by_its_event_reads_and_the_next_writes_prev() {
+        let mut store = Store::new();
+        let created = store.create(pod("a", "x", 1), 0).unwrap();
+        let read = store.get(&key("a", "x"), None).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&created.value, &read.value));
+        assert!(Arc::ptr_eq(&created.value, &store.event(1).unwrap().value));
+        assert!(Arc::ptr_eq(&created.value, &store.range("", Some(1)).unwrap()[0].value));
+        let updated = store.update(pod("a", "x", 2), None, 0).unwrap();
+        assert!(Arc::ptr_eq(&created.value, updated.prev.as_ref().unwrap()));
+        let deleted = store.delete(&key("a", "x"), None, 0).unwrap();
+        assert!(Arc::ptr_eq(&updated.value, deleted.prev.as_ref().unwrap()));
+        assert_eq!(deleted.value.metadata.resource_version, "3", "a delete's value is restamped, so its own copy");
+        assert_eq!(updated.value.metadata.resource_version, "2", "which leaves the stored value untouched");
     }
 
     #[test]

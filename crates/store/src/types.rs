@@ -1,4 +1,12 @@
 //! Values returned by reads and writes.
+//!
+//! Stored objects are immutable and shared: a read, an event and the
+//! store's own history hold the same [`Arc`] rather than copies of it, so
+//! a cluster's objects are in memory once however many caches, windows
+//! and deliveries refer to them. Whoever needs to change one clones it
+//! ([`Arc::unwrap_or_clone`]) and writes the result back.
+
+use std::sync::Arc;
 
 use recon_abi::Object;
 use serde::Serialize;
@@ -11,7 +19,8 @@ pub struct KeyValue {
     /// The storage key (see [`key_for`](crate::key_for)).
     pub key: String,
     /// The stored object; its `metadata.resourceVersion` is `mod_revision`.
-    pub value: Object,
+    /// Shared with the store's history and log, not copied.
+    pub value: Arc<Object>,
     /// The revision that created this incarnation of the key. A key deleted
     /// and created again gets a new one.
     pub create_revision: Revision,
@@ -41,10 +50,11 @@ pub struct StoreEvent {
     pub kind: EventKind,
     /// Put: the new value. Delete: the last value, with
     /// `metadata.resourceVersion` set to the delete's revision (as Kubernetes
-    /// shows deleted objects).
-    pub value: Object,
-    /// The value before this event (`None` when the key was created).
-    pub prev: Option<Object>,
+    /// shows deleted objects). Shared with the store, not copied.
+    pub value: Arc<Object>,
+    /// The value before this event (`None` when the key was created): the
+    /// very value the store held until this write.
+    pub prev: Option<Arc<Object>>,
     /// Virtual time of the commit, in ms (passed in by the caller).
     pub time_ms: u64,
 }

@@ -4,6 +4,7 @@
 //! keys) must give identical results, errors included.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use proptest::prelude::*;
 use recon_abi::{Object, ObjectKey};
@@ -175,9 +176,10 @@ impl Model {
                     Some(prev) => (prev.create_revision, prev.version + 1),
                     None => (revision, 1),
                 };
+                let value = Arc::new(value);
                 let kv = KeyValue {
                     key: key.clone(),
-                    value: value.clone(),
+                    value: Arc::clone(&value),
                     create_revision,
                     mod_revision: revision,
                     version,
@@ -186,9 +188,9 @@ impl Model {
                 (EventKind::Put, value)
             }
             None => {
-                let mut value = state.remove(&key).unwrap().value;
+                let mut value = Arc::unwrap_or_clone(state.remove(&key).unwrap().value);
                 value.metadata.resource_version = revision.to_string();
-                (EventKind::Delete, value)
+                (EventKind::Delete, Arc::new(value))
             }
         };
         let event = StoreEvent { revision, key, kind, value, prev: prev.map(|kv| kv.value), time_ms };

@@ -2,6 +2,9 @@
 //! StatefulSet runs as many containers as it asks for. The API said yes to
 //! the request long ago; this is whether the cluster ever delivered.
 
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
 use recon_abi::Object;
 use recon_scenario::Check;
 use recon_trace::Event;
@@ -18,6 +21,10 @@ impl Observer for Convergence {
             let objects = truth.store.range(&recon_store::prefix_for(kind, ""), None).unwrap_or_default();
             sets.extend(objects.into_iter().map(|kv| kv.value).filter(|o| !o.is_terminating()));
         }
+        // Every container running at the end, by pod (uid, name): looked up
+        // per pod rather than searched for on every node.
+        let running_pods: BTreeSet<(&str, &str)> =
+            truth.nodes.iter().flat_map(|n| n.running.keys()).map(|r| (r.uid.as_str(), r.name.as_str())).collect();
         let mut findings = Vec::new();
         for set in sets {
             let want = spec_replicas(&set);
@@ -25,12 +32,7 @@ impl Observer for Convergence {
             let pods = live_pods_of(truth, &namespace, &set.metadata.uid);
             let running = pods
                 .iter()
-                .filter(|p| {
-                    truth
-                        .nodes
-                        .iter()
-                        .any(|n| n.running.keys().any(|r| r.uid == p.metadata.uid && r.name == p.metadata.name))
-                })
+                .filter(|p| running_pods.contains(&(p.metadata.uid.as_str(), p.metadata.name.as_str())))
                 .count() as u64;
             if running == want {
                 continue;
@@ -69,7 +71,7 @@ impl Observer for Convergence {
 }
 
 /// The live pods in the store whose controller is the object with `uid`.
-fn live_pods_of(truth: &Truth<'_>, namespace: &str, uid: &str) -> Vec<Object> {
+fn live_pods_of(truth: &Truth<'_>, namespace: &str, uid: &str) -> Vec<Arc<Object>> {
     let pods = truth.store.range(&recon_store::prefix_for("Pod", namespace), None).unwrap_or_default();
     pods.into_iter()
         .map(|kv| kv.value)

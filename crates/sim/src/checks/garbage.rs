@@ -13,6 +13,7 @@
 //! when it decided — so the finding names the owner it believed gone.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use recon_abi::{Object, ObjectKey, OwnerReference, is_cluster_scoped};
 use recon_scenario::Check;
@@ -29,7 +30,7 @@ fn owner_key(dependent: &Object, owner: &OwnerReference) -> ObjectKey {
 
 /// The owner this reference names, as the store had it at `at` (`None`:
 /// now), if that incarnation existed then.
-fn owner_at(store: &Store, dependent: &Object, owner: &OwnerReference, at: Option<u64>) -> Option<Object> {
+fn owner_at(store: &Store, dependent: &Object, owner: &OwnerReference, at: Option<u64>) -> Option<Arc<Object>> {
     let kv = store.get(&owner_key(dependent, owner), at).ok().flatten()?;
     (kv.value.metadata.uid == owner.uid).then_some(kv.value)
 }

@@ -16,6 +16,8 @@
 //! controller's own last write of the object and the call, decided on a
 //! view older than that write, after which it wrote nothing more for it.
 
+use std::sync::Arc;
+
 use recon_abi::{Action, Object, ObjectKey, Patch, Verb};
 use recon_scenario::Check;
 use recon_trace::{Entry, EntryId, Event};
@@ -95,7 +97,7 @@ fn verb_words(verb: Verb) -> String {
 /// What a status or object write would change, field by field, against the
 /// store (`" (status.availableReplicas 0 → 1)"`), when it says.
 fn change_of(truth: &Truth<'_>, write: &Action, key: &ObjectKey) -> String {
-    let current: Option<Object> = truth.store.get(key, None).ok().flatten().map(|kv| kv.value);
+    let current: Option<Arc<Object>> = truth.store.get(key, None).ok().flatten().map(|kv| kv.value);
     let (section, wanted): (&str, &Value) = match write {
         Action::UpdateStatus { object, .. } => ("status", &object.status),
         Action::Update { object, .. } => ("spec", &object.spec),

@@ -21,6 +21,7 @@
 //!   and `#max-surge`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use recon_abi::{Object, ObjectKey};
 use recon_scenario::Check;
@@ -51,7 +52,7 @@ impl ReplicaCount {
     /// Follows one store event.
     fn apply(&mut self, event: &StoreEvent) {
         let entry = |o: &Object| o.controller_owner().map(|owner| (owner.uid.clone(), o.metadata.uid.clone()));
-        if let Some((owner, child)) = event.prev.as_ref().filter(|p| counted(p)).and_then(entry)
+        if let Some((owner, child)) = event.prev.as_deref().filter(|p| counted(p)).and_then(entry)
             && let Some(set) = self.by_owner.get_mut(&owner)
         {
             set.remove(&child);
@@ -143,7 +144,7 @@ fn scaled(value: &Value, total: u64, round_up: bool) -> Option<u64> {
 /// The object `kind`/`namespace`/`name` in the store, if it is still the
 /// one with `uid` and is not being deleted (a workload that is gone or going
 /// has garbage pods, not replicas).
-fn workload(truth: &Truth<'_>, kind: &str, namespace: &str, name: &str, uid: &str) -> Option<Object> {
+fn workload(truth: &Truth<'_>, kind: &str, namespace: &str, name: &str, uid: &str) -> Option<Arc<Object>> {
     let object = truth.store.get(&ObjectKey::new(kind, namespace, name), None).ok()??.value;
     (object.metadata.uid == uid && !object.is_terminating()).then_some(object)
 }
@@ -200,7 +201,7 @@ impl Observer for ReplicaCount {
             return Vec::new();
         }
         let Some(owner) = event.value.controller_owner() else { return Vec::new() };
-        let was_live = event.prev.as_ref().is_some_and(live);
+        let was_live = event.prev.as_deref().is_some_and(live);
         let is_live = event.kind != EventKind::Delete && live(&event.value);
         if is_live == was_live {
             return Vec::new();
