@@ -112,7 +112,7 @@ fn a_fix_needs_a_unique_name_a_summary_a_change_and_checks_for_its_expectation()
     assert_eq!(
         problems(&text),
         [
-            (14, 9, "this change of `rs` sets no controller, listMode or params".to_owned()),
+            (14, 9, "this change of `rs` sets no controller, listMode, params or mitigations".to_owned()),
             (
                 15,
                 27,
