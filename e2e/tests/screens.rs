@@ -335,8 +335,16 @@ async fn an_edit_lives_in_the_address_so_reload_keeps_it_and_back_undoes_it() {
 async fn upload_is_reached_with_tab_and_takes_a_file_from_the_keyboard() {
     let (page, before) = opened().await;
     script(&page, "document.getElementById('list-mode-kubelet-node-1').focus(); return 0").await;
-    page.client().active_element().await.unwrap().send_keys(&fantoccini::key::Key::Tab.to_string()).await.unwrap();
-    assert_eq!(script(&page, "return document.activeElement.id").await, "upload-kubelet-node-1");
+    // Tab walks the component's controls in reading order: the mitigation
+    // switches, then the upload.
+    for next in [
+        "mitigation-staleControllerConsistency-kubelet-node-1",
+        "mitigation-readYourOwnWrites-kubelet-node-1",
+        "upload-kubelet-node-1",
+    ] {
+        page.client().active_element().await.unwrap().send_keys(&fantoccini::key::Key::Tab.to_string()).await.unwrap();
+        assert_eq!(script(&page, "return document.activeElement.id").await, next);
+    }
     // What the keyboard's Enter opens, a file chosen in the picker, arrives as here.
     let path = recon_e2e::plugin_path("recon_plugin_kubelet_fixed");
     page.client().active_element().await.unwrap().send_keys(&path.display().to_string()).await.unwrap();
