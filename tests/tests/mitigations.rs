@@ -100,15 +100,36 @@ fn read_your_own_writes_cannot_help_a_restarted_controller_reading_a_stale_cache
     for mitigation in Mitigation::ALL {
         let trace = run(&mitigated(&scenario, "replicaset-controller", mitigation));
         assert!(violated(&trace).contains(&Check::ReplicaCount), "{mitigation} does not fix a relist from the past");
+        // The explanation says the mitigation was on and why it held nothing.
+        let (overshoot, ..) =
+            trace.violations().find(|(_, check, _)| *check == Check::ReplicaCount).expect("the overshoot");
+        let why = recon_trace::explain::explain(&trace, overshoot.id).expect("explained");
+        let said = why.steps.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join("\n");
+        assert!(
+            said.contains(&format!("runs with {mitigation} on, yet held nothing before its decision")),
+            "{said}"
+        );
     }
 }
 
 #[test]
 fn a_mitigation_on_a_controller_without_the_runtime_changes_nothing() {
     // The kubelet is written on the SDK, not on the kube runtime: the
-    // switch reaches it but nothing applies it, and the run is the same.
+    // switch reaches it but nothing applies it, and the run is the same
+    // but for the start saying it was on.
     let scenario = load("pod-safety-59848");
     let plain = run(&scenario).hash();
-    let switched = run(&mitigated(&scenario, "kubelet-node-1", Mitigation::ReadYourOwnWrites)).hash();
-    assert_eq!(plain, switched);
+    let mut switched = run(&mitigated(&scenario, "kubelet-node-1", Mitigation::ReadYourOwnWrites));
+    let mut said = 0;
+    for entry in &mut switched.entries {
+        if let Event::ComponentStarted { component, mitigations, .. } = &mut entry.event
+            && component == "kubelet-node-1"
+        {
+            assert_eq!(mitigations, &[Mitigation::ReadYourOwnWrites]);
+            mitigations.clear();
+            said += 1;
+        }
+    }
+    assert!(said > 0, "the kubelet's start names its mitigation");
+    assert_eq!(plain, switched.hash());
 }

@@ -318,7 +318,12 @@ impl Component {
         let api_server = env.servers[self.server.index()].config.name.clone();
         let started = env.engine.record(
             env.engine.lanes.component(self.id),
-            Event::ComponentStarted { component: self.spec.name.clone(), api_server, restarts },
+            Event::ComponentStarted {
+                component: self.spec.name.clone(),
+                api_server,
+                restarts,
+                mitigations: self.spec.mitigations.clone(),
+            },
             cause.into_iter().collect(),
         );
         match self.spec.leader_election.clone() {

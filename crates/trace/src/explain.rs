@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use recon_scenario::Check;
 
-use crate::text::{describe, fmt_time, short_uid};
+use crate::text::{describe, fmt_duration, fmt_time, short_uid};
 use crate::{Entry, EntryId, Event, ServedFrom, Trace};
 
 /// A violation explained step by step.
@@ -63,6 +63,9 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
     let v = trace.get(violation)?;
     let Event::Violation { check, message } = &v.event else { return None };
     let mut steps = Vec::new();
+    // What a mitigation did or did not hold: said of entries that may
+    // already be steps (a restart), so added to them rather than instead.
+    let mut notes: Vec<ExplanationStep> = Vec::new();
     match check {
         Check::PodIdentity | Check::StatefulSetOrdinals => {
             // causes: [the start that broke the property, the container already running]
@@ -86,6 +89,7 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
             if let Some(write) = v.causes.first().and_then(|id| trace.get(*id)) {
                 if let Some(reconcile) = write.causes.first().and_then(|id| trace.get(*id)) {
                     steps.extend(decision_origin(trace, reconcile));
+                    notes.extend(mitigation_waits(trace, reconcile));
                     steps.push(step(reconcile));
                     steps.extend(racing_writes(trace, reconcile, write));
                 }
@@ -98,6 +102,7 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
             // controller's own last write of the object, the call decided
             // on a view older than it that wrote nothing]
             steps.extend(v.causes.iter().filter_map(|id| trace.get(*id)).map(step));
+            notes.extend(open_waits(trace, v.id));
         }
         Check::LostWork => {
             // causes: [the write, the newest version the writer had
@@ -111,6 +116,7 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
             }
             if let Some(write) = at(0) {
                 if let Some(reconcile) = write.causes.first().and_then(|id| trace.get(*id)) {
+                    notes.extend(mitigation_waits(trace, reconcile));
                     steps.push(step(reconcile));
                 }
                 steps.push(step(write));
@@ -136,6 +142,7 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
             }
             if let Some(reconcile) = reconcile {
                 steps.extend(decision_origin(trace, reconcile));
+                notes.extend(mitigation_waits(trace, reconcile));
                 // What it was handed in that one call: the deliveries that
                 // carried the skipped version along with the one after it.
                 steps.extend(
@@ -168,6 +175,15 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
     }
     steps.sort_by_key(|s| s.entry);
     steps.dedup_by_key(|s| s.entry);
+    for note in notes {
+        match steps.binary_search_by_key(&note.entry, |s| s.entry) {
+            Ok(i) => {
+                let said = note.text.split_once(": ").map_or(note.text.as_str(), |(_, rest)| rest);
+                steps[i].text = format!("{}; {said}", steps[i].text);
+            }
+            Err(i) => steps.insert(i, note),
+        }
+    }
     steps.push(ExplanationStep { entry: v.id, text: format!("{}: {message}", fmt_time(v.time_ms)) });
     Some(Explanation { violation, check: *check, headline: message.clone(), steps })
 }
@@ -257,6 +273,95 @@ fn decision_origin(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
         }
     }
     steps
+}
+
+/// What a staleness mitigation did before a decision: the wait the call
+/// ended (the sync went ahead once the informer showed the component's
+/// own write), or, when the component runs with a mitigation and held
+/// nothing, why that did not protect it. Both mitigations wait only for
+/// writes the running instance made itself (KEP-5647 remembers the
+/// resourceVersion of the controller's last write per object;
+/// controller-runtime's read-your-own-writes client those of its own
+/// client): a view stale in anyone else's writes, or in writes made
+/// before a restart, is not held.
+fn mitigation_waits(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
+    let Event::Reconcile { component, .. } = &reconcile.event else { return vec![] };
+    // A call's waits are recorded right after it, at the same moment.
+    let ended: Vec<ExplanationStep> = trace.entries[reconcile.id as usize + 1..]
+        .iter()
+        .take_while(|e| e.time_ms == reconcile.time_ms)
+        .filter(|e| {
+            e.causes.contains(&reconcile.id)
+                && matches!(&e.event, Event::SyncHeld { component: c, held } if c == component && held.released)
+        })
+        .map(|e| {
+            let Event::SyncHeld { held, .. } = &e.event else { unreachable!("filtered to waits") };
+            ExplanationStep {
+                entry: e.id,
+                text: format!(
+                    "{}: {} — held {} in all, so this decision saw its own write",
+                    fmt_time(e.time_ms),
+                    describe(e),
+                    fmt_duration(e.time_ms.saturating_sub(held.since_ms))
+                ),
+            }
+        })
+        .collect();
+    if !ended.is_empty() {
+        return ended;
+    }
+    // The instance that decided: its start says which mitigations it ran with.
+    let started = trace.entries[..reconcile.id as usize]
+        .iter()
+        .rev()
+        .find(|e| matches!(&e.event, Event::ComponentStarted { component: c, .. } if c == component));
+    let Some(start @ Entry { event: Event::ComponentStarted { mitigations, .. }, .. }) = started else {
+        return vec![];
+    };
+    if mitigations.is_empty() {
+        return vec![];
+    }
+    let names = mitigations.iter().map(|m| m.name()).collect::<Vec<_>>().join(" and ");
+    vec![ExplanationStep {
+        entry: start.id,
+        text: format!(
+            "{}: {component} runs with {names} on, yet held nothing before its decision at {}: {names} waits \
+             only for writes this instance made itself, and none was unobserved; what its view \
+             lacked was written by others, or before it started",
+            fmt_time(start.time_ms),
+            fmt_time(reconcile.time_ms)
+        ),
+    }]
+}
+
+/// The waits still unended when a check ran: a reconcile a mitigation
+/// kept holding (its informer never reached the component's own write)
+/// is work nobody does.
+fn open_waits(trace: &Trace, before: EntryId) -> Vec<ExplanationStep> {
+    let mut open: std::collections::BTreeMap<(&str, String), &Entry> = std::collections::BTreeMap::new();
+    for e in &trace.entries[..before as usize] {
+        match &e.event {
+            Event::SyncHeld { component, held } => {
+                let key = (component.as_str(), format!("{}/{}", held.mitigation, held.object));
+                if held.released {
+                    open.remove(&key);
+                } else {
+                    open.entry(key).or_insert(e);
+                }
+            }
+            // A crash or restart ends the instance and its waits.
+            Event::ComponentStarted { component, .. } | Event::ComponentCrashed { component, .. } => {
+                open.retain(|(c, _), _| c != component);
+            }
+            _ => {}
+        }
+    }
+    open.into_values()
+        .map(|e| ExplanationStep {
+            entry: e.id,
+            text: format!("{}: {} — still held when the check ran", fmt_time(e.time_ms), describe(e)),
+        })
+        .collect()
 }
 
 /// Pods that someone else created or began deleting between a decision and
@@ -487,4 +592,129 @@ pub fn unavailability(trace: &Trace) -> Vec<Unavailability> {
     done.extend(open);
     done.sort_by_key(|u| (u.from_ms, u.component.clone()));
     done
+}
+
+#[cfg(test)]
+mod tests {
+    use recon_abi::{HeldSync, Mitigation, ObjectKey, Verb};
+
+    use super::*;
+    use crate::{Lane, LaneId, LaneRole};
+
+    fn held(released: bool) -> Event {
+        Event::SyncHeld {
+            component: "rs".into(),
+            held: HeldSync {
+                mitigation: Mitigation::StaleControllerConsistency,
+                object: ObjectKey::new("ReplicaSet", "default", "web"),
+                kind: "Pod".into(),
+                resource_version: 7,
+                seen: if released { 7 } else { 5 },
+                since_ms: 1_000,
+                skips: 3,
+                released,
+            },
+        }
+    }
+
+    /// A trace of `events`, each at its time, caused by the entries named.
+    fn trace(events: Vec<(u64, Event, Vec<EntryId>)>) -> Trace {
+        Trace {
+            scenario: "t".into(),
+            seed: 1,
+            lanes: vec![Lane { name: "rs".into(), role: LaneRole::Controller }],
+            entries: events
+                .into_iter()
+                .enumerate()
+                .map(|(id, (time_ms, event, causes))| Entry { id: id as u64, time_ms, lane: LaneId(0), event, causes })
+                .collect(),
+        }
+    }
+
+    fn started(mitigations: Vec<Mitigation>) -> Event {
+        Event::ComponentStarted { component: "rs".into(), api_server: "apiserver-1".into(), restarts: 0, mitigations }
+    }
+
+    fn reconcile() -> Event {
+        Event::Reconcile {
+            component: "rs".into(),
+            view_revision: 7,
+            inputs: vec![],
+            actions: vec!["create Pod default/web-*".into()],
+            held_back: vec![],
+        }
+    }
+
+    fn create() -> Event {
+        Event::StoreWrite {
+            verb: Verb::Create,
+            key: ObjectKey::new("Pod", "default", "web-1"),
+            uid: "u1".into(),
+            revision: 8,
+            removed: false,
+            terminating: false,
+            by: "rs".into(),
+            via: "apiserver-1".into(),
+            patch: None,
+        }
+    }
+
+    fn violation(check: Check) -> Event {
+        Event::Violation { check, message: "too many".into() }
+    }
+
+    fn texts(trace: &Trace) -> Vec<String> {
+        let (last, ..) = trace.violations().last().expect("a violation");
+        explain(trace, last.id).expect("explained").steps.into_iter().map(|s| s.text).collect()
+    }
+
+    #[test]
+    fn a_wait_the_decision_ended_is_a_step_with_how_long_it_held() {
+        let t = trace(vec![
+            (0, started(vec![Mitigation::StaleControllerConsistency]), vec![]),
+            (1_500, reconcile(), vec![]),
+            (1_500, held(true), vec![1]),
+            (1_505, create(), vec![1]),
+            (1_505, violation(Check::ReplicaCount), vec![3]),
+        ]);
+        let steps = texts(&t);
+        assert!(steps.iter().any(|s| s.contains("syncs ReplicaSet default/web again") && s.contains("held 0.500s")), "{steps:#?}");
+        assert!(!steps.iter().any(|s| s.contains("held nothing")), "{steps:#?}");
+    }
+
+    #[test]
+    fn a_mitigated_decision_that_held_nothing_says_why_on_the_components_start() {
+        let t = trace(vec![
+            (0, started(vec![Mitigation::ReadYourOwnWrites]), vec![]),
+            (1_500, reconcile(), vec![]),
+            (1_505, create(), vec![1]),
+            (1_505, violation(Check::ReplicaCount), vec![2]),
+        ]);
+        let steps = texts(&t);
+        assert!(steps[0].starts_with("t=0.000s: rs runs with readYourOwnWrites on, yet held nothing"), "{steps:#?}");
+        // Without a mitigation there is nothing to say.
+        let mut plain = t.clone();
+        plain.entries[0].event = started(vec![]);
+        assert!(!texts(&plain).iter().any(|s| s.contains("held nothing")));
+    }
+
+    #[test]
+    fn a_wait_still_open_when_a_quiescence_check_runs_is_named_until_the_instance_ends() {
+        let open = trace(vec![
+            (0, started(vec![Mitigation::StaleControllerConsistency]), vec![]),
+            (1_000, held(false), vec![]),
+            (1_005, create(), vec![]),
+            (9_000, violation(Check::Convergence), vec![2]),
+        ]);
+        let steps = texts(&open);
+        assert!(steps.iter().any(|s| s.contains("holds its sync") && s.ends_with("still held when the check ran")), "{steps:#?}");
+        // A restart ends the instance, and with it the wait.
+        let mut restarted = open.clone();
+        restarted.entries.insert(2, Entry { id: 2, time_ms: 2_000, lane: LaneId(0), event: started(vec![]), causes: vec![] });
+        for (i, e) in restarted.entries.iter_mut().enumerate() {
+            e.id = i as u64;
+        }
+        restarted.entries[4].causes = vec![3];
+        assert!(!texts(&restarted).iter().any(|s| s.contains("still held")));
+    }
 }

@@ -2,7 +2,11 @@
 //!
 //! [`chrome_trace`] writes the Chrome trace event format, which Perfetto
 //! (ui.perfetto.dev) and `chrome://tracing` open: one track per trace lane,
-//! one short slice per entry, and a flow arrow from each cause to its effect.
+//! one short slice per entry, a flow arrow from each cause to its effect,
+//! and each reconcile a staleness mitigation held as an async slice that
+//! spans the whole wait.
+
+use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
@@ -64,6 +68,7 @@ pub fn chrome_trace(trace: &Trace) -> String {
             }));
         }
     }
+    events.extend(wait_slices(trace, &ts));
     let process = format!("recon: {} (seed {})", trace.scenario, trace.seed);
     let mut all = vec![json!({ "name": "process_name", "ph": "M", "pid": PID, "args": { "name": process } })];
     for (i, lane) in trace.lanes.iter().enumerate().filter(|(i, _)| used[*i]) {
@@ -75,6 +80,53 @@ pub fn chrome_trace(trace: &Trace) -> String {
     }
     all.extend(events);
     json!({ "traceEvents": all, "displayTimeUnit": "ms" }).to_string()
+}
+
+/// One async slice per wait a mitigation reported (`syncHeld`): from when
+/// it began to the entry that ended it, or to the end of the trace for a
+/// wait never ended (a crash or restart ends the instance's waits).
+/// Async slices may overlap, as waits for several objects do; Perfetto
+/// stacks them on a track of their own under the process.
+fn wait_slices(trace: &Trace, ts: &[u64]) -> Vec<Value> {
+    let end_of_trace = ts.last().map_or(0, |t| t + 1);
+    let mut open: BTreeMap<(&str, String), (&crate::Entry, u64)> = BTreeMap::new();
+    let mut spans: Vec<(&crate::Entry, u64, u64)> = Vec::new();
+    for entry in &trace.entries {
+        match &entry.event {
+            Event::SyncHeld { component, held } => {
+                let key = (component.as_str(), format!("{}/{}", held.mitigation, held.object));
+                if held.released {
+                    open.remove(&key);
+                    spans.push((entry, held.since_ms * 1000, ts[entry.id as usize] + 1));
+                } else {
+                    open.entry(key).or_insert((entry, held.since_ms * 1000));
+                }
+            }
+            Event::ComponentStarted { component, .. } | Event::ComponentCrashed { component, .. } => {
+                let at = ts[entry.id as usize];
+                let ended: Vec<_> = open.keys().filter(|(c, _)| c == component).cloned().collect();
+                for key in ended {
+                    let (held, from) = open.remove(&key).expect("listed from the map");
+                    spans.push((held, from, at));
+                }
+            }
+            _ => {}
+        }
+    }
+    spans.extend(open.into_values().map(|(held, from)| (held, from, end_of_trace)));
+    spans.sort_by_key(|(entry, from, _)| (*from, entry.id));
+    let mut slices = Vec::with_capacity(spans.len() * 2);
+    for (id, (entry, from, until)) in spans.into_iter().enumerate() {
+        let Event::SyncHeld { component, held } = &entry.event else { continue };
+        let tid = entry.lane.index() as u64 + 1;
+        let name = format!("{component} holds {}", held.object);
+        let args = json!({ "entry": entry.id, "what": describe(entry), "mitigation": held.mitigation.name() });
+        slices.push(json!({
+            "name": name, "cat": "wait", "ph": "b", "id": id + 1, "ts": from, "pid": PID, "tid": tid, "args": args,
+        }));
+        slices.push(json!({ "name": name, "cat": "wait", "ph": "e", "id": id + 1, "ts": until.max(from + 1), "pid": PID, "tid": tid }));
+    }
+    slices
 }
 
 /// An event's kind, as its JSON tag names it (`storeWrite`, `listServed`, …).
@@ -122,6 +174,44 @@ mod tests {
                 .clone()
         };
         assert_eq!((thread(1), thread(2)), (json!("script"), json!("etcd")));
+    }
+
+    #[test]
+    fn each_wait_is_one_async_slice_from_its_start_to_its_release_or_the_end() {
+        use recon_abi::{HeldSync, Mitigation, ObjectKey};
+        let held = |object: &str, since_ms: u64, released: bool| Event::SyncHeld {
+            component: "rs".into(),
+            held: HeldSync {
+                mitigation: Mitigation::StaleControllerConsistency,
+                object: ObjectKey::new("ReplicaSet", "default", object),
+                kind: "Pod".into(),
+                resource_version: 7,
+                seen: if released { 7 } else { 5 },
+                since_ms,
+                skips: 2,
+                released,
+            },
+        };
+        let mut t = trace();
+        let at = |id: u64, time_ms: u64, event: Event| Entry { id, time_ms, lane: LaneId(1), event, causes: vec![] };
+        t.entries.push(at(3, 6, held("a", 6, false)));
+        t.entries.push(at(4, 7, held("b", 7, false)));
+        t.entries.push(at(5, 9, held("a", 6, true)));
+        t.entries.push(at(6, 12, Event::Script { description: "the end".into() }));
+        let value: Value = serde_json::from_str(&chrome_trace(&t)).unwrap();
+        let waits: Vec<(String, String, u64)> = value["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["cat"] == "wait")
+            .map(|e| (e["ph"].as_str().unwrap().to_owned(), e["name"].as_str().unwrap().to_owned(), e["ts"].as_u64().unwrap()))
+            .collect();
+        let (a, b) = ("rs holds ReplicaSet default/a".to_owned(), "rs holds ReplicaSet default/b".to_owned());
+        // a: from 6 ms to its release at 9 ms; b, never released, to the trace's end.
+        assert_eq!(
+            waits,
+            vec![("b".into(), a.clone(), 6000), ("e".into(), a, 9001), ("b".into(), b.clone(), 7000), ("e".into(), b, 12_001)]
+        );
     }
 
     #[test]

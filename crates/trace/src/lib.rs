@@ -28,7 +28,7 @@ pub use explain::{
     CrashSummary, Explanation, ExplanationStep, Unavailability, crashes, explain, explain_all, unavailability,
 };
 
-use recon_abi::{EventType, HeldSync, ObjectKey, PatchType, PodRef, Status, Verb};
+use recon_abi::{EventType, HeldSync, Mitigation, ObjectKey, PatchType, PodRef, Status, Verb};
 use recon_scenario::Check;
 use serde::{Deserialize, Serialize};
 
@@ -316,6 +316,10 @@ pub enum Event {
         api_server: String,
         /// How many times it has started before.
         restarts: u32,
+        /// The staleness mitigations switched on for it (empty for most:
+        /// then the field is left out of the trace).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        mitigations: Vec<Mitigation>,
     },
     /// A component instance died; its memory is lost.
     #[serde(rename_all = "camelCase")]

@@ -13,6 +13,11 @@ pub fn fmt_time(ms: u64) -> String {
     format!("t={}.{:03}s", ms / 1000, ms % 1000)
 }
 
+/// A length of virtual time: `1.500s`.
+pub fn fmt_duration(ms: u64) -> String {
+    format!("{}.{:03}s", ms / 1000, ms % 1000)
+}
+
 /// The first 8 characters of a uid: enough to tell incarnations apart in prose.
 pub fn short_uid(uid: &str) -> &str {
     uid.get(..8).unwrap_or(uid)
@@ -92,11 +97,15 @@ pub fn describe(e: &Entry) -> String {
         Event::WatchDelivered { component, event_type, key, uid, revision, .. } => {
             format!("{component} sees {event_type} {key} (uid {}) at revision {revision}", short_uid(uid))
         }
-        Event::ComponentStarted { component, api_server, restarts: 0 } => {
-            format!("{component} starts, connected to {api_server}")
-        }
-        Event::ComponentStarted { component, api_server, .. } => {
-            format!("{component} restarts with empty memory, connected to {api_server}")
+        Event::ComponentStarted { component, api_server, restarts, mitigations } => {
+            let on = match mitigations.as_slice() {
+                [] => String::new(),
+                some => format!(", {} on", some.iter().map(|m| m.name()).collect::<Vec<_>>().join(" and ")),
+            };
+            match restarts {
+                0 => format!("{component} starts, connected to {api_server}{on}"),
+                _ => format!("{component} restarts with empty memory, connected to {api_server}{on}"),
+            }
         }
         Event::ComponentCrashed { component, reason } => format!("{component} stops: {reason}"),
         Event::Logged { component, lines } => match lines.as_slice() {

@@ -163,6 +163,7 @@ fn the_timeline_takes_topology_from_the_trace_roles_not_from_names() {
         component: component.into(),
         api_server: "apiserver-1".into(),
         restarts: 0,
+        mitigations: Vec::new(),
     };
     // The agent's name says nothing of its node, and the nodes are not in
     // name order: the roles and the trace's order are all there is.
