@@ -27,6 +27,7 @@
 mod browser;
 mod c_plugins;
 mod fuzz;
+mod phases;
 mod serve;
 mod size;
 mod tools;
@@ -127,12 +128,24 @@ fn play(args: &[String]) -> Result<(), String> {
 }
 
 fn test(args: &[String]) -> Result<(), String> {
+    let mut phases = phases::Phases::default();
+    let outcome = test_phases(args, &mut phases);
+    eprint!("{}", phases.summary());
+    outcome
+}
+
+/// `cargo xtask test`'s phases, each timed (README, "What `cargo xtask
+/// test` costs").
+fn test_phases(args: &[String], phases: &mut phases::Phases) -> Result<(), String> {
     let root = workspace_root();
-    tools::ensure_clang(&clang_scratch(&root));
-    let plugins = build_plugins()?;
-    let chromium = tools::ensure_chromium()?;
-    tools::ensure_wasm_bindgen(&root)?;
-    let dist = build_web()?;
+    let (plugins, chromium, dist) = phases.time("tools, plugins and the playground's build", || {
+        tools::ensure_clang(&clang_scratch(&root));
+        let plugins = build_plugins()?;
+        let chromium = tools::ensure_chromium()?;
+        tools::ensure_wasm_bindgen(&root)?;
+        let dist = build_web()?;
+        Ok((plugins, chromium, dist))
+    })?;
     // What a visitor downloads stays within its budget (src/size.rs).
     let rows = size::measure(&dist)?;
     print!("{}", size::table(&rows, size::BUDGET));
@@ -143,24 +156,28 @@ fn test(args: &[String]) -> Result<(), String> {
     // of packages rebuilds wasmtime and the rest with other features, and
     // doubles the disk a cold run needs). The end-to-end tests take turns
     // with the browser themselves (`recon_e2e::Browser`).
-    browser::with_playground(&dist, &chromium, |env| {
-        run(cargo()
-            .args(["test", "--workspace", "--all-targets"])
-            .args(args)
-            .envs(env.iter().cloned())
-            .env(PLUGIN_DIR_VAR, &plugins))
+    phases.time("cargo test --workspace (native and browser tests)", || {
+        browser::with_playground(&dist, &chromium, |env| {
+            run(cargo()
+                .args(["test", "--workspace", "--all-targets"])
+                .args(args)
+                .envs(env.iter().cloned())
+                .env(PLUGIN_DIR_VAR, &plugins))
+        })
     })?;
-    run(cargo().args(["test", "--workspace", "--doc"]).env(PLUGIN_DIR_VAR, &plugins))?;
+    phases.time("doc tests", || run(cargo().args(["test", "--workspace", "--doc"]).env(PLUGIN_DIR_VAR, &plugins)))?;
     // A short fixed budget per fuzz target (fuzz/README.md).
-    fuzz::run_all(&root, fuzz::test_budget()?)?;
-    let mut wasm = cargo();
-    wasm.args(["build", "--target", WASM_TARGET]);
-    for c in WASM_CRATES {
-        wasm.args(["--package", c]);
-    }
-    run(&mut wasm)?;
-    // In the browser: the plugin engine's own tests.
-    browser::engine_tests(&root, &chromium, &plugins)?;
+    phases.time("fuzz targets", || fuzz::run_all(&root, fuzz::test_budget()?))?;
+    phases.time("the engine's tests in Chromium", || {
+        let mut wasm = cargo();
+        wasm.args(["build", "--target", WASM_TARGET]);
+        for c in WASM_CRATES {
+            wasm.args(["--package", c]);
+        }
+        run(&mut wasm)?;
+        // In the browser: the plugin engine's own tests.
+        browser::engine_tests(&root, &chromium, &plugins)
+    })?;
     eprintln!("xtask: all tests passed, natively and in headless Chromium");
     Ok(())
 }

@@ -43,26 +43,36 @@ use serde_json::Value;
 
 use super::{Commit, Finding, Observation, Observer, Truth};
 
-/// One observation of one object by one component.
-#[derive(Clone, Debug)]
+/// One observation of one incarnation of an object by one component,
+/// with the newest it had observed of that incarnation up to then, so
+/// that a write is judged by one binary search however long the history.
+#[derive(Clone, Copy, Debug)]
 struct Seen {
     entry: EntryId,
-    uid: String,
     revision: u64,
+    /// The highest (revision, entry) observed up to and including this one.
+    newest: (u64, EntryId),
 }
 
-/// What each component observed of each object, in order.
+/// What each component observed of each object, per incarnation (uid),
+/// in trace order.
 #[derive(Default)]
 pub(super) struct LostWork {
-    seen: BTreeMap<(String, ObjectKey), Vec<Seen>>,
+    seen: BTreeMap<(String, ObjectKey), BTreeMap<String, Vec<Seen>>>,
 }
 
 impl Observer for LostWork {
     fn observed(&mut self, truth: &Truth<'_>, o: &Observation<'_>) -> Vec<Finding> {
         let Some(entry) = truth.trace.get(o.entry) else { return Vec::new() };
         let mut note = |key: &ObjectKey, uid: &str, revision: u64| {
-            let seen = Seen { entry: o.entry, uid: uid.to_owned(), revision };
-            self.seen.entry((o.name.to_owned(), key.clone())).or_default().push(seen);
+            let incarnations = self.seen.entry((o.name.to_owned(), key.clone())).or_default();
+            let history = match incarnations.get_mut(uid) {
+                Some(history) => history,
+                None => incarnations.entry(uid.to_owned()).or_default(),
+            };
+            let newest = history.last().map_or((revision, o.entry), |last| last.newest.max((revision, o.entry)));
+            debug_assert!(history.last().is_none_or(|last| last.entry <= o.entry), "observations come in trace order");
+            history.push(Seen { entry: o.entry, revision, newest });
         };
         match &entry.event {
             Event::ListServed { purpose: ReadPurpose::InformerList, objects, .. } => {
@@ -91,11 +101,18 @@ impl Observer for LostWork {
             return Vec::new();
         }
         let Some(sent) = sending_reconcile(truth, commit.entry) else { return Vec::new() };
-        let Some(seen) = self.seen.get(&(writer.to_owned(), written.key())) else { return Vec::new() };
-        let mine: Vec<&Seen> = seen.iter().filter(|s| s.entry < sent && s.uid == written.metadata.uid).collect();
-        let (Some(view), Some(newest)) = (mine.last(), mine.iter().max_by_key(|s| (s.revision, s.entry))) else {
+        let Some(history) = self
+            .seen
+            .get(&(writer.to_owned(), written.key()))
+            .and_then(|incarnations| incarnations.get(&written.metadata.uid))
+        else {
             return Vec::new();
         };
+        // What it had observed before the reconcile that sent the write:
+        // the last observation (its view) and the newest up to it.
+        let before = history.partition_point(|s| s.entry < sent);
+        let Some(view) = before.checked_sub(1).map(|i| history[i]) else { return Vec::new() };
+        let newest = Seen { entry: view.newest.1, revision: view.newest.0, newest: view.newest };
         if view.revision >= newest.revision {
             return Vec::new();
         }
