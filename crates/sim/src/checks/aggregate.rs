@@ -75,11 +75,11 @@ impl DroppedMembers {
         let target = event.value.key();
         let members: Vec<String> = dropped.iter().map(|(key, member)| format!("{member} (for {key})")).collect();
         let mut message = format!(
-            "{writer} wrote {target} at revision {} without {}, which the store still holds: {} of {} went from {} to {}",
+            "{writer} wrote {target} at revision {} without {}, whose objects exist and are not being deleted: its {} \
+             went from {} members to {}",
             event.revision,
             members.join(", "),
             aggregate.into.field,
-            target,
             before.len(),
             after.len(),
         );
@@ -91,15 +91,15 @@ impl DroppedMembers {
                 dropped.iter().map(|(key, _)| key).filter(|key| listed.contains(key)).collect();
             if held.len() == dropped.len() {
                 message += &format!(
-                    "; {writer}'s informer had been served them in its list at {} (revision {revision}), yet the \
-                     write left them out: it was computed from a store that did not yet hold that list, a \
+                    "; {writer}'s informer had been served those objects in its list at {} (revision {revision}), \
+                     yet the write left them out: it was computed from a store that did not yet hold that list, a \
                      reconcile during the relist, between Init and InitDone",
                     fmt_time(list.time_ms),
                 );
             } else {
                 message += &format!(
-                    "; {writer}'s last list, at {} (revision {revision}), did not show every one of them: its view \
-                     was behind the store",
+                    "; {writer}'s last list, at {} (revision {revision}), did not show every one of those objects: \
+                     its view was behind the store",
                     fmt_time(list.time_ms),
                 );
             }
