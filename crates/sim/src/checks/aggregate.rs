@@ -87,8 +87,7 @@ impl DroppedMembers {
         let list = reconcile.and_then(|r| last_informer_list(truth, writer, r.id));
         let mut causes = vec![commit.entry];
         if let Some((list, listed, revision)) = list {
-            let held: Vec<&ObjectKey> =
-                dropped.iter().map(|(key, _)| key).filter(|key| listed.contains(key)).collect();
+            let held: Vec<&ObjectKey> = dropped.iter().map(|(key, _)| key).filter(|key| listed.contains(key)).collect();
             if held.len() == dropped.len() {
                 message += &format!(
                     "; {writer}'s informer had been served those objects in its list at {} (revision {revision}), \
@@ -163,9 +162,15 @@ fn decided_in<'t>(truth: &Truth<'t>, write: EntryId) -> Option<&'t Entry> {
 
 /// The last list served to `component`'s informers before entry `before`:
 /// the entry, the objects it held and its revision.
-fn last_informer_list<'t>(truth: &Truth<'t>, component: &str, before: EntryId) -> Option<(&'t Entry, Vec<ObjectKey>, u64)> {
+fn last_informer_list<'t>(
+    truth: &Truth<'t>,
+    component: &str,
+    before: EntryId,
+) -> Option<(&'t Entry, Vec<ObjectKey>, u64)> {
     truth.trace.entries[..usize::try_from(before).ok()?].iter().rev().find_map(|entry| match &entry.event {
-        Event::ListServed { component: c, objects, revision, .. } if c == component && entry.event.is_informer_read() => {
+        Event::ListServed { component: c, objects, revision, .. }
+            if c == component && entry.event.is_informer_read() =>
+        {
             Some((entry, objects.iter().map(|o| o.key.clone()).collect(), *revision))
         }
         _ => None,
@@ -191,7 +196,10 @@ mod tests {
         let member = aggregate().member_for("default", "alpha");
         let element = json!({"kind": "ServiceAccount", "name": "alpha-serviceaccount", "namespace": "default"});
         assert!(matches(&element, &member));
-        assert!(!matches(&json!({"kind": "ServiceAccount", "name": "alpha-serviceaccount", "namespace": "other"}), &member));
+        assert!(!matches(
+            &json!({"kind": "ServiceAccount", "name": "alpha-serviceaccount", "namespace": "other"}),
+            &member
+        ));
         assert_eq!(describe_member(&member), "ServiceAccount default/alpha-serviceaccount");
     }
 
