@@ -48,7 +48,7 @@ fn every_library_scenario_with_fixes_shows_its_expected_outcome_under_every_comb
             assert_eq!(violated(&fixed), expected, "{stem} with fixes {on:?}");
         }
     }
-    assert!(museum >= 5, "the library has museum entries: #59848, #129795, #648, #758, #775 at least");
+    assert!(museum >= 6, "the library has museum entries: #59848, #129795, #648, #758, #774, #775 at least");
 }
 
 /// Kubernetes #129795: the ReplicaSet controller's expectations expire
@@ -215,10 +215,61 @@ fn a_status_write_skipped_against_a_stale_copy_leaves_grove_idle_with_work_left_
 
 /// Every other library scenario ends with its controllers either still
 /// catching up or with nothing left to do: with `idleWithWorkLeft` on
-/// everywhere, only grove's skipped status write is flagged.
+/// everywhere, only grove's skipped status write is flagged, and #774's
+/// aggregator, whose fresh instance applies its binding on `Init` from an
+/// empty store: handed the store afresh, it would take every subject away.
 #[test]
-fn no_library_scenario_but_grove_775_ends_with_a_controller_idle_with_work_left() {
+fn no_library_scenario_but_grove_775_and_hdfs_774_ends_with_a_controller_idle_with_work_left() {
     let flagged = flagged_everywhere(Check::IdleWithWorkLeft);
     let stems: BTreeSet<&str> = flagged.keys().map(String::as_str).collect();
-    assert_eq!(stems, BTreeSet::from(["grove-stale-status-775"]), "{flagged:#?}");
+    assert_eq!(stems, BTreeSet::from(["grove-stale-status-775", "hdfs-partial-relist-774"]), "{flagged:#?}");
+}
+
+/// stackabletech/hdfs-operator#774: the operator's aggregator applies its
+/// ClusterRoleBinding on every watcher event, reading the reflector's
+/// store. kube's watcher turns a list into `Init`, one `InitApply` per
+/// object and `InitDone`, and its store takes the list in at `InitDone`
+/// (kube-rs#1494, https://github.com/kube-rs/kube/pull/1494): a restarted
+/// operator's store is empty until then, and the applies on `Init` and
+/// `InitApply` carry no subjects. The issue's proposal: return early on
+/// `Init` and `InitApply`; kube's `Store::wait_until_ready`
+/// (https://github.com/kube-rs/kube/issues/1226) gives the same wait.
+#[test]
+fn a_restarted_aggregator_applies_its_binding_from_a_store_the_relist_has_not_filled_issue_774() {
+    let scenario = load("hdfs-partial-relist-774");
+    let trace = run(&scenario);
+    let violations: Vec<_> = trace.violations().collect();
+    assert_eq!(violations.len(), 1, "one apply takes the subjects away; the ones after add nothing back");
+    let (entry, check, message) = violations[0];
+    assert_eq!(check, Check::DroppedMember);
+    assert!(entry.time_ms > 4_000, "after the restart at 4s, at {} ms", entry.time_ms);
+    for cluster in ["default/alpha", "default/beta", "analytics/gamma"] {
+        assert!(message.contains(&format!("HdfsCluster {cluster}")), "{message}");
+    }
+    assert!(message.contains("from 3 members to 0"), "{message}");
+    // The explanation names the list its informer had been served and the relist.
+    assert!(message.contains("had been served those objects in its list"), "{message}");
+    assert!(message.contains("during the relist, between Init and InitDone"), "{message}");
+    let explained = explain::explain_all(&trace);
+    let dropped = explained.iter().find(|x| x.check == Check::DroppedMember).expect("explained");
+    assert!(dropped.steps.iter().any(|s| s.text.contains("list HdfsClusters")), "{:#?}", dropped.steps);
+    // InitDone puts them back: the run ends with every subject bound.
+    let last_apply = trace.entries.iter().rev().find_map(|e| match &e.event {
+        recon_trace::Event::Logged { component, lines } if component == "hdfs-operator" => lines.last().cloned(),
+        _ => None,
+    });
+    assert_eq!(last_apply.as_deref(), Some("ClusterRoleBinding has been successfully patched: 3 subjects"));
+    for fix in ["wait-for-init-done", "wait-for-store-ready"] {
+        assert_eq!(run(&with_fixes(&scenario, &[fix])).violations().count(), 0, "{fix}");
+    }
+}
+
+/// No other library scenario writes an aggregate that loses a member
+/// whose object exists: with `droppedMember` on everywhere (and only
+/// #774's aggregate declared anywhere), it fires in #774 only.
+#[test]
+fn no_library_scenario_but_hdfs_774_drops_a_member_of_an_aggregate() {
+    let flagged = flagged_everywhere(Check::DroppedMember);
+    let stems: BTreeSet<&str> = flagged.keys().map(String::as_str).collect();
+    assert_eq!(stems, BTreeSet::from(["hdfs-partial-relist-774"]), "{flagged:#?}");
 }

@@ -81,6 +81,14 @@ pub const BUILTINS: &[Builtin] = &[
         crate_name: "recon_plugin_grove_operator",
     },
     Builtin {
+        name: "hdfs-operator",
+        description: "The Stackable HDFS operator's ClusterRoleBinding aggregator (stackabletech/hdfs-operator#774, a \
+                      kube-rs reflector): on every watcher event it server-side applies one binding with a subject per \
+                      HdfsCluster in its store, which is empty until a restarted operator's first InitDone. \
+                      waitForInitDone: true and waitForStoreReady: true are the fixes.",
+        crate_name: "recon_plugin_hdfs_operator",
+    },
+    Builtin {
         name: "kubelet",
         description: "Node agent: runs the pods bound to its node as its cache says, reports them Running and Ready, \
                       and finishes their deletion once their container stopped. Lists from any cache after a \
@@ -184,6 +192,7 @@ pub fn instantiate(name: &str) -> Option<Box<dyn Instance>> {
         "deployment" => Box::new(recon_kube::Native::new(recon_plugin_deployment::controller())),
         "garbage-collector" => Box::new(GarbageCollector::new()),
         "grove-operator" => Box::new(recon_plugin_grove_operator::controller()),
+        "hdfs-operator" => Box::new(recon_kube::Native::new(recon_plugin_hdfs_operator::controller())),
         "kubelet" => Box::new(Kubelet::new()),
         "kubelet-fixed" => Box::new(KubeletFixed::new()),
         "pod-reconciler" => Box::new(recon_kube::Native::new(recon_plugin_pod_reconciler::controller())),
@@ -226,7 +235,7 @@ mod tests {
     fn only_the_fixed_kubelet_and_the_kube_rs_examples_list_with_a_quorum_read_issue_59848() {
         let config = ComponentConfig { name: "c".into(), node: Some("node-1".into()), ..Default::default() };
         // kube's `watcher::Config::default()` lists with `ListSemantic::MostRecent`, a quorum read.
-        let quorum = ["kubelet-fixed", "configmap-generator", "pod-reconciler", "secret-syncer"];
+        let quorum = ["kubelet-fixed", "configmap-generator", "hdfs-operator", "pod-reconciler", "secret-syncer"];
         for builtin in BUILTINS {
             let manifest = instantiate(builtin.name).unwrap().init(&config).unwrap();
             let expected = if quorum.contains(&builtin.name) { ListMode::Quorum } else { ListMode::Any };

@@ -879,11 +879,21 @@ pub enum Check {
     /// with "never decrease" allows 1 or 3, never 2). Judged against the
     /// store's history when the write commits; off unless listed.
     HistoryPolicy,
+    /// An aggregate object (`checks.aggregates`: a binding whose subjects
+    /// stand one each for the objects of a kind) never loses, in a
+    /// component's write, a member that stands for an object the store
+    /// holds and is not deleting: a write computed from a store that lacked
+    /// the object, such as a reconcile during a relist, before the list
+    /// is in the store (stackabletech/hdfs-operator#774). A member not yet
+    /// added is not flagged (a lagging controller adds it later); only one
+    /// taken away. Judged against the store when the write commits; off
+    /// unless listed.
+    DroppedMember,
 }
 
 impl Check {
     /// Every check, in a fixed order.
-    pub const ALL: [Check; 12] = [
+    pub const ALL: [Check; 13] = [
         Check::PodIdentity,
         Check::StatefulSetOrdinals,
         Check::TimeTravel,
@@ -896,6 +906,7 @@ impl Check {
         Check::LostWork,
         Check::IdleWithWorkLeft,
         Check::HistoryPolicy,
+        Check::DroppedMember,
     ];
 
     /// The checks a scenario runs when it does not say: every safety check.
@@ -924,6 +935,7 @@ impl fmt::Display for Check {
             Check::LostWork => "lost work",
             Check::IdleWithWorkLeft => "idle with work left",
             Check::HistoryPolicy => "history policy",
+            Check::DroppedMember => "dropped member",
         })
     }
 }
@@ -938,11 +950,58 @@ pub struct Checks {
     /// The rules the `historyPolicy` check judges.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub policies: Vec<HistoryPolicy>,
+    /// The aggregate objects the `droppedMember` check judges.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aggregates: Vec<Aggregate>,
 }
 
 impl Default for Checks {
     fn default() -> Self {
-        Checks { enabled: all_checks(), policies: Vec::new() }
+        Checks { enabled: all_checks(), policies: Vec::new(), aggregates: Vec::new() }
+    }
+}
+
+/// An object that lists one member per object of a kind
+/// (`checks.aggregates[]`): a ClusterRoleBinding whose `subjects` hold
+/// the service account of every HdfsCluster, say.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Aggregate {
+    /// The kind of the objects it stands for, e.g. `HdfsCluster`.
+    pub kind: String,
+    /// The aggregate object and its list field.
+    pub into: AggregateField,
+    /// The fields of the list element that stands for an object, each a
+    /// template where `{name}` and `{namespace}` are the object's, e.g.
+    /// `{ kind: ServiceAccount, name: "{name}-serviceaccount", namespace: "{namespace}" }`.
+    pub member: BTreeMap<String, String>,
+}
+
+/// The list field of one aggregate object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AggregateField {
+    /// Its kind, e.g. `ClusterRoleBinding`.
+    pub kind: String,
+    /// Its namespace; empty (the default) for a cluster-scoped object.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// The list, a dotted path from the object's root, e.g. `subjects`.
+    pub field: String,
+}
+
+impl Aggregate {
+    /// The member that stands for the object `namespace`/`name`: the
+    /// template's fields with `{name}` and `{namespace}` filled in.
+    pub fn member_for(&self, namespace: &str, name: &str) -> BTreeMap<String, String> {
+        self.member
+            .iter()
+            .map(|(field, template)| {
+                (field.clone(), template.replace("{name}", name).replace("{namespace}", namespace))
+            })
+            .collect()
     }
 }
 

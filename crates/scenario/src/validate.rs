@@ -388,6 +388,33 @@ impl<'a> Validator<'a> {
                 "checks.policies are judged by the historyPolicy check, which is not in checks.enabled".into(),
             );
         }
+        let judges_aggregates = s.checks.enabled.contains(&crate::Check::DroppedMember);
+        if judges_aggregates && s.checks.aggregates.is_empty() {
+            self.report(
+                "checks.enabled".into(),
+                "the droppedMember check judges the objects in checks.aggregates, and there are none".into(),
+            );
+        }
+        if !judges_aggregates && !s.checks.aggregates.is_empty() {
+            self.report(
+                "checks.aggregates".into(),
+                "checks.aggregates are judged by the droppedMember check, which is not in checks.enabled".into(),
+            );
+        }
+        for (i, aggregate) in s.checks.aggregates.iter().enumerate() {
+            if aggregate.into.field.split('.').any(str::is_empty) {
+                self.report(
+                    format!("checks.aggregates[{i}].into.field"),
+                    format!("`{}` is not a dotted path to a field, like subjects", aggregate.into.field),
+                );
+            }
+            if aggregate.member.is_empty() {
+                self.report(
+                    format!("checks.aggregates[{i}].member"),
+                    "a member needs at least one field, e.g. name: \"{name}-serviceaccount\"".into(),
+                );
+            }
+        }
         for (i, policy) in s.checks.policies.iter().enumerate() {
             for (at, field) in [("field", &policy.field), ("drives.field", &policy.drives.field)] {
                 if field.split('.').any(str::is_empty) {

@@ -216,7 +216,7 @@ checks:
     assert_eq!((d.line, d.column), (4, 26));
     assert_eq!(
         d.message,
-        "unknown variant `split`, expected one of podIdentity, statefulSetOrdinals, timeTravel, replicaCount, convergence, stuckDeleting, deletedLiveDependent, orphanedDependent, dependentOfDeletedOwner, lostWork, idleWithWorkLeft, historyPolicy"
+        "unknown variant `split`, expected one of podIdentity, statefulSetOrdinals, timeTravel, replicaCount, convergence, stuckDeleting, deletedLiveDependent, orphanedDependent, dependentOfDeletedOwner, lostWork, idleWithWorkLeft, historyPolicy, droppedMember"
     );
 }
 
@@ -238,6 +238,33 @@ fn history_policies_need_their_check_and_dotted_paths() {
     let scenario = recon_scenario::parse("x.yaml", &ok).expect("a well-formed policy parses");
     assert_eq!(scenario.checks.policies[0].drives.name_for("rabbit"), "rabbit-server");
     assert_eq!(scenario.checks.policies[0].rule, recon_scenario::PolicyRule::NeverDecreases);
+}
+
+/// The dropped-member check and its aggregates come together; an
+/// aggregate names its list by a dotted path and its member by at least
+/// one templated field.
+#[test]
+fn aggregates_need_their_check_a_dotted_path_and_a_member() {
+    let base = "name: x\napiServers: [{name: a}]\n";
+    let d = problem(&format!("{base}checks:\n  enabled: [droppedMember]\n"));
+    assert!(d.message.contains("there are none"), "{}", d.message);
+    let aggregate = "  aggregates:\n    - kind: HdfsCluster\n      into: { kind: ClusterRoleBinding, name: nodes, field: \
+                     subjects. }\n      member: { name: \"{name}-sa\", namespace: \"{namespace}\" }\n";
+    let d = problem(&format!("{base}checks:\n  enabled: [droppedMember]\n{aggregate}"));
+    assert_eq!(d.path, "checks.aggregates[0].into.field");
+    let fixed = aggregate.replace("subjects.", "subjects");
+    let d = problem(&format!("{base}checks:\n  enabled: [timeTravel]\n{fixed}"));
+    assert_eq!(d.path, "checks.aggregates");
+    let d = problem(&format!(
+        "{base}checks:\n  enabled: [droppedMember]\n{}",
+        fixed.replace("{ name: \"{name}-sa\", namespace: \"{namespace}\" }", "{}")
+    ));
+    assert_eq!(d.path, "checks.aggregates[0].member");
+    let scenario = recon_scenario::parse("x.yaml", &format!("{base}checks:\n  enabled: [droppedMember]\n{fixed}"))
+        .expect("a well-formed aggregate parses");
+    let member = scenario.checks.aggregates[0].member_for("default", "alpha");
+    assert_eq!(member["name"], "alpha-sa");
+    assert_eq!(member["namespace"], "default");
 }
 
 #[test]

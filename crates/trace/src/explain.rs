@@ -96,6 +96,15 @@ pub fn explain(trace: &Trace, violation: EntryId) -> Option<Explanation> {
                 steps.push(step(write));
             }
         }
+        Check::DroppedMember => {
+            // causes: [the write, the last list the writer's informers
+            // were served before it, the reconcile that sent it]
+            let write = v.causes.first().and_then(|id| trace.get(*id));
+            steps.extend(v.causes.iter().skip(1).filter_map(|id| trace.get(*id)).map(step));
+            if let Some(write) = write {
+                steps.push(step(write));
+            }
+        }
         Check::Convergence | Check::StuckDeleting | Check::OrphanedDependent | Check::IdleWithWorkLeft => {
             // causes: [the last write to what the set asks for], or [the
             // write that marked the object for deletion], or [the idle

@@ -8,6 +8,7 @@
 //! and records what they find as violations. Adding a check is a new file
 //! here and a line in [`Checks::new`].
 
+mod aggregate;
 mod convergence;
 mod garbage;
 mod history;
@@ -127,7 +128,8 @@ impl Checks {
     /// `collectors` names the components that run the garbage collector:
     /// the garbage-collection checks judge their deletes, and only judge
     /// orphans when there is one. The history-policy check judges the
-    /// scenario's `checks.policies`.
+    /// scenario's `checks.policies`, the dropped-member check its
+    /// `checks.aggregates`.
     pub fn new(checks: &recon_scenario::Checks, collectors: &[String]) -> Checks {
         let enabled = &checks.enabled;
         let mut observers: Vec<Box<dyn Observer>> = Vec::new();
@@ -144,6 +146,7 @@ impl Checks {
             Check::LostWork,
             Check::IdleWithWorkLeft,
             Check::HistoryPolicy,
+            Check::DroppedMember,
         ] {
             if !enabled.contains(&check) {
                 continue;
@@ -161,6 +164,7 @@ impl Checks {
                 Check::LostWork => Box::new(lost_work::LostWork::default()),
                 Check::IdleWithWorkLeft => Box::new(idle::IdleWithWorkLeft),
                 Check::HistoryPolicy => Box::new(history::HistoryPolicies::new(&checks.policies)),
+                Check::DroppedMember => Box::new(aggregate::DroppedMembers::new(&checks.aggregates)),
             });
         }
         Checks { observers, judges_idle: enabled.contains(&Check::IdleWithWorkLeft) }

@@ -167,6 +167,7 @@ mod tests {
         }
         let names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
         assert!(names.contains(&"pod-safety-59848"), "{names:?}");
+        assert!(names.contains(&"hdfs-partial-relist-774"), "every library entry is a card: {names:?}");
         assert!(!names.contains(&"pod-safety-59848-quorum"), "a fixed variant is not an entry of its own: {names:?}");
     }
 
