@@ -5,7 +5,8 @@
 //! - time from navigation to the first drawn timeline;
 //! - simulation throughput in the browser's worker as a ratio to the same
 //!   scenario run natively in this process, in the same run;
-//! - frame time while panning a timeline of about 100,000 events;
+//! - the timeline with runs of about 100,000 and 1,000,000 events: the
+//!   trace's way to the page, the model, frame times, hover;
 //! - "Find a violation" on the #59848 workload: click to violation shown,
 //!   and plans per second across search workers, each against the same
 //!   search natively in this process;
@@ -119,26 +120,64 @@ async fn simulation_throughput() {
     page.close().await;
 }
 
-/// Frame times of the timeline panning across a real run of about 100,000
-/// events (the page's worker simulates a library scenario scaled up).
+/// How long the timeline benchmark's page may take to simulate, send and
+/// draw its largest run.
+const TIMELINE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(900);
+
+/// The timeline with real runs of about 100,000 and 1,000,000 events (the
+/// page's worker simulates a library scenario scaled up): the run, the
+/// request until the trace is in the page, building the model, frame
+/// times panning with a fifth of the run in view and with all of it in
+/// view, and the hover's hit test.
 async fn timeline_frames() {
-    let page = Browser::open("?bench=timeline&events=100000").await;
-    let text = page.wait_text("#bench-result", |t| t.starts_with('{')).await;
-    let result: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let frames: Vec<f64> = result["frames"].as_array().unwrap().iter().map(|f| f.as_f64().unwrap()).collect();
+    println!("## Timeline with large runs\n");
     println!(
-        "## Timeline frame time, panning {} events of {} ({} frames)\n",
-        result["events"],
-        result["scenario"].as_str().unwrap_or("?"),
-        frames.len()
+        "| events | run in worker ms | request to trace in page ms | model ms | pan frame median / p95 / max ms \
+         | whole-run frame median / p95 / max ms | hover median / max ms |"
     );
-    println!(
-        "median {:.2} ms, p95 {:.2} ms, max {:.2} ms\n",
-        median(frames.clone()),
-        percentile(frames.clone(), 0.95),
-        frames.iter().cloned().fold(0.0, f64::max)
-    );
-    page.close().await;
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    for events in [100_000, 1_000_000] {
+        let page = Browser::open(&format!("?bench=timeline&events={events}")).await;
+        let start = Instant::now();
+        let text = loop {
+            let text = page.client().find(fantoccini::Locator::Css("#bench-result")).await.unwrap().text().await;
+            match text {
+                Ok(text) if !text.is_empty() => break text,
+                _ => {}
+            }
+            assert!(start.elapsed() < TIMELINE_PATIENCE, "the {events}-event timeline never answered");
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        };
+        page.close().await;
+        let Ok(result) = serde_json::from_str::<serde_json::Value>(&text) else {
+            println!("| {events} | failed: {text} | | | | | |");
+            continue;
+        };
+        let series = |name: &str| -> Vec<f64> {
+            result[name].as_array().unwrap().iter().map(|f| f.as_f64().unwrap()).collect()
+        };
+        let summary = |values: Vec<f64>| {
+            format!(
+                "{:.2} / {:.2} / {:.2}",
+                median(values.clone()),
+                percentile(values.clone(), 0.95),
+                values.iter().cloned().fold(0.0, f64::max)
+            )
+        };
+        let hovers = series("hovers");
+        println!(
+            "| {} | {:.0} | {:.0} | {:.0} | {} | {} | {:.3} / {:.3} |",
+            result["events"],
+            result["runMs"].as_f64().unwrap_or(f64::NAN),
+            result["arrivedMs"].as_f64().unwrap_or(f64::NAN),
+            result["modelMs"].as_f64().unwrap_or(f64::NAN),
+            summary(series("frames")),
+            summary(series("wholeFrames")),
+            median(hovers.clone()),
+            hovers.iter().cloned().fold(0.0, f64::max),
+        );
+    }
+    println!();
 }
 
 /// The #59848 workload, with the naive kubelet or the fixed one.
