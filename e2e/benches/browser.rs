@@ -7,6 +7,8 @@
 //!   scenario run natively in this process, in the same run;
 //! - the timeline with runs of about 100,000 and 1,000,000 events: the
 //!   trace's way to the page, the model, frame times, hover;
+//! - the scale benchmark's cluster in the tab at growing sizes, until it
+//!   is drawn or the page says it does not fit;
 //! - "Find a violation" on the #59848 workload: click to violation shown,
 //!   and plans per second across search workers, each against the same
 //!   search natively in this process;
@@ -176,6 +178,49 @@ async fn timeline_frames() {
             median(hovers.clone()),
             hovers.iter().cloned().fold(0.0, f64::max),
         );
+    }
+    println!();
+}
+
+/// How long one size of the scale benchmark's cluster may take in the tab.
+const SCALE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1_800);
+
+/// The scale benchmark's cluster (`recon_tests::scale`) in the playground:
+/// typed into the editor and applied, as a visitor would, at growing sizes;
+/// from the click until the run is drawn, or until the page says why not.
+/// Afterwards the page must still answer (no dead tab).
+async fn scale_in_the_tab() {
+    println!("## The scale benchmark's cluster in the tab (editor, apply, until drawn or refused)\n");
+    println!("| nodes | pods | outcome | apply to outcome s | page answers after |\n|---:|---:|---|---:|---|");
+    for (nodes, pods) in [(100, 3_000), (300, 9_000), (1_000, 30_000)] {
+        let page = Browser::open("").await;
+        let first = page.hash_after(None).await;
+        page.open_editor().await;
+        page.apply_scenario(&recon_tests::scale::yaml(nodes, pods)).await;
+        let start = Instant::now();
+        let script = r#"
+            const error = document.querySelector('#error pre');
+            const hash = document.querySelector('#trace-hash');
+            return { error: error ? error.textContent : null, hash: hash ? hash.textContent : null };
+        "#;
+        let outcome = loop {
+            let state = page.client().execute(script, vec![]).await.unwrap();
+            if let Some(error) = state["error"].as_str().filter(|e| !e.is_empty()) {
+                break format!("refused: {}", error.lines().next().unwrap_or_default());
+            }
+            if let Some(hash) = state["hash"].as_str().filter(|h| h.len() == 16 && *h != first) {
+                break format!("drawn (trace hash {hash})");
+            }
+            if start.elapsed() > SCALE_PATIENCE {
+                break "neither drawn nor refused in time".to_owned();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        };
+        let seconds = start.elapsed().as_secs_f64();
+        let alive = page.client().execute("return document.readyState", vec![]).await.is_ok()
+            && page.exists("#timeline-canvas").await;
+        page.close().await;
+        println!("| {nodes} | {pods} | {outcome} | {seconds:.0} | {} |", if alive { "yes" } else { "no" });
     }
     println!();
 }
@@ -437,6 +482,9 @@ fn main() {
         }
         if run("timeline-frames") {
             timeline_frames().await;
+        }
+        if run("scale-in-the-tab") {
+            scale_in_the_tab().await;
         }
         if run("search-find-a-violation") {
             find_a_violation().await;
