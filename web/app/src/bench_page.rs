@@ -67,7 +67,7 @@ pub fn timeline_bench(props: &TimelineBenchProps) -> Html {
                     }
                 }
                 WorkerEvent::Broken(why) => shown.set(why),
-                WorkerEvent::Stalled => shown.set("the worker stopped answering".into()),
+                WorkerEvent::Stalled(_) => shown.set("the worker stopped answering".into()),
             });
             let request = ToWorker::Run {
                 id: 1,
