@@ -164,9 +164,8 @@ async fn timeline_frames() {
             println!("| {events} | failed after {:.0} s: {text} | | | | | |", start.elapsed().as_secs_f64());
             continue;
         };
-        let series = |name: &str| -> Vec<f64> {
-            result[name].as_array().unwrap().iter().map(|f| f.as_f64().unwrap()).collect()
-        };
+        let series =
+            |name: &str| -> Vec<f64> { result[name].as_array().unwrap().iter().map(|f| f.as_f64().unwrap()).collect() };
         let summary = |values: Vec<f64>| {
             format!(
                 "{:.2} / {:.2} / {:.2}",
