@@ -5,7 +5,10 @@
 //! - time from navigation to the first drawn timeline;
 //! - simulation throughput in the browser's worker as a ratio to the same
 //!   scenario run natively in this process, in the same run;
-//! - frame time while panning a timeline of about 100,000 events;
+//! - the timeline with runs of about 100,000 and 1,000,000 events: the
+//!   trace's way to the page, the model, frame times, hover;
+//! - the scale benchmark's cluster in the tab at growing sizes, until it
+//!   is drawn or the page says it does not fit;
 //! - "Find a violation" on the #59848 workload: click to violation shown,
 //!   and plans per second across search workers, each against the same
 //!   search natively in this process;
@@ -119,26 +122,122 @@ async fn simulation_throughput() {
     page.close().await;
 }
 
-/// Frame times of the timeline panning across a real run of about 100,000
-/// events (the page's worker simulates a library scenario scaled up).
+/// How long the timeline benchmark's page may take to simulate, send and
+/// draw its largest run.
+const TIMELINE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(900);
+
+/// The timeline with real runs of about 100,000 and 1,000,000 events (the
+/// page's worker simulates a library scenario scaled up): the run, the
+/// request until the trace is in the page, building the model, frame
+/// times panning with a fifth of the run in view and with all of it in
+/// view, and the hover's hit test.
 async fn timeline_frames() {
-    let page = Browser::open("?bench=timeline&events=100000").await;
-    let text = page.wait_text("#bench-result", |t| t.starts_with('{')).await;
-    let result: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let frames: Vec<f64> = result["frames"].as_array().unwrap().iter().map(|f| f.as_f64().unwrap()).collect();
+    println!("## Timeline with large runs\n");
     println!(
-        "## Timeline frame time, panning {} events of {} ({} frames)\n",
-        result["events"],
-        result["scenario"].as_str().unwrap_or("?"),
-        frames.len()
+        "| events | run in worker ms | request to trace in page ms | model ms | pan frame median / p95 / max ms \
+         | whole-run frame median / p95 / max ms | hover median / max ms |"
     );
-    println!(
-        "median {:.2} ms, p95 {:.2} ms, max {:.2} ms\n",
-        median(frames.clone()),
-        percentile(frames.clone(), 0.95),
-        frames.iter().cloned().fold(0.0, f64::max)
-    );
-    page.close().await;
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    for events in [100_000, 1_000_000] {
+        let page = Browser::open(&format!("?bench=timeline&events={events}")).await;
+        let start = Instant::now();
+        // The result, or what the page shows instead (a crash overlay has
+        // no `#bench-result`).
+        let script = r#"
+            const result = document.querySelector('#bench-result');
+            return result ? result.textContent : ('page without a result: ' + document.body.innerText.slice(0, 600));
+        "#;
+        let text = loop {
+            let text = page.client().execute(script, vec![]).await.map(|v| v.as_str().unwrap_or_default().to_owned());
+            match text {
+                Ok(text) if text.starts_with("page without") && start.elapsed().as_secs() > 5 => break text,
+                Ok(text) if !text.is_empty() && !text.starts_with("page without") => break text,
+                Err(e) => break format!("the page is gone: {e}"),
+                _ => {}
+            }
+            assert!(start.elapsed() < TIMELINE_PATIENCE, "the {events}-event timeline never answered");
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        };
+        let text = text.replace('\n', " ");
+        page.close().await;
+        let Ok(result) = serde_json::from_str::<serde_json::Value>(&text) else {
+            println!("| {events} | failed after {:.0} s: {text} | | | | | |", start.elapsed().as_secs_f64());
+            continue;
+        };
+        let series =
+            |name: &str| -> Vec<f64> { result[name].as_array().unwrap().iter().map(|f| f.as_f64().unwrap()).collect() };
+        let summary = |values: Vec<f64>| {
+            format!(
+                "{:.2} / {:.2} / {:.2}",
+                median(values.clone()),
+                percentile(values.clone(), 0.95),
+                values.iter().cloned().fold(0.0, f64::max)
+            )
+        };
+        let hovers = series("hovers");
+        println!(
+            "| {} | {:.0} | {:.0} | {:.0} | {} | {} | {:.3} / {:.3} |",
+            result["events"],
+            result["runMs"].as_f64().unwrap_or(f64::NAN),
+            result["arrivedMs"].as_f64().unwrap_or(f64::NAN),
+            result["modelMs"].as_f64().unwrap_or(f64::NAN),
+            summary(series("frames")),
+            summary(series("wholeFrames")),
+            median(hovers.clone()),
+            hovers.iter().cloned().fold(0.0, f64::max),
+        );
+    }
+    println!();
+}
+
+/// How long one size of the scale benchmark's cluster may take in the tab.
+const SCALE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(1_800);
+
+/// The sizes [`scale_in_the_tab`] tries, as `NODESxPODS,...` (default
+/// 100x3000,300x9000,1000x30000).
+const TAB_SIZES_VAR: &str = "RECON_TAB_SIZES";
+
+/// The scale benchmark's cluster (`recon_tests::scale`) in the playground:
+/// typed into the editor and applied, as a visitor would, at growing sizes;
+/// from the click until the run is drawn, or until the page says why not.
+/// Afterwards the page must still answer (no dead tab).
+async fn scale_in_the_tab() {
+    println!("## The scale benchmark's cluster in the tab (editor, apply, until drawn or refused)\n");
+    println!("| nodes | pods | outcome | apply to outcome s | page answers after |\n|---:|---:|---|---:|---|");
+    let sizes = std::env::var(TAB_SIZES_VAR).unwrap_or_else(|_| "100x3000,300x9000,1000x30000".to_owned());
+    for size in sizes.split(',') {
+        let parsed = size.split_once('x').and_then(|(n, p)| Some((n.trim().parse().ok()?, p.trim().parse().ok()?)));
+        let Some((nodes, pods)) = parsed else { panic!("{TAB_SIZES_VAR}: {size:?} is not NODESxPODS") };
+        let page = Browser::open("").await;
+        let first = page.hash_after(None).await;
+        page.open_editor().await;
+        page.apply_scenario(&recon_tests::scale::yaml(nodes, pods)).await;
+        let start = Instant::now();
+        let script = r#"
+            const error = document.querySelector('#error pre');
+            const hash = document.querySelector('#trace-hash');
+            return { error: error ? error.textContent : null, hash: hash ? hash.textContent : null };
+        "#;
+        let outcome = loop {
+            let state = page.client().execute(script, vec![]).await.unwrap();
+            if let Some(error) = state["error"].as_str().filter(|e| !e.is_empty()) {
+                break format!("refused: {}", error.lines().next().unwrap_or_default());
+            }
+            if let Some(hash) = state["hash"].as_str().filter(|h| h.len() == 16 && *h != first) {
+                break format!("drawn (trace hash {hash})");
+            }
+            if start.elapsed() > SCALE_PATIENCE {
+                break "neither drawn nor refused in time".to_owned();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        };
+        let seconds = start.elapsed().as_secs_f64();
+        let alive = page.client().execute("return document.readyState", vec![]).await.is_ok()
+            && page.exists("#timeline-canvas").await;
+        page.close().await;
+        println!("| {nodes} | {pods} | {outcome} | {seconds:.0} | {} |", if alive { "yes" } else { "no" });
+    }
+    println!();
 }
 
 /// The #59848 workload, with the naive kubelet or the fixed one.
@@ -306,6 +405,16 @@ fn automatic_searches() -> Vec<(recon_scenario::Scenario, bool)> {
 
 const ORDER_RACE: &str = "status-condition-race";
 
+/// What the table says of a scenario whose workload breaks with no fault
+/// at all: the search has nothing to do (`recon explore` and the page say
+/// so), the fault-free run is the finding.
+const NO_FAULTS_NEEDED: &str = "breaks with no faults";
+
+/// "yes" or "no".
+fn found_or_not(found: bool) -> &'static str {
+    if found { "yes" } else { "no" }
+}
+
 /// How long the browser may search one scenario before the table says so.
 const SEARCH_DEADLINE_MS: u64 = 180_000;
 
@@ -341,13 +450,17 @@ async fn search_time_to_violation() {
     "#;
     for (scenario, orderings) in automatic_searches() {
         let start = Instant::now();
+        let factory = || -> recon_sim::Instantiate { Box::new(|c| recon_catalog::instantiate(&c.controller)) };
         let native_found = if orderings {
-            let factory = || -> recon_sim::Instantiate { Box::new(|c| recon_catalog::instantiate(&c.controller)) };
             let bounds = Bounds { max_runs: 100, stale_views: 0 };
             let result = ordering::search(&scenario, &factory, Strategy::DepthFirst, bounds, &mut |_| {}).unwrap();
-            result.finding.is_some()
+            found_or_not(result.finding.is_some())
+        } else if recon_explore::Explorer::new(&scenario, &factory, false).unwrap().reference_finding().is_some() {
+            // As `recon explore` and the page do: a workload that breaks
+            // without faults has nothing to search for; its own run is the finding.
+            NO_FAULTS_NEEDED
         } else {
-            recon_e2e::explore_natively(&scenario, cores()).found.is_some()
+            found_or_not(recon_e2e::explore_natively(&scenario, cores()).found.is_some())
         };
         let native = start.elapsed().as_secs_f64() * 1e3;
         let page = Browser::open(&format!("?scenario={}", scenario.name)).await;
@@ -356,18 +469,21 @@ async fn search_time_to_violation() {
         let answer = page.client().execute_async(script, args).await.unwrap();
         page.close().await;
         let browser = answer["ms"].as_f64();
-        let browser_found = answer["found"].as_bool().unwrap_or(false);
-        let yes_no = |found: bool| if found { "yes" } else { "no" };
+        let text = answer["text"].as_str().unwrap_or_default();
+        let browser_found = if text.contains("without any fault") {
+            NO_FAULTS_NEEDED
+        } else {
+            found_or_not(answer["found"].as_bool().unwrap_or(false))
+        };
         println!(
-            "| {} | {} | {native:.0} | {} | {} | {} | {} |",
+            "| {} | {} | {native:.0} | {native_found} | {} | {} | {} |",
             scenario.name,
             if orderings { "orderings (100 runs)" } else { "fault schedules" },
-            yes_no(native_found),
             browser.map_or_else(|| "timed out".to_string(), |b| format!("{b:.0}")),
-            if browser.is_some() { yes_no(browser_found) } else { "-" },
+            if browser.is_some() { browser_found } else { "-" },
             browser.map_or_else(|| "-".to_string(), |b| format!("{:.1}x", b / native)),
         );
-        if !browser_found && browser.is_some() {
+        if browser_found != native_found && browser.is_some() {
             println!("<!-- {}: {} -->", scenario.name, answer["text"].as_str().unwrap_or_default());
         }
     }
@@ -398,6 +514,9 @@ fn main() {
         }
         if run("timeline-frames") {
             timeline_frames().await;
+        }
+        if run("scale-in-the-tab") {
+            scale_in_the_tab().await;
         }
         if run("search-find-a-violation") {
             find_a_violation().await;

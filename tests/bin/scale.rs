@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! cargo xtask bench scale [--sizes 100x3000,1000x30000,5000x150000] [--wasm-up-to NODES]
-//! cargo run --release -p recon-tests --bin scale -- [same flags]   # RECON_PLUGIN_DIR for Wasm
+//! cargo run --profile dist -p recon-tests --bin scale -- [same flags]   # RECON_PLUGIN_DIR for Wasm
 //! cargo run --release -p recon-tests --bin scale -- --write NODES PODS FILE
 //! ```
 //!

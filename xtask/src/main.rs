@@ -8,7 +8,10 @@
 //!   end-to-end tests in headless Chromium.
 //! - `cargo xtask bench`: the benchmarks (see BENCHMARKS.md), native and in
 //!   the browser; `cargo xtask bench scale [FLAGS]`: the scale benchmark
-//!   alone (cluster sizes up to Kubernetes' published limits).
+//!   alone (cluster sizes up to Kubernetes' published limits); `cargo xtask
+//!   bench browser [SECTION...]`: the browser benchmark alone. Every
+//!   benchmark builds with the `dist` profile (whole-program optimisation,
+//!   as the distributed CLI and, for size, the playground's worker).
 //! - `cargo xtask e2e [ARGS]`: only the playground's end-to-end tests (ARGS
 //!   go to `cargo test`, e.g. `--test playground -- share`).
 //! - `cargo xtask plugins`: just build the plugins and print where they are
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
             eprintln!("  test             run every test: native, and in headless Chromium");
             eprintln!("  bench            run the benchmarks and print their results");
             eprintln!("  bench scale      only the scale benchmark (--sizes NODESxPODS,... --wasm-up-to NODES)");
+            eprintln!("  bench browser [SECTION...]  only the browser benchmark, or some of its sections");
             eprintln!(
                 "  e2e [ARGS]       build and serve the playground, run only its browser tests (ARGS go to cargo test)"
             );
@@ -256,23 +260,45 @@ fn download_size() -> Result<(), String> {
     size::check(&rows, size::BUDGET)
 }
 
+/// The Cargo profile of every benchmark's native side: the distributed
+/// CLI's (`[profile.dist]`, whole-program optimisation like the
+/// playground's `web` profile), so a browser/native ratio is like for like.
+/// Slow to build, so only `bench` uses it, never `test`.
+const BENCH_PROFILE: &str = "dist";
+
+/// `cargo xtask bench [scale FLAGS | browser [SECTION...] | ARGS]`: every
+/// benchmark, or the scale benchmark alone, or the browser benchmark alone
+/// (some of its sections, by name); all built with [`BENCH_PROFILE`].
 fn bench(args: &[String]) -> Result<(), String> {
     let plugins = build_plugins()?;
     // The scale benchmark is long (minutes at the largest size) and its own
     // program, so it runs alone: `cargo xtask bench scale [flags]`.
     if args.first().is_some_and(|a| a == "scale") {
         return run(cargo()
-            .args(["run", "--release", "--package", "recon-tests", "--bin", "scale", "--"])
+            .args(["run", "--profile", BENCH_PROFILE, "--package", "recon-tests", "--bin", "scale", "--"])
             .args(&args[1..])
             .env(PLUGIN_DIR_VAR, &plugins));
     }
-    run(cargo().args(["bench", "--package", "recon-tests"]).args(args).env(PLUGIN_DIR_VAR, &plugins))?;
+    let browser_only = args.first().is_some_and(|a| a == "browser");
+    if !browser_only {
+        run(cargo()
+            .args(["bench", "--profile", BENCH_PROFILE, "--package", "recon-tests"])
+            .args(args)
+            .env(PLUGIN_DIR_VAR, &plugins))?;
+    }
     let chromium = tools::ensure_chromium()?;
     let dist = build_web()?;
-    println!("## Download size\n");
-    print!("{}", size::table(&size::measure(&dist)?, size::BUDGET));
+    let sections = if browser_only { &args[1..] } else { &[][..] };
+    if sections.is_empty() {
+        println!("## Download size\n");
+        print!("{}", size::table(&size::measure(&dist)?, size::BUDGET));
+    }
     browser::with_playground(&dist, &chromium, |env| {
-        run(cargo().args(["bench", "--package", E2E_PACKAGE]).envs(env.iter().cloned()).env(PLUGIN_DIR_VAR, &plugins))
+        run(cargo()
+            .args(["bench", "--profile", BENCH_PROFILE, "--package", E2E_PACKAGE, "--bench", "browser", "--"])
+            .args(sections)
+            .envs(env.iter().cloned())
+            .env(PLUGIN_DIR_VAR, &plugins))
     })
 }
 

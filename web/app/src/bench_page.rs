@@ -1,7 +1,10 @@
 //! `?bench=timeline&events=N`: a page that has its worker run the
 //! benchmark's scaled scenario (about N events, [`bench_scenario`]), times
-//! the timeline's drawing of that run and prints the frame times as JSON in
-//! `#bench-result` (read by `cargo xtask bench`).
+//! the timeline's drawing of that run and prints the times as JSON in
+//! `#bench-result` (read by `cargo xtask bench`): the run in the worker,
+//! the request until the trace is in the page (run, encoding, transfer and
+//! decoding), building the timeline's model, frames panning and with the
+//! whole run in view, and hover hit tests.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -34,19 +37,27 @@ pub fn timeline_bench(props: &TimelineBenchProps) -> Html {
         use_effect_with((), move |_| {
             let scenario = bench_scenario(events);
             let (link, shown) = (worker.clone(), result.clone());
+            let sent_ms = Rc::new(RefCell::new(0.0));
+            let sent = sent_ms.clone();
             let on_event = Callback::from(move |event: WorkerEvent| match event {
                 WorkerEvent::Message(message) => {
                     if let Some(link) = link.borrow_mut().as_mut() {
                         link.received(&message);
                     }
                     match message {
-                        FromWorker::Done { trace, .. } => {
+                        FromWorker::Done { trace, wall_ms, .. } => {
                             if let Some(canvas) = canvas.cast::<web_sys::HtmlCanvasElement>() {
-                                let frames = pan_benchmark(&canvas, &trace, FRAMES);
+                                let arrived_ms = now_ms();
+                                let times = pan_benchmark(&canvas, &trace, FRAMES);
                                 let json = serde_json::json!({
                                     "scenario": trace.scenario,
                                     "events": trace.entries.len(),
-                                    "frames": frames,
+                                    "runMs": wall_ms,
+                                    "arrivedMs": arrived_ms - *sent_ms.borrow(),
+                                    "modelMs": times.model_ms,
+                                    "frames": times.frames,
+                                    "wholeFrames": times.whole_frames,
+                                    "hovers": times.hovers,
                                 });
                                 shown.set(json.to_string());
                             }
@@ -56,7 +67,7 @@ pub fn timeline_bench(props: &TimelineBenchProps) -> Html {
                     }
                 }
                 WorkerEvent::Broken(why) => shown.set(why),
-                WorkerEvent::Stalled => shown.set("the worker stopped answering".into()),
+                WorkerEvent::Stalled(_) => shown.set("the worker stopped answering".into()),
             });
             let request = ToWorker::Run {
                 id: 1,
@@ -66,6 +77,7 @@ pub fn timeline_bench(props: &TimelineBenchProps) -> Html {
             };
             match WorkerLink::start(on_event) {
                 Ok(mut started) => {
+                    *sent.borrow_mut() = now_ms();
                     started.send(&request, &[]);
                     *worker.borrow_mut() = Some(started);
                 }
@@ -79,6 +91,11 @@ pub fn timeline_bench(props: &TimelineBenchProps) -> Html {
             <pre id="bench-result">{ (*result).clone() }</pre>
         </div>
     }
+}
+
+/// `performance.now()`, or 0 where the page has no clock.
+fn now_ms() -> f64 {
+    web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
 }
 
 /// The benchmark the page's URL asks for, if any: `Some(events)` for

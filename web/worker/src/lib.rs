@@ -12,7 +12,15 @@
 
 pub mod audit;
 pub mod crash;
+#[cfg(target_arch = "wasm32")]
+pub mod memory;
 pub mod runner;
 pub mod search;
 #[cfg(target_arch = "wasm32")]
 pub mod worker;
+
+/// The worker counts what it allocates ([`memory`]), to stop a run that
+/// would not fit in a tab before the allocator fails.
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static ALLOCATOR: memory::Counting = memory::Counting;

@@ -37,6 +37,47 @@ pub trait Progress {
     fn now_ms(&mut self) -> f64;
     /// Sends one message to the page.
     fn report(&mut self, message: FromWorker);
+    /// Bytes the program holds now, where that is known (the worker's
+    /// [`crate::memory`]); `None` natively, where a run is never stopped
+    /// for its size.
+    fn memory_bytes(&mut self) -> Option<u64> {
+        None
+    }
+}
+
+/// The most memory a run may hold, with room for its answer
+/// ([`ANSWER_BYTES_PER_ENTRY`]), before the worker stops it: 3.5 GiB of the
+/// 4 GiB a wasm32 program addresses, so that the allocator never fails
+/// (which would kill the worker without a word; a single allocation of
+/// more than what is left still can).
+pub const MEMORY_CEILING: u64 = 7 << 29;
+
+/// Room kept per trace entry for the answer: the trace as JSON (about
+/// 250 bytes an entry for a typical run) while its buffer doubles.
+pub const ANSWER_BYTES_PER_ENTRY: u64 = 600;
+
+/// The answer to a run stopped at `memory` bytes held, after `entries`
+/// trace entries and `time_ms` of `end_ms` virtual milliseconds: what
+/// happened, and what to do instead.
+fn too_big(id: u64, memory: u64, entries: u64, time_ms: u64, end_ms: u64) -> FromWorker {
+    let mib = |bytes: u64| bytes >> 20;
+    FromWorker::Failed {
+        id,
+        component: None,
+        error: format!(
+            "This run is too big for a browser tab: after {:.1} of its {:.1} virtual seconds it held {} MiB \
+             and {entries} trace entries, and a tab's worker can address at most 4,096 MiB \
+             (WebAssembly's 32-bit memory), the trace's way to the page included. It was stopped there. \
+             Run it with the recon command line (recon run), which has no such limit, or make it smaller \
+             (fewer nodes, pods or virtual seconds); the ceiling is {} MiB held, counting about {} bytes \
+             a trace entry for sending the trace.",
+            time_ms as f64 / 1e3,
+            end_ms as f64 / 1e3,
+            mib(memory),
+            mib(MEMORY_CEILING),
+            ANSWER_BYTES_PER_ENTRY,
+        ),
+    }
 }
 
 /// How often progress is reported, in wall-clock milliseconds.
@@ -146,6 +187,14 @@ impl Runner {
         let mut last_report = started;
         let mut steps = 0u64;
         while sim.step() {
+            // Every step: one step of a large run can allocate a lot (a
+            // trace that doubles its buffer), and the check is one load.
+            if let Some(memory) = progress.memory_bytes() {
+                let entries = sim.trace().entries.len() as u64;
+                if memory.saturating_add(entries.saturating_mul(ANSWER_BYTES_PER_ENTRY)) > MEMORY_CEILING {
+                    return too_big(id, memory, entries, sim.now_ms(), end_ms);
+                }
+            }
             steps += 1;
             if steps.is_multiple_of(STEPS_PER_PROGRESS_CHECK) {
                 let now = progress.now_ms();
@@ -236,6 +285,43 @@ mod tests {
         let mut sim = Preparer::new().unwrap().prepare(file, &[swap]).unwrap().sim().unwrap();
         sim.run();
         assert_eq!(hash, sim.into_trace().hash());
+    }
+
+    /// Reports as [`Collect`] does, and claims to hold `held` bytes.
+    struct Holding {
+        held: u64,
+        answers: Vec<FromWorker>,
+    }
+
+    impl Progress for Holding {
+        fn now_ms(&mut self) -> f64 {
+            0.0
+        }
+        fn report(&mut self, message: FromWorker) {
+            self.answers.push(message);
+        }
+        fn memory_bytes(&mut self) -> Option<u64> {
+            Some(self.held)
+        }
+    }
+
+    #[test]
+    fn a_run_that_would_not_fit_in_a_tab_stops_with_a_message_saying_so() {
+        let mut runner = Runner::new().unwrap();
+        let request = || ToWorker::Run { id: 3, scenario: default_scenario(), seed: 1, uploads: Vec::new() };
+        // Just under the ceiling, before any entry: the first entries' room tips it over.
+        let mut near = Holding { held: MEMORY_CEILING - 1, answers: Vec::new() };
+        runner.handle(request(), &mut near);
+        let Some(FromWorker::Failed { id, component, error }) = near.answers.pop() else {
+            panic!("a run over the memory ceiling is stopped")
+        };
+        assert_eq!((id, component), (3, None));
+        assert!(error.starts_with("This run is too big for a browser tab: after "), "{error}");
+        assert!(error.contains("Run it with the recon command line (recon run)"), "{error}");
+        // Far below it, the same run finishes as it does natively.
+        let mut room = Holding { held: 1 << 20, answers: Vec::new() };
+        runner.handle(request(), &mut room);
+        assert_eq!(hash_of(room.answers.pop().unwrap()), hash_of(run(&mut runner, Vec::new())));
     }
 
     #[test]

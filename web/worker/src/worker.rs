@@ -30,6 +30,10 @@ impl Progress for Port {
         self.scope.performance().map_or(0.0, |p| p.now())
     }
 
+    fn memory_bytes(&mut self) -> Option<u64> {
+        Some(crate::memory::live_bytes())
+    }
+
     fn report(&mut self, message: FromWorker) {
         let text = serde_json::to_string(&message).expect("messages are plain data");
         // Posting fails only if the page is gone; nobody is left to tell.

@@ -542,6 +542,18 @@ pub fn count(n: usize, thing: &str) -> String {
     if n == 1 { format!("1 {thing}") } else { format!("{n} {thing}s") }
 }
 
+/// How long a busy worker may stay silent before the page gives up on it,
+/// in milliseconds: 30 s, the last resort (a run reports progress ten
+/// times a second), plus 60 ms per thousand trace entries the run has
+/// reported, for the end of a run, when the worker encodes and posts the
+/// trace without a word (a million entries took about 34 s from the end of
+/// the run to the page on the loaded 2-core machine, BENCHMARKS.md; the
+/// 1,000-node scale run's 1.8 million were cut off by a flat 30 s).
+pub fn watchdog_ms(entries: u64) -> u32 {
+    let sending = entries.saturating_mul(60) / 1_000;
+    u32::try_from(30_000u64.saturating_add(sending)).unwrap_or(u32::MAX)
+}
+
 #[cfg(target_arch = "wasm32")]
 mod page;
 #[cfg(target_arch = "wasm32")]
@@ -550,6 +562,14 @@ pub use page::App;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worker_sending_a_large_trace_is_given_time_in_proportion() {
+        assert_eq!(watchdog_ms(0), 30_000, "the last resort for a run that has reported nothing");
+        assert_eq!(watchdog_ms(1_000_000), 90_000, "a million entries: a minute more to send them");
+        assert!(watchdog_ms(1_816_234) > 30_000 + 100_000, "the 1,000-node scale run");
+        assert_eq!(watchdog_ms(u64::MAX), u32::MAX, "never wraps");
+    }
 
     #[test]
     fn the_picker_tells_an_edited_a_custom_and_a_found_scenario_from_the_library_one() {

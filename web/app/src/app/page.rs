@@ -9,7 +9,7 @@ use yew::prelude::*;
 
 use super::panels;
 use super::settings::Fault;
-use super::worker_link::{Event as WorkerEvent, WATCHDOG_MS, WorkerLink};
+use super::worker_link::{Event as WorkerEvent, WorkerLink};
 use super::{Pending, State};
 use recon_web_protocol::{ToWorker, Upload};
 
@@ -610,10 +610,10 @@ impl App {
                     self.state.worker_lost(&why);
                 }
             }
-            WorkerEvent::Stalled => {
+            WorkerEvent::Stalled(quiet_ms) => {
                 let why = format!(
                     "The simulation stopped answering for {} s and was restarted; the last finished run is kept.",
-                    WATCHDOG_MS / 1000
+                    quiet_ms / 1000
                 );
                 self.state.worker_lost(&why);
                 self.restart_worker(ctx);

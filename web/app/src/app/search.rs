@@ -494,7 +494,7 @@ mod view {
                     hunt.fail(why);
                     Step::Finished
                 }
-                WorkerEvent::Stalled => {
+                WorkerEvent::Stalled(_) => {
                     hunt.fail("a search worker stopped answering".into());
                     Step::Finished
                 }

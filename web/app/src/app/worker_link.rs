@@ -16,10 +16,12 @@ use recon_web_protocol::{Delivery, FromWorker, ToWorker};
 /// The worker's script, as Trunk emits it next to `index.html`.
 const WORKER_SCRIPT: &str = "./recon-worker_loader.js";
 
-/// How long a busy worker may stay silent before the page gives up on it.
-/// Runs report progress ten times a second and a plugin call runs out of
-/// fuel within seconds, so only a host bug or an engine without the
-/// instrumented fuel gets here: this is the last resort, not the limit.
+/// How long a busy worker may stay silent before the page gives up on it,
+/// before its run has reported any entries ([`super::watchdog_ms`] adds
+/// time to send a large trace). Runs report progress ten times a second
+/// and a plugin call runs out of fuel within seconds, so only a host bug or
+/// an engine without the instrumented fuel gets here: this is the last
+/// resort, not the limit.
 pub const WATCHDOG_MS: u32 = 30_000;
 
 /// What the worker link tells the app.
@@ -28,8 +30,9 @@ pub enum Event {
     Message(FromWorker),
     /// The worker failed to load or threw; the text says how.
     Broken(String),
-    /// A busy worker was silent for [`WATCHDOG_MS`] and has been restarted.
-    Stalled,
+    /// A busy worker was silent for this many milliseconds
+    /// ([`super::watchdog_ms`]) and has been restarted.
+    Stalled(u32),
 }
 
 /// A message on its way to the worker.
@@ -53,6 +56,9 @@ pub struct WorkerLink {
     queue: Vec<Outgoing>,
     /// Whether a request is in flight (the watchdog only watches then).
     busy: bool,
+    /// Trace entries the request in flight has reported: the watchdog gives
+    /// the end of a large run time to send its trace.
+    entries: u64,
     watchdog: Option<Timeout>,
     _handlers: Handlers,
 }
@@ -91,6 +97,7 @@ impl WorkerLink {
             delivery: Delivery::default(),
             queue: Vec::new(),
             busy: false,
+            entries: 0,
             watchdog: None,
             _handlers: Handlers { _message: message, _error: error },
         })
@@ -122,6 +129,7 @@ impl WorkerLink {
             self.queue.extend(messages);
         }
         self.busy = true;
+        self.entries = 0;
         self.arm_watchdog();
     }
 
@@ -156,7 +164,8 @@ impl WorkerLink {
                     self.post(message);
                 }
             }
-            FromWorker::Progress { .. } | FromWorker::AuditProgress { .. } => {}
+            FromWorker::Progress { entries, .. } => self.entries = *entries,
+            FromWorker::AuditProgress { .. } => {}
             FromWorker::Search(report) => self.busy = !report.is_final(),
             FromWorker::Done { .. }
             | FromWorker::Audited { .. }
@@ -190,7 +199,8 @@ impl WorkerLink {
             return;
         }
         let on_event = self.on_event.clone();
-        self.watchdog = Some(Timeout::new(WATCHDOG_MS, move || on_event.emit(Event::Stalled)));
+        let quiet_ms = super::watchdog_ms(self.entries).max(WATCHDOG_MS);
+        self.watchdog = Some(Timeout::new(quiet_ms, move || on_event.emit(Event::Stalled(quiet_ms))));
     }
 }
 

@@ -10,9 +10,9 @@ use serde_json::Value;
 use web_sys::HtmlCanvasElement;
 
 use super::draw::{Frame, Scratch, Surface, draw};
-use super::layout::LaneLayout;
+use super::layout::{LaneLayout, hit_test};
 use super::model::TimelineModel;
-use super::theme::gutter_width;
+use super::theme::{PICK_RADIUS, gutter_width};
 use super::viewport::{Span, Viewport};
 
 /// Share of the run visible while the benchmark pans.
@@ -20,14 +20,34 @@ const BENCH_VISIBLE_SHARE: f64 = 0.2;
 /// Canvas width used when the canvas has no layout width (detached or hidden).
 const BENCH_FALLBACK_WIDTH: f64 = 1200.0;
 
+/// What [`pan_benchmark`] measured, every time in milliseconds
+/// (`performance.now()`).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PanTimes {
+    /// Building the timeline's model of the trace (lanes, marks, bands),
+    /// what the page does once per run.
+    pub model_ms: f64,
+    /// Each frame's drawing while panning with a fifth of the run in view.
+    pub frames: Vec<f64>,
+    /// Each frame's drawing with the whole run in view (every mark in the
+    /// scan, many per pixel column), the pointer moving across it.
+    pub whole_frames: Vec<f64>,
+    /// Each hover's hit test (finding the mark under the pointer, as a
+    /// pointer move does) with the whole run in view, over every lane.
+    pub hovers: Vec<f64>,
+}
+
 /// Builds the model of `trace` and redraws `canvas` `frames` times while
 /// panning from the start of the run to its end with a fifth of it in view,
-/// the first violation selected. Returns each frame's drawing time in
-/// milliseconds (`performance.now()`); empty if the canvas cannot draw.
-pub fn pan_benchmark(canvas: &HtmlCanvasElement, trace: &Trace, frames: u32) -> Vec<f64> {
-    let Some(performance) = web_sys::window().and_then(|w| w.performance()) else { return Vec::new() };
-    let Some(surface) = Surface::new(canvas) else { return Vec::new() };
+/// the first violation selected; then `frames` times with the whole run in
+/// view and the cursor moving across it, and as many hit tests of the
+/// pointer. Empty if the canvas cannot draw.
+pub fn pan_benchmark(canvas: &HtmlCanvasElement, trace: &Trace, frames: u32) -> PanTimes {
+    let Some(performance) = web_sys::window().and_then(|w| w.performance()) else { return PanTimes::default() };
+    let Some(surface) = Surface::new(canvas) else { return PanTimes::default() };
+    let started = performance.now();
     let model = TimelineModel::build(trace);
+    let model_ms = performance.now() - started;
     let layout = LaneLayout::new(&model.lanes);
     let width = match canvas.client_width() {
         w if w > 0 => f64::from(w),
@@ -39,17 +59,18 @@ pub fn pan_benchmark(canvas: &HtmlCanvasElement, trace: &Trace, frames: u32) -> 
     let span = Span::new(model.start_ms, model.end_ms);
     let gutter = gutter_width(width);
     let plot_width = (width - gutter).max(1.0);
-    let mut view = Viewport::fit(span, plot_width);
+    let whole = Viewport::fit(span, plot_width);
+    let mut view = whole;
     view.ms_per_px *= BENCH_VISIBLE_SHARE;
     let travel = (span.end_ms - span.start_ms - view.width_px * view.ms_per_px).max(0.0);
     let selected = model.first_violation();
     let causes = selected.and_then(|id| trace.get(id)).map(|e| e.causes.clone()).unwrap_or_default();
     let mut scratch = Scratch::default();
+    let progress = |frame: u32| if frames > 1 { f64::from(frame) / f64::from(frames - 1) } else { 0.0 };
+    let mut times = PanTimes { model_ms, ..PanTimes::default() };
 
-    let mut times = Vec::with_capacity(frames as usize);
     for frame in 0..frames {
-        let progress = if frames > 1 { f64::from(frame) / f64::from(frames - 1) } else { 0.0 };
-        view.start_ms = span.start_ms + travel * progress;
+        view.start_ms = span.start_ms + travel * progress(frame);
         let started = performance.now();
         let input = Frame {
             model: &model,
@@ -64,7 +85,31 @@ pub fn pan_benchmark(canvas: &HtmlCanvasElement, trace: &Trace, frames: u32) -> 
             height,
         };
         draw(&surface, &input, &mut scratch);
-        times.push(performance.now() - started);
+        times.frames.push(performance.now() - started);
+    }
+    for frame in 0..frames {
+        let x = whole.width_px * progress(frame);
+        // Down the lanes as the pointer crosses the plot, so every lane's
+        // marks are hit-tested somewhere.
+        let y = layout.total_height * progress(frame);
+        let started = performance.now();
+        let hovered = hit_test(&model, &layout, &whole, x, y, PICK_RADIUS);
+        times.hovers.push(performance.now() - started);
+        let started = performance.now();
+        let input = Frame {
+            model: &model,
+            layout: &layout,
+            view: whole,
+            selected,
+            causes: &causes,
+            hovered,
+            cursor_ms: Some(whole.time_at(x)),
+            width,
+            gutter,
+            height,
+        };
+        draw(&surface, &input, &mut scratch);
+        times.whole_frames.push(performance.now() - started);
     }
     times
 }

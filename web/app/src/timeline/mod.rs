@@ -69,7 +69,7 @@ use yew::prelude::*;
 
 use crate::Shared;
 
-pub use bench::{bench_scenario, pan_benchmark};
+pub use bench::{PanTimes, bench_scenario, pan_benchmark};
 
 use self::draw::{Frame, Scratch, Surface, draw};
 use self::hover::{
