@@ -55,20 +55,27 @@ impl Lanes {
             servers.push(id);
             caches.push(trace.add_lane(format!("{} cache", server.name), LaneRole::Cache { api_server: id }));
         }
-        let node_of = |c: &recon_scenario::Component| {
-            c.node.as_ref().and_then(|node| scenario.nodes.iter().position(|n| n.name == *node))
-        };
+        // Each component's node, found once (by name, through an index:
+        // at thousands of nodes a scan per component per node was cubic).
+        let node_index: std::collections::BTreeMap<&str, usize> =
+            scenario.nodes.iter().enumerate().rev().map(|(n, node)| (node.name.as_str(), n)).collect();
+        let node_of: Vec<Option<usize>> = scenario
+            .components
+            .iter()
+            .map(|c| c.node.as_deref().and_then(|node| node_index.get(node).copied()))
+            .collect();
+        let mut agents_of: Vec<Vec<usize>> = vec![Vec::new(); scenario.nodes.len()];
         let mut components = vec![None; scenario.components.len()];
         for (c, component) in scenario.components.iter().enumerate() {
-            if node_of(component).is_none() {
-                components[c] = Some(trace.add_lane(component.name.clone(), LaneRole::Controller));
+            match node_of[c] {
+                Some(n) => agents_of[n].push(c),
+                None => components[c] = Some(trace.add_lane(component.name.clone(), LaneRole::Controller)),
             }
         }
         let mut nodes = Vec::new();
         for (n, node) in scenario.nodes.iter().enumerate() {
             // The node's lane id is known before it is added: after its agents.
-            let agents: Vec<usize> =
-                (0..scenario.components.len()).filter(|c| node_of(&scenario.components[*c]) == Some(n)).collect();
+            let agents = std::mem::take(&mut agents_of[n]);
             let node_lane = LaneId::from_index(trace.lanes.len() + agents.len());
             for c in agents {
                 let name = scenario.components[c].name.clone();
