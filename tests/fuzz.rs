@@ -11,7 +11,9 @@
 //! - [`plugin_module`]: module validation and instrumentation, and for a
 //!   module that loads, compiling and calling it under tight limits.
 
-use std::sync::OnceLock;
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Once, OnceLock};
 
 use recon_abi::{ABI_VERSION, ComponentConfig, Crash, Input, Instance, Manifest, Output};
 use recon_host::{Engine, Limits, Module, PluginError};
@@ -57,9 +59,87 @@ pub fn scenario_file(data: &[u8]) {
     }
     // A valid scenario builds (unless it names a controller that does not
     // exist) and runs without panicking.
-    if let Ok(mut sim) = Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))) {
+    if let Ok(mut sim) = Sim::new(&scenario, Box::new(|c| linked(&c.controller))) {
         run_bounded(&mut sim);
         let _ = recon_trace::explain_all(sim.trace());
+    }
+}
+
+thread_local! {
+    /// Whether this thread is inside a call into a natively linked controller.
+    static IN_CONTROLLER: Cell<bool> = const { Cell::new(false) };
+    /// Panics on this thread outside controllers, caught or not.
+    static PANICS_OUTSIDE_CONTROLLERS: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Wraps the panic hook in place (libFuzzer's, which aborts, or the
+/// default) so that it stays quiet inside a natively linked controller's
+/// call and counts every other panic. Runs once; the fuzz targets call it.
+pub fn install_panic_hook() {
+    static INSTALLED: Once = Once::new();
+    INSTALLED.call_once(|| {
+        let outside = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_CONTROLLER.get() {
+                PANICS_OUTSIDE_CONTROLLERS.set(PANICS_OUTSIDE_CONTROLLERS.get() + 1);
+                outside(info);
+            }
+        }));
+    });
+}
+
+/// How many panics this thread has had outside natively linked
+/// controllers since [`install_panic_hook`]: a replay without the fuzzer
+/// checks this did not grow, since the fuzzer fails on a panic even when
+/// something catches it.
+pub fn panics_outside_controllers() -> usize {
+    PANICS_OUTSIDE_CONTROLLERS.get()
+}
+
+/// The built-in controller `name`, linked natively as the catalog links
+/// it, behind a [`Linked`] guard.
+fn linked(name: &str) -> Option<Box<dyn Instance>> {
+    Some(Box::new(Linked(recon_catalog::instantiate(name)?)))
+}
+
+/// A natively linked controller as the fuzz targets run it. A controller
+/// built on `recon-kube` turns its own panic into its crash, as a trap
+/// ends a Wasm plugin (an object that does not decode as the watch's type
+/// is one: an API server that validated it would have refused it, and a
+/// fuzzed scenario does not). The fuzzer's panic hook aborts on every panic,
+/// caught or not, so inside a call the hook stays quiet
+/// ([`install_panic_hook`]); a panic that escapes the instance is still a
+/// bug, re-raised outside the call.
+struct Linked(Box<dyn Instance>);
+
+impl Linked {
+    fn call<T>(&mut self, call: impl FnOnce(&mut dyn Instance) -> T) -> T {
+        install_panic_hook();
+        IN_CONTROLLER.set(true);
+        let result = catch_unwind(AssertUnwindSafe(|| call(&mut *self.0)));
+        IN_CONTROLLER.set(false);
+        result.unwrap_or_else(|payload| {
+            let message = payload
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| payload.downcast_ref::<&str>().copied())
+                .unwrap_or("a non-string payload");
+            panic!("a natively linked controller's panic escaped its instance: {message}")
+        })
+    }
+}
+
+impl Instance for Linked {
+    fn init(&mut self, config: &ComponentConfig) -> Result<Manifest, Crash> {
+        self.call(|instance| instance.init(config))
+    }
+
+    fn handle(&mut self, input: &Input) -> Result<Output, Crash> {
+        self.call(|instance| instance.handle(input))
+    }
+
+    fn take_logs(&mut self) -> Vec<String> {
+        self.0.take_logs()
     }
 }
 
@@ -160,7 +240,7 @@ pub fn plugin_output(data: &[u8]) {
     let scenario = recon_scenario::parse("plugin-output.yaml", OUTPUT_SCENARIO).expect("the fixed scenario parses");
     let instantiate: recon_sim::Instantiate = Box::new(move |c| match c.controller.as_str() {
         "fuzzed" => Some(Box::new(Replayed { chunks: chunks.clone(), next: 0 }) as Box<dyn Instance>),
-        name => recon_catalog::instantiate(name),
+        name => linked(name),
     });
     let mut sim = Sim::new(&scenario, instantiate).expect("the fixed scenario builds");
     run_bounded(&mut sim);

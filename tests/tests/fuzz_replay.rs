@@ -26,10 +26,14 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 /// Runs `target` on every file in `dir`; returns how many, and fails naming
 /// the file that panicked.
 fn replay(name: &str, target: fn(&[u8]), dir: &Path) -> usize {
+    // As under the fuzzer, a panic fails even if something caught it.
+    recon_tests::fuzz::install_panic_hook();
     let files = files(dir);
     for file in &files {
         let data = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        if std::panic::catch_unwind(|| target(&data)).is_err() {
+        let before = recon_tests::fuzz::panics_outside_controllers();
+        if std::panic::catch_unwind(|| target(&data)).is_err() || recon_tests::fuzz::panics_outside_controllers() > before
+        {
             panic!(
                 "fuzz target {name} panicked on {} (reproduce: cargo fuzz run --sanitizer none {name} {})",
                 file.display(),

@@ -262,3 +262,63 @@ fn the_kube_rs_deployment_controller_rolls_a_template_change_out_with_the_same_t
     replicas.sort_unstable();
     assert_eq!(replicas, [0, 4]);
 }
+
+/// An object the watch's type cannot decode stops only the controller
+/// that watches it, natively and under wasmtime, with a crash that names
+/// the object and the type. A real API server validates a built-in kind
+/// on create and would refuse such an object; a custom resource whose
+/// schema keeps unknown fields (`x-kubernetes-preserve-unknown-fields`)
+/// is stored as written, so a controller's typed decode can fail on it
+/// (found by the `scenario_file` fuzz target:
+/// `fuzz/regressions/scenario_file/hdfs-cluster-without-spec.yaml`).
+#[test]
+fn an_object_the_watch_cannot_decode_crashes_only_its_controller_with_a_message_naming_both() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/regressions/scenario_file/hdfs-cluster-without-spec.yaml");
+    let text = std::fs::read_to_string(&path).expect("the regression input is committed");
+    // A second component, which must not suffer.
+    let text = text.replacen(
+        "components:\n",
+        "components:\n  - { name: configmap-generator, controller: configmap-generator, apiServer: apiserver-1 }\n",
+        1,
+    );
+    let scenario = recon_scenario::parse("hdfs-cluster-without-spec.yaml", &text).expect("it parses");
+    // Only the two plugins this scenario runs: compiling all is slow.
+    let plugins: std::collections::BTreeMap<String, recon_host::CompiledPlugin> = recon_catalog::BUILTINS
+        .iter()
+        .filter(|b| scenario.components.iter().any(|c| c.controller == b.name))
+        .map(|b| (b.name.to_owned(), recon_tests::wasm_plugin(b.crate_name, b.name)))
+        .collect();
+    assert_eq!(plugins.len(), 2);
+    for wasm in [false, true] {
+        let mut sim = if wasm {
+            let plugins = plugins.clone();
+            Sim::new(
+                &scenario,
+                Box::new(move |c| {
+                    Some(Box::new(plugins.get(&c.controller)?.instantiate().expect("instantiates"))
+                        as Box<dyn recon_abi::Instance>)
+                }),
+            )
+        } else {
+            Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller)))
+        }
+        .expect("scenario builds");
+        sim.run();
+        let trace = sim.into_trace();
+        let crashes = explain::crashes(&trace);
+        let reasons: Vec<_> = crashes.iter().map(|c| (c.component.as_str(), c.reason.as_str())).collect();
+        assert_eq!(reasons.len(), 1, "wasm={wasm}: {reasons:?}");
+        let (component, reason) = reasons[0];
+        assert_eq!(component, "hdfs-operator", "wasm={wasm}");
+        assert!(
+            reason.contains("HdfsCluster default/alpha") && reason.contains("does not decode as"),
+            "wasm={wasm}: {reason}"
+        );
+        let started = |name: &str| {
+            trace.entries.iter().any(|e| matches!(&e.event, Event::ComponentStarted { component, .. } if component == name))
+        };
+        assert!(started("configmap-generator"), "wasm={wasm}: the healthy component never started");
+    }
+}
+

@@ -1,10 +1,12 @@
 //! Fuzzing: the targets in `fuzz/` under cargo-fuzz (libFuzzer), on the
 //! stable toolchain.
 //!
-//! `cargo xtask test` runs each target for a short fixed budget
-//! ([`DEFAULT_SECONDS`], or `RECON_FUZZ_SECONDS`; 0 skips fuzzing) from the
-//! committed corpus with a fixed seed; `cargo xtask fuzz [SECONDS]` runs
-//! them longer. cargo-fuzz is installed when missing. If it cannot be
+//! `cargo xtask fuzz [SECONDS]` runs every target from the committed
+//! corpus with a fixed seed. `cargo xtask test` fuzzes only when asked
+//! (`RECON_FUZZ_SECONDS=N` per target; none by default): the instrumented
+//! build costs minutes after every change, and the ordinary test
+//! `fuzz_replay` replays the corpus and every regression anyway.
+//! cargo-fuzz is installed when missing. If it cannot be
 //! installed or built, fuzzing is skipped with a message: the committed
 //! corpus and every regression have been replayed through the same target
 //! functions by the ordinary test `tests/tests/fuzz_replay.rs` anyway.
@@ -24,10 +26,10 @@ const TARGETS: &[&str] = &["scenario_file", "plugin_output", "plugin_module"];
 /// The cargo-fuzz release the commands are written for.
 const CARGO_FUZZ_VERSION: &str = "0.13.2";
 
-/// Seconds per target in `cargo xtask test`.
-pub const DEFAULT_SECONDS: u64 = 20;
+/// Seconds per target in `cargo xtask test`: none unless asked.
+pub const DEFAULT_SECONDS: u64 = 0;
 
-/// Overrides [`DEFAULT_SECONDS`]; 0 skips fuzzing.
+/// Overrides [`DEFAULT_SECONDS`]: seconds per target in `cargo xtask test`.
 const SECONDS_VAR: &str = "RECON_FUZZ_SECONDS";
 
 /// The budget per target for `cargo xtask test`.
@@ -41,7 +43,10 @@ pub fn test_budget() -> Result<u64, String> {
 /// Runs every target for `seconds` (0: none), or explains why it cannot.
 pub fn run_all(root: &Path, seconds: u64) -> Result<(), String> {
     if seconds == 0 {
-        eprintln!("xtask: {SECONDS_VAR}=0: fuzzing skipped (the fuzz_replay test replayed the corpus)");
+        eprintln!(
+            "xtask: not fuzzing (the fuzz_replay test replayed the corpus and every regression); \
+             `cargo xtask fuzz [SECONDS]` fuzzes, or {SECONDS_VAR}=N fuzzes N seconds per target here"
+        );
         return Ok(());
     }
     let fuzz = root.join("fuzz");

@@ -170,7 +170,10 @@ fn test_phases(args: &[String], phases: &mut phases::Phases) -> Result<(), Strin
         })
     })?;
     phases.time("doc tests", || run(cargo().args(["test", "--workspace", "--doc"]).env(PLUGIN_DIR_VAR, &plugins)))?;
-    // A short fixed budget per fuzz target (fuzz/README.md).
+    // Fuzzing is `cargo xtask fuzz`: its instrumented release build of the
+    // whole simulator and wasmtime costs minutes after every change, and
+    // what it found is replayed by `fuzz_replay` above. Opt in with
+    // RECON_FUZZ_SECONDS (fuzz/README.md).
     phases.time("fuzz targets", || fuzz::run_all(&root, fuzz::test_budget()?))?;
     phases.time("the engine's tests in Chromium", || {
         let mut wasm = cargo();

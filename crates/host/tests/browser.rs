@@ -52,6 +52,7 @@ const PLUGINS: &[(&str, &[u8])] = &[
     plugin!("recon_plugin_kubelet_fixed"),
     plugin!("recon_plugin_pod_reconciler"),
     plugin!("recon_plugin_grove_operator"),
+    plugin!("recon_plugin_hdfs_operator"),
     plugin!("recon_plugin_rabbitmq_cluster_operator"),
     plugin!("recon_plugin_replicaset"),
     plugin!("recon_plugin_scheduler"),
@@ -101,7 +102,8 @@ fn every_shipped_scenario_gives_the_same_trace_linked_in_and_as_browser_plugins(
             let plugins = plugins.clone();
             run(&scenario, Box::new(move |c| plugins.get(&c.controller).map(CompiledPlugin::start)))
         };
-        assert!(linked.entries.len() > 50, "{file}: a real run");
+        // The smallest story (#774, one operator) has 48 entries.
+        assert!(linked.entries.len() > 20, "{file}: a real run");
         if linked.hash() != as_plugins.hash() {
             let first = linked
                 .entries
