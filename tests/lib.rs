@@ -57,8 +57,13 @@ pub fn run_with_seed(scenario: &Scenario, seed: u64) -> Trace {
 /// The files come from `cargo xtask test` (or `cargo xtask plugins`), which
 /// builds the plugin crates for wasm32 and passes their directory in
 /// `RECON_PLUGIN_DIR`.
+///
+/// Compiled once per test binary and shared: validating, instrumenting
+/// and compiling every plugin takes tens of seconds in a debug build, and
+/// a compiled plugin is immutable (each `instantiate` is a fresh instance).
 pub fn wasm_plugins() -> BTreeMap<String, CompiledPlugin> {
-    wasm_plugins_under(&Limits::default())
+    static COMPILED: std::sync::OnceLock<BTreeMap<String, CompiledPlugin>> = std::sync::OnceLock::new();
+    COMPILED.get_or_init(|| wasm_plugins_under(&Limits::default())).clone()
 }
 
 /// [`wasm_plugins`], loaded under `limits` rather than the defaults.

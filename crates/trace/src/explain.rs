@@ -347,28 +347,12 @@ fn mitigation_waits(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
 /// kept holding (its informer never reached the component's own write)
 /// is work nobody does.
 fn open_waits(trace: &Trace, before: EntryId) -> Vec<ExplanationStep> {
-    let mut open: std::collections::BTreeMap<(&str, String), &Entry> = std::collections::BTreeMap::new();
-    for e in &trace.entries[..before as usize] {
-        match &e.event {
-            Event::SyncHeld { component, held } => {
-                let key = (component.as_str(), format!("{}/{}", held.mitigation, held.object));
-                if held.released {
-                    open.remove(&key);
-                } else {
-                    open.entry(key).or_insert(e);
-                }
-            }
-            // A crash or restart ends the instance and its waits.
-            Event::ComponentStarted { component, .. } | Event::ComponentCrashed { component, .. } => {
-                open.retain(|(c, _), _| c != component);
-            }
-            _ => {}
-        }
-    }
-    open.into_values()
-        .map(|e| ExplanationStep {
-            entry: e.id,
-            text: format!("{}: {} — still held when the check ran", fmt_time(e.time_ms), describe(e)),
+    crate::waits::waits(trace)
+        .into_iter()
+        .filter(|w| w.held_at(before))
+        .map(|w| ExplanationStep {
+            entry: w.began.id,
+            text: format!("{}: {} — still held when the check ran", fmt_time(w.began.time_ms), describe(w.began)),
         })
         .collect()
 }

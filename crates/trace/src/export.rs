@@ -6,11 +6,10 @@
 //! and each reconcile a staleness mitigation held as an async slice that
 //! spans the whole wait.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Value, json};
 
 use crate::text::describe;
+use crate::waits::WaitEnd;
 use crate::{Event, Trace};
 
 /// The process id every track belongs to.
@@ -89,31 +88,18 @@ pub fn chrome_trace(trace: &Trace) -> String {
 /// stacks them on a track of their own under the process.
 fn wait_slices(trace: &Trace, ts: &[u64]) -> Vec<Value> {
     let end_of_trace = ts.last().map_or(0, |t| t + 1);
-    let mut open: BTreeMap<(&str, String), (&crate::Entry, u64)> = BTreeMap::new();
-    let mut spans: Vec<(&crate::Entry, u64, u64)> = Vec::new();
-    for entry in &trace.entries {
-        match &entry.event {
-            Event::SyncHeld { component, held } => {
-                let key = (component.as_str(), format!("{}/{}", held.mitigation, held.object));
-                if held.released {
-                    open.remove(&key);
-                    spans.push((entry, held.since_ms * 1000, ts[entry.id as usize] + 1));
-                } else {
-                    open.entry(key).or_insert((entry, held.since_ms * 1000));
-                }
-            }
-            Event::ComponentStarted { component, .. } | Event::ComponentCrashed { component, .. } => {
-                let at = ts[entry.id as usize];
-                let ended: Vec<_> = open.keys().filter(|(c, _)| c == component).cloned().collect();
-                for key in ended {
-                    let (held, from) = open.remove(&key).expect("listed from the map");
-                    spans.push((held, from, at));
-                }
-            }
-            _ => {}
-        }
-    }
-    spans.extend(open.into_values().map(|(held, from)| (held, from, end_of_trace)));
+    let mut spans: Vec<(&crate::Entry, u64, u64)> = crate::waits::waits(trace)
+        .into_iter()
+        .map(|wait| {
+            let until = match wait.end {
+                // The release is drawn inside the slice.
+                WaitEnd::Released(id) => ts[id as usize] + 1,
+                WaitEnd::Ended(id) => ts[id as usize],
+                WaitEnd::Open => end_of_trace,
+            };
+            (wait.last, wait.from_ms() * 1000, until)
+        })
+        .collect();
     spans.sort_by_key(|(entry, from, _)| (*from, entry.id));
     let mut slices = Vec::with_capacity(spans.len() * 2);
     for (id, (entry, from, until)) in spans.into_iter().enumerate() {

@@ -21,6 +21,7 @@ pub mod export;
 pub mod inspect;
 mod lanes;
 pub mod text;
+pub mod waits;
 
 pub use lanes::{Lane, LaneId, LaneRole};
 

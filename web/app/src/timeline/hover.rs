@@ -110,6 +110,12 @@ pub fn informer_tooltip(band: &InformerBand, store: &StoreRevisions, time_ms: f6
 pub fn wait_tooltip(model: &TimelineModel, wait: &WaitSpan) -> Tooltip {
     let component = model.lanes.get(wait.lane).map_or("", |l| l.name.as_str());
     let how_long = match wait.until_ms {
+        Some(until) if !wait.released => format!(
+            "Held from {} until {} ({} ms), when the component crashed or restarted and the wait ended with it",
+            fmt_time(wait.from_ms),
+            fmt_time(until),
+            until - wait.from_ms
+        ),
         Some(until) => format!(
             "Held from {} until {} ({} ms), when its {} informer reached revision {}",
             fmt_time(wait.from_ms),

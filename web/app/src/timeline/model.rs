@@ -269,7 +269,7 @@ impl TimelineModel {
 
         let start_ms = order.first().map_or(0, |id| entry_time[*id as usize]);
         let end_ms = order.last().map_or(0, |id| entry_time[*id as usize]);
-        let waits = wait_spans(trace, &order, &entry_lane);
+        let waits = wait_spans(trace, &entry_lane);
         TimelineModel {
             lanes,
             marks,
@@ -402,16 +402,22 @@ impl TimelineModel {
 
 /// A reconcile held by a staleness mitigation until the component's
 /// informer observed its own write: drawn on the component's lane from
-/// when it was held to when it went ahead.
+/// when it was held to when it went ahead (or its instance crashed or
+/// restarted), as `recon_trace::waits` pairs them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WaitSpan {
     /// The component's lane.
     pub lane: usize,
     /// When the wait began.
     pub from_ms: u64,
-    /// When the reconcile went ahead; `None`: still held when the run ended.
+    /// When it ended (see `released`); `None`: still held when the run
+    /// ended.
     pub until_ms: Option<u64>,
-    /// The entry that ended it (or began it, if it never ended).
+    /// Whether the reconcile went ahead at `until_ms`; if not, the
+    /// component crashed or restarted then, and the wait ended with it.
+    pub released: bool,
+    /// Its last report: the release, or the beginning if it was not
+    /// released.
     pub entry: EntryId,
     /// The kind whose informer it waited on.
     pub kind: String,
@@ -433,32 +439,24 @@ impl WaitSpan {
 /// The waits the trace's `SyncHeld` entries report: an ended wait carries
 /// its start, so each is one entry; a wait begun and never ended runs to
 /// the end of the run.
-fn wait_spans(trace: &Trace, order: &[EntryId], entry_lane: &[u32]) -> Vec<WaitSpan> {
-    let mut open: BTreeMap<(usize, String), WaitSpan> = BTreeMap::new();
-    let mut spans = Vec::new();
-    for entry in order.iter().filter_map(|id| trace.get(*id)) {
-        let Event::SyncHeld { held, .. } = &entry.event else { continue };
-        let lane = entry_lane.get(entry.id as usize).map_or(0, |l| *l as usize);
-        let key = (lane, held.object.to_string());
-        let span = WaitSpan {
-            lane,
-            from_ms: held.since_ms,
-            until_ms: held.released.then_some(entry.time_ms),
-            entry: entry.id,
-            kind: held.kind.clone(),
-            resource_version: held.resource_version,
-            mitigation: held.mitigation.to_string(),
-            object: held.object.to_string(),
-        };
-        if held.released {
-            open.remove(&key);
-            spans.push(span);
-        } else {
-            open.insert(key, span);
-        }
-    }
-    spans.extend(open.into_values());
-    spans
+fn wait_spans(trace: &Trace, entry_lane: &[u32]) -> Vec<WaitSpan> {
+    recon_trace::waits::waits(trace)
+        .into_iter()
+        .map(|wait| {
+            let held = wait.held();
+            WaitSpan {
+                lane: entry_lane.get(wait.last.id as usize).map_or(0, |l| *l as usize),
+                from_ms: held.since_ms,
+                until_ms: wait.ended_by().and_then(|id| trace.get(id)).map(|e| e.time_ms),
+                released: matches!(wait.end, recon_trace::waits::WaitEnd::Released(_)),
+                entry: wait.last.id,
+                kind: held.kind.clone(),
+                resource_version: held.resource_version,
+                mitigation: held.mitigation.to_string(),
+                object: held.object.to_string(),
+            }
+        })
+        .collect()
 }
 
 /// Partition windows from the started/healed entries, in time order.

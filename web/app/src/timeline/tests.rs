@@ -879,3 +879,19 @@ fn a_held_reconcile_is_a_span_on_its_components_lane_from_hold_to_release() {
     assert!(model.wait_at(lane, 50.0).is_none());
     assert_eq!(model.waits_hook(), "rs:100-900,rs:150-");
 }
+
+#[test]
+fn a_wait_ends_on_the_timeline_when_its_instance_crashes_and_its_tooltip_says_so() {
+    let crashed = Event::ComponentCrashed { component: "rs".into(), reason: "out of fuel".into() };
+    let trace = trace_of(
+        &lanes_with(&["rs"]),
+        vec![(100, "rs", held("web", 100, 12, false), vec![]), (400, "rs", crashed, vec![]), (1_000, "rs", watch("rs", 13), vec![])],
+    );
+    let model = TimelineModel::build(&trace);
+    let lane = model.lane_named("rs").unwrap();
+    assert_eq!(model.waits_hook(), "rs:100-400");
+    assert!(!model.waits[0].released);
+    assert!(model.wait_at(lane, 600.0).is_none(), "the new instance does not hold it");
+    let tooltip = super::hover::wait_tooltip(&model, &model.waits[0]);
+    assert!(tooltip.lines[1].contains("crashed or restarted"), "{:?}", tooltip.lines);
+}
