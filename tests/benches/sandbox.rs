@@ -161,6 +161,23 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
         || drive(&mut plugins["kubelet"].instantiate().unwrap()),
     );
     report("kubelet handle() call", "call", calls as usize, times);
+    // What dropping wasmtime's own fuel bought (issue 17): the same plugin
+    // with it on again, as the fuzz target runs modules.
+    let dir = std::path::PathBuf::from(std::env::var_os("RECON_PLUGIN_DIR").expect("set by cargo xtask bench"));
+    let bytes = std::fs::read(dir.join("recon_plugin_kubelet.wasm")).expect("the kubelet plugin is built");
+    let module = recon_host::Module::load("kubelet.wasm", &bytes, &recon_host::Limits::default()).unwrap();
+    let metered_twice = recon_host::Engine::with_fuel_backstop().unwrap().compile(&module).unwrap();
+    let (once, twice) = compare(
+        || drive(&mut plugins["kubelet"].instantiate().unwrap()),
+        || drive(&mut metered_twice.instantiate().unwrap()),
+    );
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / calls as f64;
+    println!(
+        "{:<34} metered once {:>6.2} µs/call  with wasmtime's fuel too {:>6.2} µs/call",
+        "kubelet handle() call, fuel",
+        per(once),
+        per(twice)
+    );
 }
 
 /// What loading a module costs (validation, metering and wasmtime's

@@ -2,8 +2,16 @@
 //!
 //! The instrumented module already enforces fuel, memory, depth and stack;
 //! wasmtime is configured so that its own mechanisms only back them up: its
-//! fuel is a multiple of the budget, its resource limiter caps memory at the
-//! same size, and its stack is four times the default stack budget.
+//! resource limiter caps memory at the same size, and its stack is four
+//! times the default stack budget.
+//!
+//! wasmtime's own fuel is off: the instrumented counter alone stops a
+//! runaway call, as it does in the browser, which has no fuel of its own.
+//! Metering twice cost every call about a fifth of its time (BENCHMARKS.md,
+//! *The price of the sandbox*). [`Engine::with_fuel_backstop`] turns it back
+//! on, as a check: the fuzz target `plugin_module` runs every module with it
+//! and fails if wasmtime's fuel ever runs out before the instrumented
+//! counter.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -23,7 +31,8 @@ use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, Meters, Module, PluginError, STAC
 /// charge for a frame is already an upper bound of Cranelift's.
 const MAX_WASM_STACK: usize = 1 << 20;
 
-/// wasmtime's fuel, per unit of the instrumented budget. wasmtime counts the
+/// wasmtime's fuel, per unit of the instrumented budget, when the backstop
+/// is on ([`Engine::with_fuel_backstop`]). wasmtime counts the
 /// instrumentation's instructions too, at most about 35 per unit charged
 /// (a call to a function whose body is one `end`: the depth and stack
 /// meters and the fuel charge), so 64 guarantees the instrumented counter
@@ -37,6 +46,7 @@ const BACKSTOP_FACTOR: u64 = 64;
 pub struct Engine {
     engine: wasmtime::Engine,
     linker: Arc<Linker<HostState>>,
+    fuel_backstop: bool,
 }
 
 /// A module compiled by an [`Engine`]: compile once, instantiate for every
@@ -46,6 +56,7 @@ pub struct CompiledPlugin {
     name: Arc<str>,
     limits: Limits,
     pre: InstancePre<HostState>,
+    fuel_backstop: bool,
 }
 
 /// The wasmtime side of a [`WasmInstance`]: its store and exports.
@@ -59,6 +70,8 @@ pub(crate) struct Wasmtime {
     fuel: Global,
     depth: Global,
     stack: Global,
+    /// wasmtime's own fuel is on and must be refilled before each call.
+    fuel_backstop: bool,
 }
 
 /// What a store holds besides the instance.
@@ -70,9 +83,21 @@ struct HostState {
 impl Engine {
     /// An engine with NaN canonicalisation, deterministic relaxed SIMD (which
     /// validation refuses anyway), no threads (compiled out), no tail calls,
-    /// no memory64 or multi-memory, fuel as a backstop and a 1 MiB wasm stack
-    /// as another.
+    /// no memory64 or multi-memory, and a 1 MiB wasm stack as a backstop.
+    /// The instrumented fuel counter is the only fuel.
     pub fn new() -> Result<Engine, PluginError> {
+        Engine::build(false)
+    }
+
+    /// [`Engine::new`] with wasmtime's own fuel on as well, at 64 times the
+    /// instrumented budget: slower, for checking that the instrumented
+    /// counter always runs out first (a call that exhausts wasmtime's fuel
+    /// crashes with `ran past the engine's fuel backstop (a host bug)`).
+    pub fn with_fuel_backstop() -> Result<Engine, PluginError> {
+        Engine::build(true)
+    }
+
+    fn build(fuel_backstop: bool) -> Result<Engine, PluginError> {
         let mut config = Config::new();
         config
             .cranelift_nan_canonicalization(true)
@@ -82,13 +107,13 @@ impl Engine {
             .wasm_multi_memory(false)
             .wasm_memory64(false)
             .wasm_extended_const(false)
-            .consume_fuel(true)
+            .consume_fuel(fuel_backstop)
             .max_wasm_stack(MAX_WASM_STACK);
         let failed = |e: wasmtime::Error| PluginError::Engine { reason: one_line(&e) };
         let engine = wasmtime::Engine::new(&config).map_err(failed)?;
         let mut linker = Linker::new(&engine);
         linker.func_wrap("recon", "log", log).map_err(failed)?;
-        Ok(Engine { engine, linker: Arc::new(linker) })
+        Ok(Engine { engine, linker: Arc::new(linker), fuel_backstop })
     }
 
     /// Compiles a loaded module's instrumented bytes.
@@ -96,7 +121,12 @@ impl Engine {
         let host = |e: wasmtime::Error| PluginError::Host { name: module.name().to_owned(), reason: one_line(&e) };
         let compiled = wasmtime::Module::from_binary(&self.engine, module.bytes()).map_err(host)?;
         let pre = self.linker.instantiate_pre(&compiled).map_err(host)?;
-        Ok(CompiledPlugin { name: module.name().into(), limits: *module.limits(), pre })
+        Ok(CompiledPlugin {
+            name: module.name().into(),
+            limits: *module.limits(),
+            pre,
+            fuel_backstop: self.fuel_backstop,
+        })
     }
 }
 
@@ -132,7 +162,8 @@ impl CompiledPlugin {
         let (Ok(version), Ok(alloc), Ok(init), Ok(handle)) = (version, alloc, init, handle) else {
             return Err(missing("recon_*"));
         };
-        let machine = Wasmtime { store, memory, version, alloc, init, handle, fuel, depth, stack };
+        let fuel_backstop = self.fuel_backstop;
+        let machine = Wasmtime { store, memory, version, alloc, init, handle, fuel, depth, stack, fuel_backstop };
         WasmInstance::start(self.name.clone(), self.limits, machine)
     }
 }
@@ -146,7 +177,7 @@ impl Machine for Wasmtime {
             .set(&mut self.store, Val::I64(fuel))
             .and_then(|()| self.depth.set(&mut self.store, Val::I32(0)))
             .and_then(|()| self.stack.set(&mut self.store, Val::I32(0)))
-            .and_then(|()| self.store.set_fuel(backstop))
+            .and_then(|()| if self.fuel_backstop { self.store.set_fuel(backstop) } else { Ok(()) })
             .map_err(|e| one_line(&e))
     }
 

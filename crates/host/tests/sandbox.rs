@@ -10,6 +10,7 @@ mod common;
 mod hostile;
 
 use common::*;
+use recon_abi::Instance;
 use recon_host::{DEPTH_EXPORT, FUEL_EXPORT, Limits, Module, PluginError};
 
 /// Loads `wat` and returns the error message.
@@ -156,4 +157,25 @@ fn instrumentation_lowers_the_memory_maximum_to_the_cap_and_exports_the_meters()
         assert!(exports.contains(&(meter.to_owned(), wasmparser::ExternalKind::Global)), "{exports:?}");
     }
     assert_eq!(instrumented(u64::MAX).0, Some(65_536), "a 32-bit memory addresses at most 4 GiB");
+}
+
+// --- wasmtime's own fuel -----------------------------------------------------
+
+/// Issue 17 turned wasmtime's own fuel off: the instrumented counter alone
+/// stops a call. With the backstop on again (as the fuzz target
+/// `plugin_module` runs every module), the instrumented counter still runs
+/// out first, at the same instruction: the crash and the fuel used are
+/// those of an engine without it.
+#[test]
+fn with_wasmtimes_fuel_on_as_well_the_instrumented_counter_still_stops_a_loop_first() {
+    let limits = Limits { fuel_per_call: 50_000, ..Limits::default() };
+    let module = Module::load("test.wasm", &Plugin::handling("(loop (br 0)) unreachable").bytes(), &limits).unwrap();
+    let mut crashes = Vec::new();
+    for engine in [recon_host::Engine::new().unwrap(), recon_host::Engine::with_fuel_backstop().unwrap()] {
+        let mut instance = engine.compile(&module).unwrap().instantiate().unwrap();
+        instance.init(&config()).unwrap();
+        crashes.push((instance.handle(&input(0)).unwrap_err().reason, instance.fuel_used()));
+    }
+    assert_eq!(crashes[0], ("test.wasm: recon_handle ran out of fuel (budget 50000 per call)".to_owned(), 50_000));
+    assert_eq!(crashes[1], crashes[0]);
 }
