@@ -7,7 +7,7 @@
 
 use recon_trace::EntryId;
 
-use super::model::{LaneMarks, MarkKind};
+use super::model::{LaneMarks, MarkKind, range_of};
 use super::staleness::{InformerBand, StalenessBand, StoreRevisions};
 use super::viewport::Viewport;
 
@@ -31,25 +31,46 @@ pub fn column_of(view: &Viewport, time_ms: f64) -> i64 {
 
 /// One lane's visible marks, one per pixel column, in `out` (cleared first).
 /// `margin_px` extends the scan past both edges so marks cut by the edge still show.
+/// Zoomed out, it reads the lane's summary ([`LaneMarks::summary_for`])
+/// instead of every mark.
 pub fn aggregate_marks(marks: &LaneMarks, view: &Viewport, margin_px: f64, out: &mut Vec<ColumnMark>) {
     out.clear();
-    let range = marks.range(view.time_at(-margin_px), view.time_at(view.width_px + margin_px));
-    let (times, kinds, ids) = (&marks.times[range.clone()], &marks.kinds[range.clone()], &marks.ids[range]);
-    // The hot loop of a zoomed-out frame: locals only, no bounds checks.
+    let (from, to) = (view.time_at(-margin_px), view.time_at(view.width_px + margin_px));
+    match marks.summary_for(view.ms_per_px) {
+        Some(summary) => {
+            let range = range_of(&summary.times, from, to);
+            let rows = summary.times[range.clone()]
+                .iter()
+                .zip(&summary.kinds[range.clone()])
+                .zip(&summary.ids[range.clone()])
+                .zip(&summary.counts[range]);
+            gather(rows.map(|(((t, k), i), c)| (*t, *k, *i, *c)), view, out);
+        }
+        None => {
+            let range = marks.range(from, to);
+            let (times, kinds, ids) = (&marks.times[range.clone()], &marks.kinds[range.clone()], &marks.ids[range]);
+            gather(times.iter().zip(kinds).zip(ids).map(|((t, k), i)| (*t, *k, *i, 1)), view, out);
+        }
+    }
+}
+
+/// Folds `(time, kind, id, count)` rows, sorted by time, into one mark per
+/// pixel column. The hot loop of a zoomed-out frame: locals only.
+fn gather(rows: impl Iterator<Item = (u64, MarkKind, EntryId, u32)>, view: &Viewport, out: &mut Vec<ColumnMark>) {
     let mut current: Option<ColumnMark> = None;
-    for ((time, kind), id) in times.iter().zip(kinds).zip(ids) {
-        let column = column_of(view, *time as f64);
+    for (time, kind, id, count) in rows {
+        let column = column_of(view, time as f64);
         match &mut current {
             Some(mark) if mark.column == column => {
-                mark.count += 1;
+                mark.count += count;
                 if kind.importance() > mark.kind.importance() {
-                    mark.kind = *kind;
-                    mark.id = *id;
+                    mark.kind = kind;
+                    mark.id = id;
                 }
             }
             _ => {
                 out.extend(current.take());
-                current = Some(ColumnMark { column, id: *id, kind: *kind, count: 1 });
+                current = Some(ColumnMark { column, id, kind, count });
             }
         }
     }

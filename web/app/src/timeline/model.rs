@@ -136,7 +136,8 @@ impl MarkKind {
 }
 
 /// One lane's marks, sorted by time (then id), in parallel arrays so a
-/// frame's scan touches only what it needs.
+/// frame's scan touches only what it needs, and summaries of them for
+/// zoomed-out frames.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LaneMarks {
     /// Each mark's time.
@@ -145,14 +146,77 @@ pub struct LaneMarks {
     pub ids: Vec<EntryId>,
     /// Each mark's kind.
     pub kinds: Vec<MarkKind>,
+    /// The marks gathered into buckets of 1, 2, 4, … ms ([`MarkSummary`]),
+    /// finest first; made by [`LaneMarks::summarise`]. A level that would
+    /// not halve the one before is left out.
+    pub summaries: Vec<MarkSummary>,
+}
+
+/// A lane's marks gathered into buckets of `1 << shift` ms (aligned to
+/// multiples of that): for each bucket holding marks, the most important
+/// mark (the earliest among equals), at its own time, and how many marks
+/// the bucket holds. A frame zoomed out so far that a bucket is a small
+/// fraction of a pixel reads these instead of every mark: its cost then
+/// grows with the pixels, not with the marks.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MarkSummary {
+    /// The bucket's width: `1 << shift` ms.
+    pub shift: u32,
+    /// Each bucket's most important mark's time.
+    pub times: Vec<u64>,
+    /// Its entry.
+    pub ids: Vec<EntryId>,
+    /// Its kind.
+    pub kinds: Vec<MarkKind>,
+    /// How many marks the bucket holds.
+    pub counts: Vec<u32>,
+}
+
+impl MarkSummary {
+    /// Gathers `(time, kind, id, count)` rows, sorted by time, into buckets
+    /// of `1 << shift` ms.
+    fn gather(shift: u32, rows: impl Iterator<Item = (u64, MarkKind, EntryId, u32)>) -> MarkSummary {
+        let mut summary = MarkSummary { shift, ..MarkSummary::default() };
+        let mut bucket = None;
+        for (time, kind, id, count) in rows {
+            if bucket == Some(time >> shift) {
+                let last = summary.times.len() - 1;
+                summary.counts[last] += count;
+                // Strictly more important: among equals the earlier stays.
+                if kind.importance() > summary.kinds[last].importance() {
+                    (summary.times[last], summary.kinds[last], summary.ids[last]) = (time, kind, id);
+                }
+            } else {
+                bucket = Some(time >> shift);
+                summary.times.push(time);
+                summary.kinds.push(kind);
+                summary.ids.push(id);
+                summary.counts.push(count);
+            }
+        }
+        summary
+    }
+
+    /// Its buckets as `(time, kind, id, count)` rows.
+    fn rows(&self) -> impl Iterator<Item = (u64, MarkKind, EntryId, u32)> + '_ {
+        self.times.iter().zip(&self.kinds).zip(&self.ids).zip(&self.counts).map(|(((t, k), i), c)| (*t, *k, *i, *c))
+    }
+
+    /// How many buckets hold marks.
+    pub fn len(&self) -> usize {
+        self.times.len()
+    }
+
+    /// Whether no bucket does.
+    pub fn is_empty(&self) -> bool {
+        self.times.is_empty()
+    }
 }
 
 impl LaneMarks {
     /// The marks with `from_ms <= time <= to_ms`.
     pub fn range(&self, from_ms: f64, to_ms: f64) -> Range<usize> {
-        let start = self.times.partition_point(|t| (*t as f64) < from_ms);
-        let end = self.times.partition_point(|t| (*t as f64) <= to_ms);
-        start..end.max(start)
+        range_of(&self.times, from_ms, to_ms)
     }
 
     /// How many marks the lane has.
@@ -164,6 +228,48 @@ impl LaneMarks {
     pub fn is_empty(&self) -> bool {
         self.times.is_empty()
     }
+
+    /// Builds [`LaneMarks::summaries`] from the marks: each level from the
+    /// one before, so the whole costs about twice one pass over the marks.
+    pub fn summarise(&mut self) {
+        self.summaries.clear();
+        let raw = self.times.iter().zip(&self.kinds).zip(&self.ids).map(|((t, k), i)| (*t, *k, *i, 1));
+        let mut level = MarkSummary::gather(0, raw);
+        let mut kept = self.len();
+        loop {
+            // Keep a level only where it reads at most half what the finer one does.
+            if level.len() * 2 <= kept {
+                kept = level.len();
+                self.summaries.push(level.clone());
+            }
+            if level.len() <= 1 || level.shift >= 40 {
+                break;
+            }
+            level = MarkSummary::gather(level.shift + 1, level.rows());
+        }
+    }
+
+    /// The coarsest summary whose buckets are at most `1 / SUMMARY_BUCKETS_PER_PX`
+    /// of a pixel at `ms_per_px`, or the one of whole milliseconds (marks at
+    /// one time always share a pixel column, so it is exact); `None`: read
+    /// the marks themselves.
+    pub fn summary_for(&self, ms_per_px: f64) -> Option<&MarkSummary> {
+        let fits = |s: &&MarkSummary| s.shift == 0 || ((1u64 << s.shift) as f64) * SUMMARY_BUCKETS_PER_PX <= ms_per_px;
+        self.summaries.iter().rev().find(fits)
+    }
+}
+
+/// How many summary buckets a pixel spans at least before a frame reads a
+/// summary instead of the marks: a bucket's marks all land in its most
+/// important mark's column, so a bucket of at most an eighth of a pixel
+/// moves a lesser mark by a pixel at most, and only at a column's edge.
+pub const SUMMARY_BUCKETS_PER_PX: f64 = 8.0;
+
+/// The positions in `times` (sorted) with `from_ms <= time <= to_ms`.
+pub fn range_of(times: &[u64], from_ms: f64, to_ms: f64) -> Range<usize> {
+    let start = times.partition_point(|t| (*t as f64) < from_ms);
+    let end = times.partition_point(|t| (*t as f64) <= to_ms);
+    start..end.max(start)
 }
 
 /// A time an API server could not reach the store.
@@ -249,6 +355,7 @@ impl TimelineModel {
             lane.ids.push(*id);
             lane.kinds.push(entry_kind[i]);
         }
+        marks.iter_mut().for_each(LaneMarks::summarise);
 
         let violations = order.iter().copied().filter(|id| entry_kind[*id as usize].is_violation()).collect();
         let partitions = partition_windows(trace, &order, &lanes, &row_of);

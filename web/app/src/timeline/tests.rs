@@ -614,6 +614,74 @@ fn a_hundred_thousand_entries_draw_at_most_one_mark_per_column() {
 }
 
 #[test]
+fn a_lanes_summary_keeps_each_buckets_most_important_mark_and_counts_them_all() {
+    use super::model::LaneMarks;
+    let mut lane = LaneMarks::default();
+    // Times 0..8 ms, two marks at each; a crash at 5 ms, the rest watches.
+    for time in 0..8u64 {
+        for copy in 0..2 {
+            lane.times.push(time);
+            lane.ids.push(time * 2 + copy);
+            lane.kinds.push(if time == 5 && copy == 1 { MarkKind::Crash } else { MarkKind::Watch });
+        }
+    }
+    lane.summarise();
+    let shifts: Vec<u32> = lane.summaries.iter().map(|s| s.shift).collect();
+    assert_eq!(shifts, [0, 1, 2, 3], "each level halves the one before");
+    let whole_ms = &lane.summaries[0];
+    assert_eq!((whole_ms.len(), whole_ms.counts.iter().sum::<u32>()), (8, 16));
+    assert_eq!((whole_ms.ids[5], whole_ms.kinds[5]), (11, MarkKind::Crash), "the crash outranks the earlier watch");
+    assert_eq!((whole_ms.ids[4], whole_ms.kinds[4]), (8, MarkKind::Watch), "the earlier of equals");
+    let top = &lane.summaries[3];
+    assert_eq!((top.times.as_slice(), top.ids.as_slice(), top.counts.as_slice()), (&[5][..], &[11][..], &[16][..]));
+    // Zoomed in, the marks themselves; out, the coarsest summary a
+    // pixel holds eight buckets of.
+    assert_eq!(lane.summary_for(0.5).map(|s| s.shift), Some(0));
+    assert_eq!(lane.summary_for(16.0).map(|s| s.shift), Some(1));
+    assert_eq!(lane.summary_for(1_000.0).map(|s| s.shift), Some(3));
+}
+
+#[test]
+fn a_zoomed_out_frame_read_from_summaries_draws_real_marks_where_they_are_and_loses_none_that_matter() {
+    let trace = bench_trace(100_000);
+    let model = TimelineModel::build(&trace);
+    let whole = Viewport::fit(Span::new(model.start_ms, model.end_ms), 1200.0);
+    assert!(model.marks.iter().any(|m| m.summary_for(whole.ms_per_px).is_some_and(|s| s.shift > 0)));
+    for view in [whole, Viewport { ms_per_px: whole.ms_per_px / 5.0, ..whole }] {
+        let (from, to) = (view.time_at(-8.0), view.time_at(view.width_px + 8.0));
+        for marks in &model.marks {
+            let mut summarised = Vec::new();
+            aggregate_marks(marks, &view, 8.0, &mut summarised);
+            // The same lane without summaries: every mark read.
+            let raw_marks = super::model::LaneMarks { summaries: Vec::new(), ..marks.clone() };
+            let mut raw = Vec::new();
+            aggregate_marks(&raw_marks, &view, 8.0, &mut raw);
+            for mark in &summarised {
+                let time = model.time_of(mark.id).unwrap();
+                assert_eq!(mark.column, super::columns::column_of(&view, time as f64), "a mark is drawn at its time");
+                assert_eq!(mark.kind, model.kind_of(mark.id).unwrap());
+            }
+            // Nothing is lost from the count but buckets cut by the scan's edges.
+            let (drawn, counted): (u32, u32) = (summarised.iter().map(|m| m.count).sum(), raw.iter().map(|m| m.count).sum());
+            assert_eq!(counted, marks.range(from, to).len() as u32);
+            let bucket = marks.summary_for(view.ms_per_px).map_or(0.0, |s| (1u64 << s.shift) as f64);
+            let (least, most) = (marks.range(from + bucket, to - bucket).len(), marks.range(from - bucket, to + bucket).len());
+            assert!((least..=most).contains(&(drawn as usize)), "{drawn} marks counted, not within {least}..={most}");
+            // Each column's most important mark shows in it or beside it.
+            for r in &raw {
+                let near = summarised.iter().filter(|s| s.column.abs_diff(r.column) <= 1);
+                assert!(
+                    near.map(|s| s.kind.importance()).max().is_some_and(|i| i >= r.kind.importance()),
+                    "column {} lost its {:?}",
+                    r.column,
+                    r.kind
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn a_lag_narrower_than_a_pixel_still_shows_and_equal_columns_merge() {
     let sample = |time_ms, store_revision, cache_revision| super::staleness::LagSample {
         time_ms,
