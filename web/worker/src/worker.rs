@@ -35,9 +35,16 @@ impl Progress for Port {
     }
 
     fn report(&mut self, message: FromWorker) {
-        let text = serde_json::to_string(&message).expect("messages are plain data");
+        // JSON as bytes in an ArrayBuffer handed over, not as a string: a
+        // big run's trace is hundreds of megabytes, and V8 refuses a string
+        // past 512 MiB.
+        let bytes = serde_json::to_vec(&message).expect("messages are plain data");
+        let array = js_sys::Uint8Array::new_with_length(bytes.len() as u32);
+        array.copy_from(&bytes);
+        drop(bytes);
+        let buffer = array.buffer();
         // Posting fails only if the page is gone; nobody is left to tell.
-        let _ = self.scope.post_message(&text.into());
+        let _ = self.scope.post_message_with_transfer(&buffer, &js_sys::Array::of1(&buffer));
     }
 }
 

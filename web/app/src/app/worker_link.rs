@@ -75,8 +75,13 @@ impl WorkerLink {
         let worker = Worker::new(WORKER_SCRIPT).map_err(|e| format!("the simulation worker did not start: {e:?}"))?;
         let messages = on_event.clone();
         let message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-            let text = event.data().as_string().unwrap_or_default();
-            match serde_json::from_str::<FromWorker>(&text) {
+            // The worker sends JSON bytes in a transferred ArrayBuffer.
+            let data = event.data();
+            let parsed = match data.dyn_ref::<js_sys::ArrayBuffer>() {
+                Some(buffer) => serde_json::from_slice::<FromWorker>(&js_sys::Uint8Array::new(buffer).to_vec()),
+                None => serde_json::from_str::<FromWorker>(&data.as_string().unwrap_or_default()),
+            };
+            match parsed {
                 Ok(message) => messages.emit(Event::Message(message)),
                 Err(e) => messages.emit(Event::Broken(format!("unreadable message from the worker: {e}"))),
             }
