@@ -109,20 +109,15 @@ pub fn band_runs(band: &StalenessBand, view: &Viewport, out: &mut Vec<BandRun>) 
 
 /// A component's informer lag (see [`InformerBand`]) over the visible
 /// columns, as [`band_runs`] does for a cache: each column shows the most
-/// it was behind within it.
+/// it was behind within it. One question per column
+/// ([`InformerBand::max_behind_in`]), so a frame costs the same whatever
+/// number of writes the view spans.
 pub fn informer_runs(band: &InformerBand, store: &StoreRevisions, view: &Viewport, out: &mut Vec<BandRun>) {
     out.clear();
-    let (from, to) = (view.time_at(-1.0), view.time_at(view.width_px + 1.0));
     let limit = view.width_px.ceil() as i64 + 1;
-    let mut open: Option<(i64, u64)> = None;
-    band.changes(store, from, to, |time, behind| {
-        let start = view.x_of(time).floor().max(-1.0) as i64;
-        if let Some((begun, was)) = open.replace((start, behind)) {
-            add_run(out, begun, start.max(begun + 1), was);
-        }
-    });
-    if let Some((begun, was)) = open {
-        add_run(out, begun, limit.max(begun + 1), was);
+    for column in -1..limit {
+        let (from, to) = (view.time_at(column as f64), view.time_at(column as f64 + 1.0));
+        add_run(out, column, column + 1, band.max_behind_in(store, from, to));
     }
 }
 

@@ -193,6 +193,9 @@ pub struct InformerBand {
     pub lane: usize,
     /// (from when, the revision its view is at; `None`: no view), in time order.
     pub views: Vec<(u64, Option<u64>)>,
+    /// For each of `views`, the most revisions it was behind while it
+    /// held (0 with no view).
+    pub peaks: Vec<u64>,
     /// The most revisions it was ever behind.
     pub max_behind: u64,
 }
@@ -207,6 +210,29 @@ impl InformerBand {
     /// How many revisions its view is behind the store at `time_ms`.
     pub fn behind_at(&self, store: &StoreRevisions, time_ms: f64) -> u64 {
         self.view_at(time_ms).map_or(0, |view| store.at(time_ms).saturating_sub(view))
+    }
+
+    /// The most revisions it was behind at any moment in `[from_ms,
+    /// to_ms)`. Between two changes of its view the store only moves
+    /// forward, so a view is furthest behind just before it ends: the views
+    /// held wholly inside the stretch answer from [`InformerBand::peaks`],
+    /// the two cut by its ends with a binary search each. A frame's column
+    /// costs the same however many writes it spans.
+    pub fn max_behind_in(&self, store: &StoreRevisions, from_ms: f64, to_ms: f64) -> u64 {
+        let store_before = |end: f64| {
+            let i = store.steps.partition_point(|(t, _)| (*t as f64) < end);
+            i.checked_sub(1).map_or(0, |i| store.steps[i].1)
+        };
+        // The views held in the stretch: `first..last` (`last` exclusive).
+        let first = self.views.partition_point(|(t, _)| *t as f64 <= from_ms).saturating_sub(1);
+        let last = self.views.partition_point(|(t, _)| (*t as f64) < to_ms);
+        if first >= last {
+            return 0;
+        }
+        let behind_until = |i: usize, end: f64| self.views[i].1.map_or(0, |v| store_before(end).saturating_sub(v));
+        let inner = self.peaks.get(first + 1..last - 1).map_or(0, |p| p.iter().copied().max().unwrap_or(0));
+        let first_end = if last - first == 1 { to_ms } else { self.views[first + 1].0 as f64 };
+        inner.max(behind_until(first, first_end)).max(if last - first > 1 { behind_until(last - 1, to_ms) } else { 0 })
     }
 
     /// Calls `each(time, behind)` at `from_ms` and at every moment in
@@ -253,7 +279,13 @@ pub fn informer_bands(
         components.iter().enumerate().map(|(i, (name, _))| (name.as_str(), i)).collect();
     let mut bands: Vec<InformerBand> = components
         .iter()
-        .map(|(name, lane)| InformerBand { component: name.clone(), lane: *lane, views: Vec::new(), max_behind: 0 })
+        .map(|(name, lane)| InformerBand {
+            component: name.clone(),
+            lane: *lane,
+            views: Vec::new(),
+            peaks: Vec::new(),
+            max_behind: 0,
+        })
         .collect();
     let mut store = StoreRevisions::default();
     let mut store_revision = 0;
@@ -297,16 +329,16 @@ pub fn informer_bands(
     // of the stretch it holds for.
     let end_ms = order.last().and_then(|id| trace.get(*id)).map_or(0, |e| e.time_ms);
     for band in &mut bands {
-        band.max_behind = (0..band.views.len())
-            .filter_map(|i| {
-                let view = band.views[i].1?;
+        band.peaks = (0..band.views.len())
+            .map(|i| {
+                let Some(view) = band.views[i].1 else { return 0 };
                 let until = band.views.get(i + 1).map_or(end_ms, |(t, _)| *t);
                 let before = store.steps.partition_point(|(t, _)| *t < until.max(band.views[i].0 + 1));
                 let revision = before.checked_sub(1).map_or(0, |j| store.steps[j].1);
-                Some(revision.saturating_sub(view))
+                revision.saturating_sub(view)
             })
-            .max()
-            .unwrap_or(0);
+            .collect();
+        band.max_behind = band.peaks.iter().copied().max().unwrap_or(0);
     }
     (store, bands)
 }

@@ -963,3 +963,34 @@ fn a_wait_ends_on_the_timeline_when_its_instance_crashes_and_its_tooltip_says_so
     let tooltip = super::hover::wait_tooltip(&model, &model.waits[0]);
     assert!(tooltip.lines[1].contains("crashed or restarted"), "{:?}", tooltip.lines);
 }
+
+#[test]
+fn an_informers_most_behind_over_a_stretch_is_the_most_at_any_of_its_milliseconds() {
+    let trace = bench_trace(20_000);
+    let model = TimelineModel::build(&trace);
+    let (start, end) = (model.start_ms, model.end_ms);
+    let mut checked = 0;
+    for band in &model.informers {
+        assert_eq!(band.peaks.len(), band.views.len());
+        // Stretches of every width from a millisecond to a tenth of the run,
+        // at edges that fall between milliseconds and on them.
+        for width in [1.0, 7.5, 64.0, 1_000.0, (end - start) as f64 / 10.0] {
+            let mut from = start as f64 - 3.0;
+            while from < end as f64 {
+                let to = from + width;
+                // Entries fall on whole milliseconds, so the lag in force
+                // at `from` is the one at its millisecond.
+                let brute = (from.max(0.0).floor() as u64..)
+                    .take_while(|t| (*t as f64) < to)
+                    .map(|t| band.behind_at(&model.store, t as f64))
+                    .max()
+                    .unwrap_or(0);
+                assert_eq!(band.max_behind_in(&model.store, from, to), brute, "{} over [{from}, {to})", band.component);
+                checked += 1;
+                from += width * 3.7;
+            }
+        }
+    }
+    assert!(checked > 1_000, "{checked}");
+    assert!(model.informers.iter().any(|b| b.max_behind > 0));
+}
