@@ -588,7 +588,7 @@ pub fn unavailability(trace: &Trace) -> Vec<Unavailability> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use recon_abi::{HeldSync, Mitigation, ObjectKey, Verb};
 
     use super::*;
@@ -611,7 +611,7 @@ mod tests {
     }
 
     /// A trace of `events`, each at its time, caused by the entries named.
-    fn trace(events: Vec<(u64, Event, Vec<EntryId>)>) -> Trace {
+    pub(crate) fn trace(events: Vec<(u64, Event, Vec<EntryId>)>) -> Trace {
         Trace {
             scenario: "t".into(),
             seed: 1,

@@ -107,7 +107,6 @@ mod tests {
     use recon_abi::{Mitigation, ObjectKey};
 
     use super::*;
-    use crate::{Lane, LaneId, LaneRole};
 
     fn held(component: &str, object: &str, since_ms: u64, released: bool) -> Event {
         Event::SyncHeld {
@@ -125,17 +124,9 @@ mod tests {
         }
     }
 
+    /// A trace of `events`, 100 ms apart.
     fn trace(events: Vec<Event>) -> Trace {
-        Trace {
-            scenario: "t".into(),
-            seed: 1,
-            lanes: vec![Lane { name: "rs".into(), role: LaneRole::Controller }],
-            entries: events
-                .into_iter()
-                .enumerate()
-                .map(|(id, event)| Entry { id: id as u64, time_ms: id as u64 * 100, lane: LaneId(0), event, causes: vec![] })
-                .collect(),
-        }
+        crate::explain::tests::trace(events.into_iter().enumerate().map(|(i, e)| (i as u64 * 100, e, vec![])).collect())
     }
 
     #[test]
