@@ -5,7 +5,9 @@
 //! - `cargo xtask test`: every test there is: the native suites (the tests
 //!   that run plugins under wasmtime find them through `RECON_PLUGIN_DIR`),
 //!   the browser engine's tests in headless Chromium, and the playground's
-//!   end-to-end tests in headless Chromium.
+//!   end-to-end tests in headless Chromium. Not fuzzing (see below).
+//! - `cargo xtask fuzz [SECONDS]`: every fuzz target under cargo-fuzz
+//!   (`fuzz/README.md`); `test` only replays their corpus and regressions.
 //! - `cargo xtask bench`: the benchmarks (see BENCHMARKS.md), native and in
 //!   the browser; `cargo xtask bench scale [FLAGS]`: the scale benchmark
 //!   alone (cluster sizes up to Kubernetes' published limits); `cargo xtask
