@@ -37,20 +37,8 @@ pub fn aggregate_marks(marks: &LaneMarks, view: &Viewport, margin_px: f64, out: 
     out.clear();
     let (from, to) = (view.time_at(-margin_px), view.time_at(view.width_px + margin_px));
     match marks.summary_for(view.ms_per_px) {
-        Some(summary) => {
-            let range = range_of(&summary.times, from, to);
-            let rows = summary.times[range.clone()]
-                .iter()
-                .zip(&summary.kinds[range.clone()])
-                .zip(&summary.ids[range.clone()])
-                .zip(&summary.counts[range]);
-            gather(rows.map(|(((t, k), i), c)| (*t, *k, *i, *c)), view, out);
-        }
-        None => {
-            let range = marks.range(from, to);
-            let (times, kinds, ids) = (&marks.times[range.clone()], &marks.kinds[range.clone()], &marks.ids[range]);
-            gather(times.iter().zip(kinds).zip(ids).map(|((t, k), i)| (*t, *k, *i, 1)), view, out);
-        }
+        Some(summary) => gather(summary.rows(range_of(&summary.times, from, to)), view, out),
+        None => gather(marks.rows(marks.range(from, to)), view, out),
     }
 }
 

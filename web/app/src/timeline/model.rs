@@ -197,9 +197,11 @@ impl MarkSummary {
         summary
     }
 
-    /// Its buckets as `(time, kind, id, count)` rows.
-    fn rows(&self) -> impl Iterator<Item = (u64, MarkKind, EntryId, u32)> + '_ {
-        self.times.iter().zip(&self.kinds).zip(&self.ids).zip(&self.counts).map(|(((t, k), i), c)| (*t, *k, *i, *c))
+    /// The buckets in `range` as `(time, kind, id, count)` rows.
+    pub fn rows(&self, range: Range<usize>) -> impl Iterator<Item = (u64, MarkKind, EntryId, u32)> + '_ {
+        let (times, kinds) = (&self.times[range.clone()], &self.kinds[range.clone()]);
+        let (ids, counts) = (&self.ids[range.clone()], &self.counts[range]);
+        times.iter().zip(kinds).zip(ids).zip(counts).map(|(((t, k), i), c)| (*t, *k, *i, *c))
     }
 
     /// How many buckets hold marks.
@@ -229,23 +231,31 @@ impl LaneMarks {
         self.times.is_empty()
     }
 
+    /// The marks in `range` as `(time, kind, id, count)` rows, each a
+    /// count of one.
+    pub fn rows(&self, range: Range<usize>) -> impl Iterator<Item = (u64, MarkKind, EntryId, u32)> + '_ {
+        let (times, kinds, ids) = (&self.times[range.clone()], &self.kinds[range.clone()], &self.ids[range]);
+        times.iter().zip(kinds).zip(ids).map(|((t, k), i)| (*t, *k, *i, 1))
+    }
+
     /// Builds [`LaneMarks::summaries`] from the marks: each level from the
     /// one before, so the whole costs about twice one pass over the marks.
     pub fn summarise(&mut self) {
         self.summaries.clear();
-        let raw = self.times.iter().zip(&self.kinds).zip(&self.ids).map(|((t, k), i)| (*t, *k, *i, 1));
-        let mut level = MarkSummary::gather(0, raw);
+        let mut level = MarkSummary::gather(0, self.rows(0..self.len()));
         let mut kept = self.len();
         loop {
+            let coarser = (level.len() > 1 && level.shift < 40)
+                .then(|| MarkSummary::gather(level.shift + 1, level.rows(0..level.len())));
             // Keep a level only where it reads at most half what the finer one does.
             if level.len() * 2 <= kept {
                 kept = level.len();
-                self.summaries.push(level.clone());
+                self.summaries.push(level);
             }
-            if level.len() <= 1 || level.shift >= 40 {
-                break;
+            match coarser {
+                Some(coarser) => level = coarser,
+                None => break,
             }
-            level = MarkSummary::gather(level.shift + 1, level.rows());
         }
     }
 

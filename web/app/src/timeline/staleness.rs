@@ -180,6 +180,13 @@ impl StoreRevisions {
         let i = self.steps.partition_point(|(t, _)| *t as f64 <= time_ms);
         i.checked_sub(1).map_or(0, |i| self.steps[i].1)
     }
+
+    /// The store's revision just before `time_ms`: its writes at that very
+    /// moment not yet counted.
+    pub fn before(&self, time_ms: f64) -> u64 {
+        let i = self.steps.partition_point(|(t, _)| (*t as f64) < time_ms);
+        i.checked_sub(1).map_or(0, |i| self.steps[i].1)
+    }
 }
 
 /// One component's informer view over the run, to set against the store's
@@ -219,51 +226,16 @@ impl InformerBand {
     /// the two cut by its ends with a binary search each. A frame's column
     /// costs the same however many writes it spans.
     pub fn max_behind_in(&self, store: &StoreRevisions, from_ms: f64, to_ms: f64) -> u64 {
-        let store_before = |end: f64| {
-            let i = store.steps.partition_point(|(t, _)| (*t as f64) < end);
-            i.checked_sub(1).map_or(0, |i| store.steps[i].1)
-        };
         // The views held in the stretch: `first..last` (`last` exclusive).
         let first = self.views.partition_point(|(t, _)| *t as f64 <= from_ms).saturating_sub(1);
         let last = self.views.partition_point(|(t, _)| (*t as f64) < to_ms);
         if first >= last {
             return 0;
         }
-        let behind_until = |i: usize, end: f64| self.views[i].1.map_or(0, |v| store_before(end).saturating_sub(v));
+        let behind_until = |i: usize, end: f64| self.views[i].1.map_or(0, |v| store.before(end).saturating_sub(v));
         let inner = self.peaks.get(first + 1..last - 1).map_or(0, |p| p.iter().copied().max().unwrap_or(0));
         let first_end = if last - first == 1 { to_ms } else { self.views[first + 1].0 as f64 };
         inner.max(behind_until(first, first_end)).max(if last - first > 1 { behind_until(last - 1, to_ms) } else { 0 })
-    }
-
-    /// Calls `each(time, behind)` at `from_ms` and at every moment in
-    /// `(from_ms, to_ms]` where how far behind it is changes, in time
-    /// order: a merge of the two step series over that stretch only.
-    pub fn changes(&self, store: &StoreRevisions, from_ms: f64, to_ms: f64, mut each: impl FnMut(f64, u64)) {
-        let mut view_i = self.views.partition_point(|(t, _)| *t as f64 <= from_ms);
-        let mut store_i = store.steps.partition_point(|(t, _)| *t as f64 <= from_ms);
-        let mut last = self.behind_at(store, from_ms);
-        each(from_ms, last);
-        loop {
-            let next_view = self.views.get(view_i).map(|(t, _)| *t as f64).filter(|t| *t <= to_ms);
-            let next_store = store.steps.get(store_i).map(|(t, _)| *t as f64).filter(|t| *t <= to_ms);
-            let time = match (next_view, next_store) {
-                (None, None) => break,
-                (Some(v), Some(s)) => v.min(s),
-                (Some(v), None) => v,
-                (None, Some(s)) => s,
-            };
-            while self.views.get(view_i).is_some_and(|(t, _)| *t as f64 == time) {
-                view_i += 1;
-            }
-            while store.steps.get(store_i).is_some_and(|(t, _)| *t as f64 == time) {
-                store_i += 1;
-            }
-            let behind = self.behind_at(store, time);
-            if behind != last {
-                last = behind;
-                each(time, behind);
-            }
-        }
     }
 }
 
@@ -333,9 +305,7 @@ pub fn informer_bands(
             .map(|i| {
                 let Some(view) = band.views[i].1 else { return 0 };
                 let until = band.views.get(i + 1).map_or(end_ms, |(t, _)| *t);
-                let before = store.steps.partition_point(|(t, _)| *t < until.max(band.views[i].0 + 1));
-                let revision = before.checked_sub(1).map_or(0, |j| store.steps[j].1);
-                revision.saturating_sub(view)
+                store.before(until.max(band.views[i].0 + 1) as f64).saturating_sub(view)
             })
             .collect();
         band.max_behind = band.peaks.iter().copied().max().unwrap_or(0);
