@@ -2,7 +2,9 @@
 //! keeps `spec.replicas` pods running for every ReplicaSet.
 //!
 //! A set's pods are the active pods (not terminating, not finished) whose
-//! controller owner reference has the set's uid. With too few, the
+//! controller owner reference has the set's uid, read through an index of
+//! the store's pods by owner ([`owned::PodsByOwner`]) rather than a scan of
+//! every pod. With too few, the
 //! reconcile creates pods from `spec.template` (`generateName: {set}-`,
 //! the template's labels and annotations, a controller owner reference);
 //! with too many it deletes the extras, preferring unbound pods, then pods
@@ -73,8 +75,10 @@ use kube::{Client, recon};
 use serde::Deserialize;
 
 pub mod expectations;
+pub mod owned;
 
 use expectations::{Expectations, Key, key};
+use owned::PodsByOwner;
 
 /// How long expectations hold by default: 5 minutes of virtual time, as
 /// Kubernetes' `ExpectationsTimeout`. Override with the component parameter
@@ -168,6 +172,8 @@ struct Data {
     settings: Settings,
     /// The pod informer's store.
     pods: Store<Pod>,
+    /// The store's pods by controlling owner, written with the store.
+    by_owner: Mutex<PodsByOwner>,
     /// Per set, what it waits to see; lowered by the pod watch.
     expectations: Mutex<Expectations>,
 }
@@ -175,6 +181,21 @@ struct Data {
 impl Data {
     fn expectations(&self) -> MutexGuard<'_, Expectations> {
         self.expectations.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn by_owner(&self) -> MutexGuard<'_, PodsByOwner> {
+        self.by_owner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The pods the store holds whose controlling owner has uid `owner`,
+    /// by namespace and name: found through the owner index, so a sync
+    /// costs its own pods, not every pod in the cluster.
+    fn owned_pods(&self, owner: &str) -> Vec<Arc<Pod>> {
+        let by_owner = self.by_owner();
+        let cached = by_owner
+            .owned_by(owner)
+            .filter_map(|(namespace, name)| self.pods.get(&ObjectRef::new(name).within(namespace)));
+        cached.collect()
     }
 }
 
@@ -280,7 +301,7 @@ async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Data>) -> Result<Action, Error>
     // expectations, as the store holds them otherwise.
     let owned: Vec<Arc<Pod>> = match live {
         Some(pods) => pods.into_iter().map(Arc::new).collect(),
-        None => ctx.pods.state(),
+        None => ctx.owned_pods(&uid),
     };
     let active: Vec<Arc<Pod>> =
         owned.into_iter().filter(|p| controller_uid(&**p) == Some(&uid) && is_active(p)).collect();
@@ -422,7 +443,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // client-go's informers do (resourceVersion="0").
     let sets = Controller::new(Api::<ReplicaSet>::all(client.clone()), watcher::Config::default().any_semantic());
     let (pods, writer) = reflector::store::<Pod>();
-    let context = Arc::new(Data { client: client.clone(), settings, pods, expectations: Mutex::default() });
+    let context = Arc::new(Data {
+        client: client.clone(),
+        settings,
+        pods,
+        by_owner: Mutex::default(),
+        expectations: Mutex::default(),
+    });
     let pod_changes = watcher(Api::<Pod>::all(client), watcher::Config::default().any_semantic());
     // Each pod event lowers the expectations it fulfils on its way into
     // the store, and triggers the sets that own the pod.
@@ -431,6 +458,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map_ok(move |event| {
             let touched = observer.expectations().observe(&event, &observer.pods);
             writer.apply_watcher_event(&event);
+            observer.by_owner().apply_watcher_event(&event);
             futures::stream::iter(touched.into_iter().map(Ok))
         })
         .try_flatten();
