@@ -21,6 +21,12 @@ use std::time::Instant;
 
 use recon_sim::Sim;
 
+/// mimalloc rather than the system allocator: glibc's malloc slows as the
+/// heap grows, which made the cost per event grow with the cluster
+/// (BENCHMARKS.md, "Scale").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The sizes run by default: Kubernetes' published limits (5,000 nodes,
 /// 150,000 pods) and two steps below.
 const DEFAULT_SIZES: &str = "100x3000,1000x30000,5000x150000";

@@ -19,6 +19,12 @@ use recon_scenario::Check;
 use recon_sim::{Event, Sim};
 use recon_tests::soak::{self, SoakSize};
 
+/// mimalloc rather than the system allocator: glibc's malloc slows as the
+/// heap grows, which made the cost per event grow with the cluster
+/// (BENCHMARKS.md, "Scale").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Virtual minutes between progress lines.
 const REPORT_EVERY_MINUTES: u64 = 5;
 

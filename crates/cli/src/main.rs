@@ -13,6 +13,12 @@ use clap::{Parser, Subcommand};
 use recon_prepare::{Prepared, Preparer, ScenarioFile};
 use recon_sim::Trace;
 
+/// mimalloc rather than the system allocator: glibc's malloc slows as the
+/// heap grows, which made the cost per event grow with the cluster
+/// (BENCHMARKS.md, "Scale").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Prints a line to standard output, like `println!`, except that a reader
 /// who stops reading (`recon run … | head`) ends the printing quietly
 /// instead of panicking on the broken pipe; the command still finishes and
