@@ -141,12 +141,16 @@ impl Reconciler for NodeSync {
             running.insert(container.pod.uid.as_str(), container);
         }
 
+        // The cached pods by uid: a uid names one incarnation under one key,
+        // so this answers "is the pod at the container's key still this
+        // incarnation" without building a key per container.
+        let cached: BTreeMap<&str, &Object> = cache.list(PODS).map(|p| (p.metadata.uid.as_str(), p)).collect();
+
         // Stops first, so that a replaced incarnation never overlaps its
         // successor on this node, and a terminating pod can be deleted below.
         let mut stopped: BTreeSet<&str> = BTreeSet::new();
         for (&uid, container) in &running {
-            let key = ObjectKey::new("Pod", &container.pod.namespace, &container.pod.name);
-            let wanted = cache.get(PODS, &key).is_some_and(|p| p.metadata.uid == uid && self.wants(p));
+            let wanted = cached.get(uid).is_some_and(|p| self.wants(p));
             if !wanted {
                 ctx.push(Action::StopContainer { pod: container.pod.clone() });
                 stopped.insert(uid);
@@ -179,7 +183,10 @@ impl Reconciler for NodeSync {
             if !runs {
                 ctx.push(Action::StartContainer { pod: pod_ref(pod) });
             }
-            if !pod::is_running_and_ready(pod) {
+            // Asked before the status is built: until the informer shows
+            // the last status write, every call would build it only for the
+            // SDK to hold it back.
+            if !pod::is_running_and_ready(pod) && !ctx.is_pending(&pod.key()) {
                 ctx.update_status(running_status(pod, now));
             }
         }
