@@ -308,11 +308,7 @@ fn state_key(time: u64, offer: &Offer, stale_left: usize, store: &Store, world: 
         text += &value.to_string();
     }
     text += world;
-    fnv1a(text.as_bytes())
-}
-
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+    recon_trace::fnv1a(text.as_bytes())
 }
 
 /// What the order-dependence search found.
