@@ -106,7 +106,7 @@ fn a_stale_cached_read_costs_the_c_controller_a_conflict_and_a_read_from_etcd_ne
     for entry in &run.trace.entries {
         match &entry.event {
             Event::WriteFailed { verb: Verb::Update, key, status, by, .. } if by == "team-config" => {
-                assert_eq!((key, status.reason), (&payments, StatusReason::Conflict), "{status:?}");
+                assert_eq!((key.as_key(), status.reason), (&payments, StatusReason::Conflict), "{status:?}");
                 conflicts.push(entry.time_ms);
             }
             Event::StoreWrite { verb: Verb::Update, key, by, .. } if by == "team-config" && *key == payments => {

@@ -19,9 +19,9 @@ fn live_pods(trace: &Trace) -> Vec<(u64, usize)> {
             continue;
         }
         if *verb == Verb::Create && !removed {
-            live.insert(uid.clone(), true);
+            live.insert(uid.to_string(), true);
         } else if *terminating || *removed {
-            live.insert(uid.clone(), false);
+            live.insert(uid.to_string(), false);
         } else {
             continue;
         }
@@ -60,7 +60,7 @@ fn leaders(trace: &Trace) -> Vec<(u64, String, String)> {
         .iter()
         .filter_map(|e| match &e.event {
             Event::Leadership { component, lease, leading: true } => {
-                Some((e.time_ms, component.clone(), lease.clone()))
+                Some((e.time_ms, component.to_string(), lease.clone()))
             }
             _ => None,
         })
@@ -216,14 +216,14 @@ components:
     for e in &trace.entries {
         match &e.event {
             Event::Leadership { component, leading: l, .. } => {
-                leading.insert(component.clone(), *l);
+                leading.insert(component.to_string(), *l);
                 if component == "b" && *l {
                     b_won = Some(e.time_ms);
                 }
             }
             Event::ComponentCrashed { component, reason } if component == "a" => {
                 assert!(reason.starts_with("stopped leading: could not renew Lease rs"), "{reason}");
-                leading.insert(component.clone(), false);
+                leading.insert(component.to_string(), false);
                 a_stopped.get_or_insert(e.time_ms);
             }
             _ => {}

@@ -196,7 +196,7 @@ fn event_for(trace: &Trace, entry: &Entry) -> Result<Option<(String, Event)>, St
         }
         _ => return Ok(None),
     };
-    Ok(Some((server, event)))
+    Ok(Some((server.to_string(), event)))
 }
 
 /// Puts whole objects in an event's bodies where `objects` knows them,

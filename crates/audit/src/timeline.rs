@@ -22,8 +22,8 @@ use std::io::BufRead;
 use recon_abi::{ObjectKey, Verb};
 use recon_scenario::Check;
 use recon_trace::{
-    EntryId, Event as TraceEvent, Explanation, ExplanationStep, LaneId, LaneRole, ObjectVersion, ReadPurpose,
-    ServedFrom, Trace,
+    EntryId, Event as TraceEvent, Explanation, ExplanationStep, Key, LaneId, LaneRole, Name, ObjectVersion,
+    ReadPurpose, ServedFrom, Trace,
 };
 
 use crate::analysis::{Analysis, Progress};
@@ -90,10 +90,10 @@ struct Drawing {
     trace: Trace,
     files: Vec<String>,
     /// The server (its lane, and its cache's) of each file.
-    server_of: Vec<(String, LaneId, LaneId)>,
+    server_of: Vec<(Name, LaneId, LaneId)>,
     store: LaneId,
     checks: LaneId,
-    clients: BTreeMap<(String, String), String>,
+    clients: BTreeMap<(String, String), Name>,
     origin: Option<Micros>,
     /// Each event drawn: its (file, line) and entry.
     entries: BTreeMap<(usize, u64), EntryId>,
@@ -115,7 +115,7 @@ impl Drawing {
                     let api = trace.add_lane(f.server.clone(), LaneRole::ApiServer);
                     (api, trace.add_lane(format!("{} cache", f.server), LaneRole::Cache { api_server: api }))
                 });
-                (f.server.clone(), api, cache)
+                (Name::from(f.server.as_str()), api, cache)
             })
             .collect();
         let checks = trace.add_lane("checks", LaneRole::Checks);
@@ -141,7 +141,7 @@ impl Drawing {
     /// The lane of a request's client (added when first seen): a node
     /// agent (`system:node:NODE`) under its node's lane, anyone else a lane
     /// of its own, named like a replay names its component.
-    fn client_lane(&mut self, r: &Record) -> (LaneId, String) {
+    fn client_lane(&mut self, r: &Record) -> (LaneId, Name) {
         let e = &r.event;
         let key = (e.user.username.clone(), e.user_agent.clone());
         if let Some(name) = self.clients.get(&key) {
@@ -170,6 +170,7 @@ impl Drawing {
             None => LaneRole::Controller,
         };
         let lane = self.trace.add_lane(name.clone(), role);
+        let name = Name::from(name);
         self.clients.insert(key, name.clone());
         (lane, name)
     }
@@ -192,10 +193,8 @@ impl Drawing {
             .filter(|k| !k.is_empty() && k != "Status")
             .unwrap_or_else(|| uri.resource.clone());
         let (lane, client) = self.client_lane(r);
-        let key = |name: &str, namespace: &str| ObjectKey {
-            kind: kind.clone(),
-            namespace: namespace.to_string(),
-            name: name.to_string(),
+        let key = |name: &str, namespace: &str| {
+            Key::from(ObjectKey { kind: kind.clone(), namespace: namespace.to_string(), name: name.to_string() })
         };
         let id = match e.verb.as_str() {
             "create" | "update" | "patch" | "delete" => {
@@ -221,7 +220,7 @@ impl Drawing {
                     TraceEvent::StoreWrite {
                         verb,
                         key: key(&name, &uri.namespace),
-                        uid: meta.uid,
+                        uid: meta.uid.into(),
                         revision,
                         removed: verb == Verb::Delete && !terminating,
                         terminating,
@@ -253,14 +252,18 @@ impl Drawing {
                         .flatten()
                         .map(|item| ObjectVersion {
                             key: key(&item.metadata.name, &item.metadata.namespace),
-                            uid: item.metadata.uid.clone(),
+                            uid: item.metadata.uid.as_str().into(),
                             revision: item.metadata.resource_version.parse().unwrap_or(0),
                         })
                         .collect(),
                     Some(o) => o
                         .metadata
                         .iter()
-                        .map(|m| ObjectVersion { key: key(&m.name, &m.namespace), uid: m.uid.clone(), revision })
+                        .map(|m| ObjectVersion {
+                            key: key(&m.name, &m.namespace),
+                            uid: m.uid.as_str().into(),
+                            revision,
+                        })
                         .collect(),
                     None => Vec::new(),
                 };

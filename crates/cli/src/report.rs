@@ -107,7 +107,7 @@ fn print_held(trace: &Trace) {
         .entries
         .iter()
         .filter_map(|e| match &e.event {
-            Event::SyncHeld { component, held } => Some((e.time_ms, component.as_str(), held)),
+            Event::SyncHeld { component, held } => Some((e.time_ms, component.as_str(), &**held)),
             _ => None,
         })
         .collect();

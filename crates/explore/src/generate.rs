@@ -5,10 +5,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use recon_abi::{ObjectKey, Verb};
+use recon_abi::Verb;
 use recon_scenario::{Millis, Scenario, Step, StepAction, Window};
 use recon_trace::text::fmt_time;
-use recon_trace::{Event, Trace};
+use recon_trace::{Event, Key, Name, Trace};
 
 use crate::plan::{Fault, Pattern, Plan};
 
@@ -22,23 +22,23 @@ struct Write {
     time: u64,
     revision: u64,
     verb: Verb,
-    uid: String,
+    uid: Name,
     removed: bool,
-    by: String,
+    by: Name,
 }
 
 /// A watch event a component received.
 struct Delivery {
     time: u64,
     revision: u64,
-    api_server: String,
+    api_server: Name,
 }
 
 /// Per component, the objects it was shown, each with its deliveries.
-type Seen = Vec<(String, Vec<(ObjectKey, Vec<Delivery>)>)>;
+type Seen = Vec<(String, Vec<(Key, Vec<Delivery>)>)>;
 
 /// The deliveries of `key` to `component`, added (empty) if new.
-fn slot<'s>(seen: &'s mut Seen, component: &str, key: &ObjectKey) -> Option<&'s mut Vec<Delivery>> {
+fn slot<'s>(seen: &'s mut Seen, component: &str, key: &Key) -> Option<&'s mut Vec<Delivery>> {
     let (_, objects) = seen.iter_mut().find(|(c, _)| c == component)?;
     let i = match objects.iter().position(|(k, _)| k == key) {
         Some(i) => i,
@@ -53,7 +53,7 @@ fn slot<'s>(seen: &'s mut Seen, component: &str, key: &ObjectKey) -> Option<&'s 
 /// What the generators need from the reference trace.
 struct Facts<'t> {
     /// Writes per object, in commit order.
-    writes: BTreeMap<ObjectKey, Vec<Write>>,
+    writes: BTreeMap<Key, Vec<Write>>,
     /// Per component (scenario order), the objects it was shown, each with
     /// its watch deliveries in order; objects in order of first sight.
     seen: Seen,
@@ -62,7 +62,7 @@ struct Facts<'t> {
 
 impl<'t> Facts<'t> {
     fn new(scenario: &Scenario, trace: &'t Trace) -> Facts<'t> {
-        let mut writes: BTreeMap<ObjectKey, Vec<Write>> = BTreeMap::new();
+        let mut writes: BTreeMap<Key, Vec<Write>> = BTreeMap::new();
         let mut seen: Seen = scenario.components.iter().map(|c| (c.name.clone(), Vec::new())).collect();
         for e in &trace.entries {
             match &e.event {
@@ -216,7 +216,7 @@ fn unobserved_state(facts: &Facts, out: &mut Vec<Plan>) {
 /// restart it a little later.
 fn intermediate_state(workload: &Scenario, facts: &Facts, out: &mut Vec<Plan>) {
     for component in &workload.components {
-        let mut writes: Vec<(&ObjectKey, &Write)> = facts
+        let mut writes: Vec<(&Key, &Write)> = facts
             .writes
             .iter()
             .flat_map(|(k, ws)| ws.iter().map(move |w| (k, w)))

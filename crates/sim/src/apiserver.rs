@@ -10,7 +10,7 @@ use std::sync::Arc;
 use recon_abi::event::EVENT_KIND;
 use recon_abi::{Action, EventType, Object, ObjectKey, Outcome, Patch, Status, StatusReason, Verb};
 use recon_store::StoreError;
-use recon_trace::{EntryId, Event, LaneId, LaneRole, ObjectVersion, PatchNote, ServedFrom};
+use recon_trace::{EntryId, Event, Interner, LaneId, LaneRole, Name, ObjectVersion, PatchNote, ServedFrom};
 
 use recon_scenario::Kinds;
 
@@ -85,6 +85,8 @@ pub(crate) struct ApiServer {
     id: ServerId,
     /// As the scenario configures it.
     pub config: recon_scenario::ApiServer,
+    /// Its name, shared by every trace entry about it.
+    pub name: Name,
     /// The largest object a write may carry (`limits.maxObjectBytes`).
     max_object_bytes: u64,
     /// The kinds it serves.
@@ -120,6 +122,7 @@ impl ApiServer {
         );
         ApiServer {
             id,
+            name: Name::from(config.name.as_str()),
             config,
             max_object_bytes,
             kinds,
@@ -137,10 +140,14 @@ impl ApiServer {
     }
 }
 
-fn object_versions(objects: &[Arc<Object>]) -> Vec<ObjectVersion> {
+fn object_versions(engine: &mut Engine, objects: &[Arc<Object>]) -> Vec<ObjectVersion> {
     objects
         .iter()
-        .map(|o| ObjectVersion { key: o.key(), uid: o.metadata.uid.clone(), revision: o.revision().unwrap_or(0) })
+        .map(|o| ObjectVersion {
+            key: engine.key(o),
+            uid: engine.name(&o.metadata.uid),
+            revision: o.revision().unwrap_or(0),
+        })
         .collect()
 }
 
@@ -166,8 +173,8 @@ impl ApiServer {
 
     fn fail(&mut self, engine: &mut Engine, client: Client, status: Status, request: &str, delay: u64) {
         if let Some(c) = client_component(&client) {
-            let component = engine.component_name(c).to_string();
-            let api_server = self.config.name.clone();
+            let component = engine.shared_component_name(c);
+            let api_server = self.name.clone();
             engine.record(
                 engine.lanes.component(c),
                 Event::RequestFailed { component, api_server, request: request.to_string(), status: status.clone() },
@@ -230,7 +237,7 @@ impl ApiServer {
         let (target, plan) = match request {
             Request::Write(action) => {
                 if let Some(status) = too_large(self.max_object_bytes, &action).or(forbidden) {
-                    let target = write_target(&action, &engine.client_name(&client));
+                    let target = write_target(&action, engine.client_name(&client), &mut engine.names);
                     return self.write_failed(engine, client, target, status, cause, 0);
                 }
                 return self.send_to_store(engine, client, StoreOpKind::Write(action), cause, &text);
@@ -358,7 +365,7 @@ impl ApiServer {
         revision: u64,
         from: ServedFrom,
     ) -> EntryId {
-        let api_server = self.config.name.clone();
+        let api_server = self.name.clone();
         let store_revision = engine.store.revision();
         // How long the state served had been out of date: since the first
         // store write it does not contain.
@@ -373,10 +380,11 @@ impl ApiServer {
         };
         // kubectl's reads are drawn on the API server that answered them.
         let (lane, component) = match client_component(client) {
-            Some(c) => (engine.lanes.component(c), engine.component_name(c).to_string()),
-            None => (engine.lanes.server(self.id), "kubectl".to_string()),
+            Some(c) => (engine.lanes.component(c), engine.shared_component_name(c)),
+            None => (engine.lanes.server(self.id), engine.name("kubectl")),
         };
         let partitioned = !self.reachable(engine.now);
+        let objects = object_versions(engine, objects);
         engine.record(
             lane,
             Event::ListServed {
@@ -389,7 +397,7 @@ impl ApiServer {
                 store_revision,
                 stale_ms,
                 partitioned,
-                objects: object_versions(objects),
+                objects,
             },
             cause.into_iter().collect(),
         )
@@ -518,7 +526,7 @@ impl ApiServer {
         let status = self.unreachable_status();
         match kind {
             StoreOpKind::Write(action) => {
-                let target = write_target(&action, &engine.client_name(&client));
+                let target = write_target(&action, engine.client_name(&client), &mut engine.names);
                 self.write_failed(engine, client, target, status, cause, 0);
             }
             _ => self.fail(engine, client, status, &request, 0),
@@ -607,9 +615,9 @@ impl ApiServer {
         back: u64,
     ) -> Option<Committed> {
         let mut action = action;
-        let (verb, key, patch) = write_target(&action, &engine.client_name(&client));
+        let (verb, key, patch) = write_target(&action, engine.client_name(&client), &mut engine.names);
         if let (Action::Patch { params, .. } | Action::PatchStatus { params, .. }, Some(note)) = (&mut action, &patch) {
-            params.field_manager.clone_from(&note.field_manager);
+            params.field_manager = note.field_manager.to_string();
         }
         let answer_in = event_request_version(&action);
         let answer = |object: &Object| answer_in.map_or_else(|| object.clone(), |v| v.view(object));
@@ -625,11 +633,11 @@ impl ApiServer {
                 let lane = client_component(&client).map_or(engine.lanes.script, |c| engine.lanes.component(c));
                 let unchanged = Event::WriteUnchanged {
                     verb,
-                    key: object.key(),
-                    uid: object.metadata.uid.clone(),
+                    key: engine.key(&object),
+                    uid: engine.name(&object.metadata.uid),
                     revision: object.revision().unwrap_or(0),
                     by: engine.client_name(&client),
-                    via: self.config.name.clone(),
+                    via: self.name.clone(),
                     patch,
                     dry_run,
                 };
@@ -641,28 +649,25 @@ impl ApiServer {
             }
             Ok(Admitted::Written(event)) => {
                 let by = engine.client_name(&client);
-                let via = self.config.name.clone();
+                let via = self.name.clone();
                 let removed = event.kind == recon_store::EventKind::Delete;
                 let terminating = !removed
                     && event.value.is_terminating()
                     && event.prev.as_ref().is_some_and(|p| !p.is_terminating());
                 // The stored key: a create by generateName has its name now.
                 let key = event.value.key();
-                let entry = engine.record(
-                    engine.lanes.store,
-                    Event::StoreWrite {
-                        verb,
-                        key: key.clone(),
-                        uid: event.value.metadata.uid.clone(),
-                        revision: event.revision,
-                        removed,
-                        terminating,
-                        by,
-                        via,
-                        patch,
-                    },
-                    cause.into_iter().collect(),
-                );
+                let write = Event::StoreWrite {
+                    verb,
+                    key: engine.key(&event.value),
+                    uid: engine.name(&event.value.metadata.uid),
+                    revision: event.revision,
+                    removed,
+                    terminating,
+                    by,
+                    via,
+                    patch,
+                };
+                let entry = engine.record(engine.lanes.store, write, cause.into_iter().collect());
                 engine.store_entries.insert(event.revision, entry);
                 if !removed && event.value.kind == EVENT_KIND {
                     self.event_published(engine, &client, &event.value, entry);
@@ -701,7 +706,7 @@ impl ApiServer {
             event_type: recon_abi::event::event_type(stored).to_owned(),
             reason: recon_abi::event::reason(stored).to_owned(),
             note: recon_abi::event::note(stored).to_owned(),
-            regarding,
+            regarding: regarding.map(|key| engine.names.key(&key)),
             by: engine.client_name(client),
         };
         engine.record(node_lane.unwrap_or(writer), published, vec![write]);
@@ -718,13 +723,10 @@ impl ApiServer {
         delay: u64,
     ) {
         let by = engine.client_name(&client);
-        let via = self.config.name.clone();
+        let via = self.name.clone();
         let lane = client_component(&client).map_or(engine.lanes.script, |c| engine.lanes.component(c));
-        let entry = engine.record(
-            lane,
-            Event::WriteFailed { verb, key: key.clone(), status: status.clone(), by, via, patch },
-            cause.into_iter().collect(),
-        );
+        let failed = Event::WriteFailed { verb, key: engine.names.key(&key), status: status.clone(), by, via, patch };
+        let entry = engine.record(lane, failed, cause.into_iter().collect());
         self.reply(engine, client, Reply::Written { verb, key, outcome: Outcome::Err(status), entry }, delay);
     }
 
@@ -747,13 +749,13 @@ impl ApiServer {
         if event.revision != self.cache.revision + 1 {
             return; // a duplicate after a resync, or a gap a resync will fill
         }
-        let key = event.value.key();
+        let key = engine.names.object_key(&event.value);
         let event_type = match (event.kind, &event.prev) {
             (recon_store::EventKind::Delete, _) => EventType::Deleted,
             (_, None) => EventType::Added,
             _ => EventType::Modified,
         };
-        let api_server = self.config.name.clone();
+        let api_server = self.name.clone();
         let cause = engine.store_entries.get(&revision).copied();
         let entry = engine.record(
             engine.lanes.cache(self.id),
@@ -784,7 +786,7 @@ impl ApiServer {
     }
 
     pub(crate) fn partition_edge(&mut self, engine: &mut Engine, started: bool) {
-        let api_server = self.config.name.clone();
+        let api_server = self.name.clone();
         engine.record(engine.lanes.server(self.id), Event::Partition { api_server, started }, vec![]);
         if !started && self.reachable(engine.now) {
             let lag = self.config.watch_cache.lag.0;
@@ -808,7 +810,7 @@ impl ApiServer {
             Err(_) => {
                 let revision = engine.store.revision();
                 let state = engine.store.range("/", None).expect("current reads cannot fail");
-                let api_server = self.config.name.clone();
+                let api_server = self.name.clone();
                 let cause = engine.store_entries.get(&revision).copied();
                 let entry = engine.record(
                     engine.lanes.cache(self.id),
@@ -877,15 +879,15 @@ fn event_request_version(action: &Action) -> Option<Version> {
 /// A write's verb, object and, for a patch, how it was asked for: its field
 /// manager is the writer's name when a patch other than apply gave none
 /// (as the API server names a manager from the client).
-fn write_target(action: &Action, writer: &str) -> (Verb, ObjectKey, Option<PatchNote>) {
+fn write_target(action: &Action, writer: Name, names: &mut Interner) -> (Verb, ObjectKey, Option<PatchNote>) {
     let (verb, key) = action.write_target().expect("writes have targets");
     let note = match action {
         Action::Patch { patch, params, .. } | Action::PatchStatus { patch, params, .. } => Some(PatchNote {
             patch_type: patch.patch_type(),
             field_manager: if params.field_manager.is_empty() && !matches!(patch, Patch::Apply(_)) {
-                writer.to_string()
+                writer
             } else {
-                params.field_manager.clone()
+                names.name(&params.field_manager)
             },
             force: params.force,
             dry_run: params.dry_run,

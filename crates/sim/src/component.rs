@@ -16,7 +16,7 @@ use recon_abi::{
     Outcome, PodRef, RequestId, Status, StatusReason, Verb,
 };
 use recon_trace::text::short_uid;
-use recon_trace::{EntryId, Event};
+use recon_trace::{EntryId, Event, Name};
 
 use crate::admission::{Admitted, admit};
 use crate::api::{GetRequest, Request};
@@ -138,6 +138,8 @@ pub(crate) struct Component {
     id: ComponentId,
     /// As the scenario declares it.
     pub spec: recon_scenario::Component,
+    /// Its name, shared by every trace entry about it.
+    name: Name,
     /// Its API servers in preference order (first, then failover).
     servers: Vec<ServerId>,
     /// The node it runs on, if the scenario gives it one that exists:
@@ -176,6 +178,7 @@ impl Component {
         order.extend(spec.failover.iter().map(|n| index(n)));
         Component {
             id,
+            name: Name::from(spec.name.as_str()),
             spec: spec.clone(),
             server: order[0],
             servers: order,
@@ -315,11 +318,11 @@ impl Component {
         let restarts = self.starts;
         self.starts += 1;
         self.started_at = env.engine.now;
-        let api_server = env.servers[self.server.index()].config.name.clone();
+        let api_server = env.servers[self.server.index()].name.clone();
         let started = env.engine.record(
             env.engine.lanes.component(self.id),
             Event::ComponentStarted {
-                component: self.spec.name.clone(),
+                component: self.name.clone(),
                 api_server,
                 restarts,
                 mitigations: self.spec.mitigations.clone(),
@@ -404,7 +407,7 @@ impl Component {
         let reason = format!("{reason}; restarting in {}ms (back-off)", delay);
         let entry = env.engine.record(
             env.engine.lanes.component(self.id),
-            Event::ComponentCrashed { component: self.spec.name.clone(), reason },
+            Event::ComponentCrashed { component: self.name.clone(), reason },
             causes,
         );
         let epoch = self.epoch;
@@ -427,7 +430,7 @@ impl Component {
         self.go_down(env);
         env.engine.record(
             env.engine.lanes.component(self.id),
-            Event::ComponentCrashed { component: self.spec.name.clone(), reason: reason.to_string() },
+            Event::ComponentCrashed { component: self.name.clone(), reason: reason.to_string() },
             vec![cause],
         );
     }
@@ -476,7 +479,7 @@ impl Component {
             Tick::StepDown { lease, deadline } => {
                 let entry = env.engine.record(
                     env.engine.lanes.component(self.id),
-                    Event::Leadership { component: self.spec.name.clone(), lease: lease.clone(), leading: false },
+                    Event::Leadership { component: self.name.clone(), lease: lease.clone(), leading: false },
                     vec![],
                 );
                 let reason = format!("stopped leading: could not renew Lease {lease} for {deadline}ms");
@@ -513,7 +516,7 @@ impl Component {
                 let won = env.engine.record(
                     env.engine.lanes.component(self.id),
                     Event::Leadership {
-                        component: self.spec.name.clone(),
+                        component: self.name.clone(),
                         lease: candidacy.config.lease.clone(),
                         leading: true,
                     },
@@ -639,19 +642,16 @@ impl Component {
 
     fn watch_event(&mut self, env: &mut Env<'_>, server: ServerId, w: usize, event: SharedWatchEvent, cause: EntryId) {
         let revision = event.object.revision().unwrap_or(0);
-        let entry = env.engine.record(
-            env.engine.lanes.component(self.id),
-            Event::WatchDelivered {
-                component: self.spec.name.clone(),
-                api_server: env.servers[server.index()].config.name.clone(),
-                watch: w,
-                event_type: event.event_type,
-                key: event.object.key(),
-                uid: event.object.metadata.uid.clone(),
-                revision,
-            },
-            vec![cause],
-        );
+        let delivered = Event::WatchDelivered {
+            component: self.name.clone(),
+            api_server: env.servers[server.index()].name.clone(),
+            watch: w,
+            event_type: event.event_type,
+            key: env.engine.key(&event.object),
+            uid: env.engine.name(&event.object.metadata.uid),
+            revision,
+        };
+        let entry = env.engine.record(env.engine.lanes.component(self.id), delivered, vec![cause]);
         self.observe(env, revision, entry);
         let Some(instance) = self.instance_mut() else { return };
         instance.reflectors[w].synced = Some(revision);
@@ -690,13 +690,13 @@ impl Component {
     fn fail_over(&mut self, env: &mut Env<'_>) {
         let pos = self.servers.iter().position(|s| *s == self.server).unwrap_or(0);
         let next = self.servers[(pos + 1) % self.servers.len()];
-        let from = env.servers[self.server.index()].config.name.clone();
+        let from = env.servers[self.server.index()].name.clone();
         self.server = next;
         self.failures = 0;
-        let to = env.servers[next.index()].config.name.clone();
+        let to = env.servers[next.index()].name.clone();
         env.engine.record(
             env.engine.lanes.component(self.id),
-            Event::Failover { component: self.spec.name.clone(), from, to },
+            Event::Failover { component: self.name.clone(), from, to },
             vec![],
         );
         for server in env.servers.iter_mut() {
@@ -829,13 +829,13 @@ impl Component {
         env.engine.listed_items += (inputs.len() + actions.len()) as u64;
         let entry = env.engine.record(
             env.engine.lanes.component(self.id),
-            Event::Reconcile { component: self.spec.name.clone(), view_revision, inputs, actions, held_back: held },
+            Event::Reconcile { component: self.name.clone(), view_revision, inputs, actions, held_back: held },
             causes,
         );
         for held in output.held {
             env.engine.record(
                 env.engine.lanes.component(self.id),
-                Event::SyncHeld { component: self.spec.name.clone(), held },
+                Event::SyncHeld { component: self.name.clone(), held: Box::new(held) },
                 vec![entry],
             );
         }
@@ -871,7 +871,7 @@ impl Component {
         env.engine.listed_items += lines.len() as u64;
         env.engine.record(
             env.engine.lanes.component(self.id),
-            Event::Logged { component: self.spec.name.clone(), lines },
+            Event::Logged { component: self.name.clone(), lines },
             causes.to_vec(),
         );
     }
@@ -882,7 +882,7 @@ impl Component {
         let status = Status::new(StatusReason::Forbidden, reason);
         env.engine.record(
             env.engine.lanes.component(self.id),
-            Event::ActionRefused { component: self.spec.name.clone(), action: describe_action(action), status },
+            Event::ActionRefused { component: self.name.clone(), action: describe_action(action), status },
             vec![entry],
         );
     }
@@ -959,7 +959,7 @@ fn start_container(env: &mut Env<'_>, n: NodeId, pod: &PodRef, object: Option<Ob
     if env.nodes[n.index()].runs(pod) {
         return; // already running: starting again is a no-op, as in a real runtime
     }
-    let started = Event::ContainerStarted { node: env.nodes[n.index()].name.clone(), pod: pod.clone() };
+    let started = Event::ContainerStarted { node: env.engine.name(&env.nodes[n.index()].name), pod: pod.clone() };
     let entry = env.engine.record(env.engine.lanes.node(n), started, vec![cause]);
     env.nodes[n.index()].running.insert(pod.clone(), Running { started_at: env.engine.now });
     let start = ContainerStart { node: n, pod, object: object.as_ref(), entry };
@@ -969,7 +969,7 @@ fn start_container(env: &mut Env<'_>, n: NodeId, pod: &PodRef, object: Option<Ob
 /// A node agent stopped a container.
 fn stop_container(env: &mut Env<'_>, n: NodeId, pod: &PodRef, cause: EntryId) {
     if env.nodes[n.index()].running.remove(pod).is_some() {
-        let stopped = Event::ContainerStopped { node: env.nodes[n.index()].name.clone(), pod: pod.clone() };
+        let stopped = Event::ContainerStopped { node: env.engine.name(&env.nodes[n.index()].name), pod: pod.clone() };
         env.engine.record(env.engine.lanes.node(n), stopped, vec![cause]);
         env.checks.container_stopped(n, pod);
     }

@@ -11,7 +11,11 @@ pub use recon_trace::inspect::{CacheView, ComponentView, Differences, Outdated, 
 use crate::Sim;
 
 fn version(object: &recon_abi::Object) -> ObjectVersion {
-    ObjectVersion { key: object.key(), uid: object.metadata.uid.clone(), revision: object.revision().unwrap_or(0) }
+    ObjectVersion {
+        key: object.key().into(),
+        uid: object.metadata.uid.as_str().into(),
+        revision: object.revision().unwrap_or(0),
+    }
 }
 
 /// Where what a view holds differs from the store's objects it should hold.

@@ -156,22 +156,18 @@ impl Sim {
                 reason: e.to_string(),
                 index: i,
             })?;
-            let entry = self.engine.trace.push(
-                0,
-                self.engine.lanes.store,
-                Event::StoreWrite {
-                    verb: recon_abi::Verb::Create,
-                    key,
-                    uid: event.value.metadata.uid.clone(),
-                    revision: event.revision,
-                    removed: false,
-                    terminating: false,
-                    by: "scenario".into(),
-                    via: String::new(),
-                    patch: None,
-                },
-                vec![],
-            );
+            let write = Event::StoreWrite {
+                verb: recon_abi::Verb::Create,
+                key: self.engine.names.key(&key),
+                uid: self.engine.name(&event.value.metadata.uid),
+                revision: event.revision,
+                removed: false,
+                terminating: false,
+                by: self.engine.name("scenario"),
+                via: self.engine.name(""),
+                patch: None,
+            };
+            let entry = self.engine.trace.push(0, self.engine.lanes.store, write, vec![]);
             self.engine.store_entries.insert(event.revision, entry);
             let commit = Commit { event: &event, entry, writer: None };
             self.checks.committed(&mut self.engine, &self.nodes, &commit);
@@ -333,7 +329,7 @@ impl Sim {
         let chosen = due.remove(pick);
         self.engine.put_back(due);
         self.engine.now = chosen.time;
-        chosen.what
+        *chosen.what
     }
 
     /// Runs to the end of the scenario's duration.

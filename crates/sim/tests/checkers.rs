@@ -245,7 +245,7 @@ fn uids(trace: &Trace) -> impl Fn(&str, &str) -> String {
             uids.insert((key.namespace.clone(), key.name.clone()), uid.clone());
         }
     }
-    move |ns: &str, name: &str| uids[&(ns.to_string(), name.to_string())].clone()
+    move |ns: &str, name: &str| uids[&(ns.to_string(), name.to_string())].to_string()
 }
 
 /// Runs a history and checks the simulator's verdicts against the reference.
@@ -484,9 +484,9 @@ impl Instance for Creator {
                         actions.push(Action::RequeueAfter { key: "delete".into(), after_ms });
                     }
                 }
-                InputEvent::Result(recon_abi::ActionResult {
-                    outcome: recon_abi::Outcome::Ok(Some(set)), ..
-                }) if set.kind == "ReplicaSet" => {
+                InputEvent::Result(recon_abi::ActionResult { outcome: recon_abi::Outcome::Ok(Some(set)), .. })
+                    if set.kind == "ReplicaSet" =>
+                {
                     let replicas = set.spec["replicas"].as_u64().unwrap_or(1) as usize;
                     actions.extend(self.pods_for(set, replicas));
                 }
@@ -585,8 +585,10 @@ fn replica_count_flags_a_stateful_set_left_two_pods_short() {
     let short = workload_history("StatefulSet", 3, "", &[3], 2, Check::ReplicaCount);
     assert_eq!(
         short,
-        ["creator deleted pod default/web-1, but StatefulSet default/web wanted 3 (at most 1 fewer during an update): \
-          it now has 1 live pods"],
+        [
+            "creator deleted pod default/web-1, but StatefulSet default/web wanted 3 (at most 1 fewer during an update): \
+          it now has 1 live pods"
+        ],
     );
     // One pod at a time, as a rolling update deletes them to recreate them: within the guarantee.
     assert_eq!(workload_history("StatefulSet", 3, "", &[3], 1, Check::ReplicaCount), Vec::<String>::new());
@@ -598,7 +600,10 @@ fn replica_count_flags_a_stateful_set_left_two_pods_short() {
 #[test]
 fn replica_count_flags_a_stateful_set_given_a_pod_above_spec_replicas() {
     let over = workload_history("StatefulSet", 2, "", &[3], 0, Check::ReplicaCount);
-    assert_eq!(over, ["creator created pod default/web-2, but StatefulSet default/web wanted 2: it now has 3 live pods"]);
+    assert_eq!(
+        over,
+        ["creator created pod default/web-2, but StatefulSet default/web wanted 2: it now has 3 live pods"]
+    );
 }
 
 // A Deployment's rolling update keeps at most `maxSurge` pods above

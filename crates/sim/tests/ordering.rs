@@ -35,6 +35,7 @@ fn first_status_writer(trace: &Trace) -> String {
             _ => None,
         })
         .expect("someone writes the status")
+        .to_string()
 }
 
 #[test]

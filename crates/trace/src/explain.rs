@@ -538,7 +538,7 @@ pub fn crashes(trace: &Trace) -> Vec<CrashSummary> {
                 summary.reason = reason.clone();
             }
             None => summaries.push(CrashSummary {
-                component: component.clone(),
+                component: component.to_string(),
                 count: 1,
                 first: entry.id,
                 reason: reason.clone(),
@@ -564,7 +564,7 @@ pub fn unavailability(trace: &Trace) -> Vec<Unavailability> {
                         u.last_error = status.message.clone();
                     }
                     None => open.push(Unavailability {
-                        component: component.clone(),
+                        component: component.to_string(),
                         from_ms: e.time_ms,
                         until_ms: None,
                         failures: 1,
@@ -597,7 +597,7 @@ pub(crate) mod tests {
     fn held(released: bool) -> Event {
         Event::SyncHeld {
             component: "rs".into(),
-            held: HeldSync {
+            held: Box::new(HeldSync {
                 mitigation: Mitigation::StaleControllerConsistency,
                 object: ObjectKey::new("ReplicaSet", "default", "web"),
                 kind: "Pod".into(),
@@ -606,7 +606,7 @@ pub(crate) mod tests {
                 since_ms: 1_000,
                 skips: 3,
                 released,
-            },
+            }),
         }
     }
 
@@ -641,7 +641,7 @@ pub(crate) mod tests {
     fn create() -> Event {
         Event::StoreWrite {
             verb: Verb::Create,
-            key: ObjectKey::new("Pod", "default", "web-1"),
+            key: ObjectKey::new("Pod", "default", "web-1").into(),
             uid: "u1".into(),
             revision: 8,
             removed: false,
@@ -671,7 +671,10 @@ pub(crate) mod tests {
             (1_505, violation(Check::ReplicaCount), vec![3]),
         ]);
         let steps = texts(&t);
-        assert!(steps.iter().any(|s| s.contains("syncs ReplicaSet default/web again") && s.contains("held 0.500s")), "{steps:#?}");
+        assert!(
+            steps.iter().any(|s| s.contains("syncs ReplicaSet default/web again") && s.contains("held 0.500s")),
+            "{steps:#?}"
+        );
         assert!(!steps.iter().any(|s| s.contains("held nothing")), "{steps:#?}");
     }
 
@@ -700,10 +703,15 @@ pub(crate) mod tests {
             (9_000, violation(Check::Convergence), vec![2]),
         ]);
         let steps = texts(&open);
-        assert!(steps.iter().any(|s| s.contains("holds its sync") && s.ends_with("still held when the check ran")), "{steps:#?}");
+        assert!(
+            steps.iter().any(|s| s.contains("holds its sync") && s.ends_with("still held when the check ran")),
+            "{steps:#?}"
+        );
         // A restart ends the instance, and with it the wait.
         let mut restarted = open.clone();
-        restarted.entries.insert(2, Entry { id: 2, time_ms: 2_000, lane: LaneId(0), event: started(vec![]), causes: vec![] });
+        restarted
+            .entries
+            .insert(2, Entry { id: 2, time_ms: 2_000, lane: LaneId(0), event: started(vec![]), causes: vec![] });
         for (i, e) in restarted.entries.iter_mut().enumerate() {
             e.id = i as u64;
         }

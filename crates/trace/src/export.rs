@@ -167,7 +167,7 @@ mod tests {
         use recon_abi::{HeldSync, Mitigation, ObjectKey};
         let held = |object: &str, since_ms: u64, released: bool| Event::SyncHeld {
             component: "rs".into(),
-            held: HeldSync {
+            held: Box::new(HeldSync {
                 mitigation: Mitigation::StaleControllerConsistency,
                 object: ObjectKey::new("ReplicaSet", "default", object),
                 kind: "Pod".into(),
@@ -176,7 +176,7 @@ mod tests {
                 since_ms,
                 skips: 2,
                 released,
-            },
+            }),
         };
         let mut t = trace();
         let at = |id: u64, time_ms: u64, event: Event| Entry { id, time_ms, lane: LaneId(1), event, causes: vec![] };
@@ -190,13 +190,24 @@ mod tests {
             .unwrap()
             .iter()
             .filter(|e| e["cat"] == "wait")
-            .map(|e| (e["ph"].as_str().unwrap().to_owned(), e["name"].as_str().unwrap().to_owned(), e["ts"].as_u64().unwrap()))
+            .map(|e| {
+                (
+                    e["ph"].as_str().unwrap().to_owned(),
+                    e["name"].as_str().unwrap().to_owned(),
+                    e["ts"].as_u64().unwrap(),
+                )
+            })
             .collect();
         let (a, b) = ("rs holds ReplicaSet default/a".to_owned(), "rs holds ReplicaSet default/b".to_owned());
         // a: from 6 ms to its release at 9 ms; b, never released, to the trace's end.
         assert_eq!(
             waits,
-            vec![("b".into(), a.clone(), 6000), ("e".into(), a, 9001), ("b".into(), b.clone(), 7000), ("e".into(), b, 12_001)]
+            vec![
+                ("b".into(), a.clone(), 6000),
+                ("e".into(), a, 9001),
+                ("b".into(), b.clone(), 7000),
+                ("e".into(), b, 12_001)
+            ]
         );
     }
 

@@ -4,6 +4,8 @@
 //! explorer judges it, and exports hand it to other tools.
 //!
 //! - [`Trace`], [`Entry`], [`Event`]: what happened, where and why;
+//! - [`Name`], [`Key`], [`Interner`]: the names and object keys entries
+//!   repeat, each stored once and shared;
 //! - [`text`]: how times, uids, entries and script steps read;
 //! - [`explain`](mod@explain): a violation's causal chain in plain words, and the other
 //!   findings (crashes, unavailability);
@@ -20,16 +22,18 @@ pub mod explain;
 pub mod export;
 pub mod inspect;
 mod lanes;
+mod shared;
 pub mod text;
 pub mod waits;
 
 pub use lanes::{Lane, LaneId, LaneRole};
+pub use shared::{Interner, Key, Name};
 
 pub use explain::{
     CrashSummary, Explanation, ExplanationStep, Unavailability, crashes, explain, explain_all, unavailability,
 };
 
-use recon_abi::{EventType, HeldSync, Mitigation, ObjectKey, PatchType, PodRef, Status, Verb};
+use recon_abi::{EventType, HeldSync, Mitigation, PatchType, PodRef, Status, Verb};
 use recon_scenario::Check;
 use serde::{Deserialize, Serialize};
 
@@ -98,9 +102,9 @@ pub enum ReadPurpose {
 #[serde(rename_all = "camelCase")]
 pub struct ObjectVersion {
     /// Kind, namespace and name.
-    pub key: ObjectKey,
+    pub key: Key,
     /// Incarnation.
-    pub uid: String,
+    pub uid: Name,
     /// Revision of this version.
     pub revision: u64,
 }
@@ -113,7 +117,7 @@ pub struct PatchNote {
     pub patch_type: PatchType,
     /// The field manager (for patches other than apply, the writer's name
     /// when it gave none).
-    pub field_manager: String,
+    pub field_manager: Name,
     /// Whether an apply forced its conflicts.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub force: bool,
@@ -151,7 +155,7 @@ pub enum Event {
     #[serde(rename_all = "camelCase")]
     Partition {
         /// The API server.
-        api_server: String,
+        api_server: Name,
         /// True when the partition starts, false when it heals.
         started: bool,
     },
@@ -161,9 +165,9 @@ pub enum Event {
         /// What it did to the object.
         verb: Verb,
         /// Which object.
-        key: ObjectKey,
+        key: Key,
         /// The object's uid.
-        uid: String,
+        uid: Name,
         /// The new store revision.
         revision: u64,
         /// Whether the object is gone after this write.
@@ -171,9 +175,9 @@ pub enum Event {
         /// Whether this write began a graceful deletion.
         terminating: bool,
         /// Who asked (component name, or `kubectl`).
-        by: String,
+        by: Name,
         /// Through which API server.
-        via: String,
+        via: Name,
         /// For a patch: its type, field manager and options.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         patch: Option<PatchNote>,
@@ -184,13 +188,13 @@ pub enum Event {
         /// The attempted verb.
         verb: Verb,
         /// Which object.
-        key: ObjectKey,
+        key: Key,
         /// Why.
         status: Status,
         /// Who asked.
-        by: String,
+        by: Name,
         /// Through which API server (empty if refused before sending).
-        via: String,
+        via: Name,
         /// For a patch: its type, field manager and options.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         patch: Option<PatchNote>,
@@ -204,15 +208,15 @@ pub enum Event {
         /// The verb.
         verb: Verb,
         /// Which object.
-        key: ObjectKey,
+        key: Key,
         /// The object's uid.
-        uid: String,
+        uid: Name,
         /// The revision it is at.
         revision: u64,
         /// Who asked.
-        by: String,
+        by: Name,
         /// Through which API server.
-        via: String,
+        via: Name,
         /// For a patch: its type, field manager and options.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         patch: Option<PatchNote>,
@@ -237,11 +241,11 @@ pub enum Event {
     #[serde(rename_all = "camelCase")]
     CacheApply {
         /// The API server.
-        api_server: String,
+        api_server: Name,
         /// The revision the cache is now at.
         revision: u64,
         /// The object it changed.
-        key: ObjectKey,
+        key: Key,
         /// The kind of change.
         event_type: EventType,
     },
@@ -250,7 +254,7 @@ pub enum Event {
     #[serde(rename_all = "camelCase")]
     CacheRelist {
         /// The API server.
-        api_server: String,
+        api_server: Name,
         /// The revision the cache is now at.
         revision: u64,
     },
@@ -258,9 +262,9 @@ pub enum Event {
     #[serde(rename_all = "camelCase")]
     ListServed {
         /// Which component asked.
-        component: String,
+        component: Name,
         /// The API server that answered.
-        api_server: String,
+        api_server: Name,
         /// The request, e.g. `list Pods spec.nodeName=node-1 resourceVersion="0"`.
         request: String,
         /// Why it was asked: an informer's list, a Lease get, kubectl.
@@ -282,9 +286,9 @@ pub enum Event {
     #[serde(rename_all = "camelCase")]
     RequestFailed {
         /// Which component asked.
-        component: String,
+        component: Name,
         /// The API server.
-        api_server: String,
+        api_server: Name,
         /// The request.
         request: String,
         /// The error.
@@ -294,17 +298,17 @@ pub enum Event {
     #[serde(rename_all = "camelCase")]
     WatchDelivered {
         /// Which component.
-        component: String,
+        component: Name,
         /// From which API server.
-        api_server: String,
+        api_server: Name,
         /// Index of the watch in the component's manifest.
         watch: usize,
         /// The event type.
         event_type: EventType,
         /// The object.
-        key: ObjectKey,
+        key: Key,
         /// Its uid.
-        uid: String,
+        uid: Name,
         /// Its revision.
         revision: u64,
     },
@@ -312,9 +316,9 @@ pub enum Event {
     #[serde(rename_all = "camelCase")]
     ComponentStarted {
         /// The component.
-        component: String,
+        component: Name,
         /// The API server it connects to.
-        api_server: String,
+        api_server: Name,
         /// How many times it has started before.
         restarts: u32,
         /// The staleness mitigations switched on for it (empty for most:
@@ -326,7 +330,7 @@ pub enum Event {
     #[serde(rename_all = "camelCase")]
     ComponentCrashed {
         /// The component.
-        component: String,
+        component: Name,
         /// Why.
         reason: String,
     },
@@ -338,7 +342,7 @@ pub enum Event {
     #[serde(rename_all = "camelCase")]
     Logged {
         /// The component.
-        component: String,
+        component: Name,
         /// The lines, in the order they were written.
         lines: Vec<String>,
     },
@@ -357,14 +361,14 @@ pub enum Event {
         note: String,
         /// The object it is about, if it names one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        regarding: Option<ObjectKey>,
+        regarding: Option<Key>,
         /// Who wrote it (component name, or `kubectl`).
-        by: String,
+        by: Name,
     },
     /// A component won (or lost) its Lease: its controller starts (or stops).
     Leadership {
         /// The component.
-        component: String,
+        component: Name,
         /// The Lease's name.
         lease: String,
         /// True when it starts leading, false when it stops.
@@ -374,17 +378,17 @@ pub enum Event {
     #[serde(rename_all = "camelCase")]
     Failover {
         /// The component.
-        component: String,
+        component: Name,
         /// The API server it gave up on.
-        from: String,
+        from: Name,
         /// The API server it uses now.
-        to: String,
+        to: Name,
     },
     /// A component's controller was called.
     #[serde(rename_all = "camelCase")]
     Reconcile {
         /// The component.
-        component: String,
+        component: Name,
         /// The highest revision the component had observed when called.
         view_revision: u64,
         /// What the call was given, one short line per input.
@@ -406,15 +410,15 @@ pub enum Event {
     #[serde(rename_all = "camelCase")]
     SyncHeld {
         /// The component.
-        component: String,
+        component: Name,
         /// What was held, on which write, and since when.
-        held: HeldSync,
+        held: Box<HeldSync>,
     },
     /// The host refused an action that the component's manifest does not allow.
     #[serde(rename_all = "camelCase")]
     ActionRefused {
         /// The component.
-        component: String,
+        component: Name,
         /// The action, in words.
         action: String,
         /// The refusal.
@@ -424,7 +428,7 @@ pub enum Event {
     #[serde(rename_all = "camelCase")]
     ContainerStarted {
         /// The node.
-        node: String,
+        node: Name,
         /// The pod incarnation.
         pod: PodRef,
     },
@@ -432,7 +436,7 @@ pub enum Event {
     #[serde(rename_all = "camelCase")]
     ContainerStopped {
         /// The node.
-        node: String,
+        node: Name,
         /// The pod incarnation.
         pod: PodRef,
     },
@@ -531,8 +535,21 @@ impl Trace {
         // Order matters to readers (a violation lists the offending entry
         // first), so duplicates are dropped without sorting.
         let mut causes = causes;
-        let mut seen = std::collections::BTreeSet::new();
-        causes.retain(|c| seen.insert(*c));
+        if causes.len() <= 16 {
+            // Most entries have one cause: no set to build for them.
+            let mut kept = 0;
+            for i in 0..causes.len() {
+                let cause = causes[i];
+                if !causes[..kept].contains(&cause) {
+                    causes[kept] = cause;
+                    kept += 1;
+                }
+            }
+            causes.truncate(kept);
+        } else {
+            let mut seen = std::collections::BTreeSet::new();
+            causes.retain(|c| seen.insert(*c));
+        }
         self.entries.push(Entry { id, time_ms, lane, event, causes });
         id
     }

@@ -111,7 +111,7 @@ mod tests {
     fn held(component: &str, object: &str, since_ms: u64, released: bool) -> Event {
         Event::SyncHeld {
             component: component.into(),
-            held: HeldSync {
+            held: Box::new(HeldSync {
                 mitigation: Mitigation::StaleControllerConsistency,
                 object: ObjectKey::new("ReplicaSet", "default", object),
                 kind: "Pod".into(),
@@ -120,7 +120,7 @@ mod tests {
                 since_ms,
                 skips: 0,
                 released,
-            },
+            }),
         }
     }
 

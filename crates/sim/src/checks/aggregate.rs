@@ -171,7 +171,7 @@ fn last_informer_list<'t>(
         Event::ListServed { component: c, objects, revision, .. }
             if c == component && entry.event.is_informer_read() =>
         {
-            Some((entry, objects.iter().map(|o| o.key.clone()).collect(), *revision))
+            Some((entry, objects.iter().map(|o| o.key.as_key().clone()).collect(), *revision))
         }
         _ => None,
     })

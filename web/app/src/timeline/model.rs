@@ -583,7 +583,7 @@ fn partition_windows(
     lanes: &[Lane],
     row_of: &[Option<usize>],
 ) -> Vec<PartitionWindow> {
-    let mut open: BTreeMap<String, usize> = BTreeMap::new();
+    let mut open: BTreeMap<recon_trace::Name, usize> = BTreeMap::new();
     let mut windows: Vec<PartitionWindow> = Vec::new();
     for entry in order.iter().filter_map(|id| trace.get(*id)) {
         let Event::Partition { api_server, started } = &entry.event else { continue };

@@ -72,7 +72,7 @@ fn watch(component: &str, revision: u64) -> Event {
         api_server: "apiserver-1".into(),
         watch: 0,
         event_type: EventType::Modified,
-        key: ObjectKey::new("Pod", "default", "web-0"),
+        key: ObjectKey::new("Pod", "default", "web-0").into(),
         uid: "0123456789".into(),
         revision,
     }
@@ -85,7 +85,7 @@ fn violation(check: Check) -> Event {
 fn write(revision: u64, via: &str) -> Event {
     Event::StoreWrite {
         verb: Verb::Update,
-        key: ObjectKey::new("Pod", "default", "web-0"),
+        key: ObjectKey::new("Pod", "default", "web-0").into(),
         uid: "0123456789".into(),
         revision,
         removed: false,
@@ -335,7 +335,7 @@ fn band_samples_are_one_per_change() {
     let apply = |revision| Event::CacheApply {
         api_server: "apiserver-1".into(),
         revision,
-        key: ObjectKey::new("Pod", "default", "web-0"),
+        key: ObjectKey::new("Pod", "default", "web-0").into(),
         event_type: EventType::Modified,
     };
     let trace = trace_of(
@@ -385,7 +385,7 @@ fn a_kubernetes_event_is_a_mark_in_the_lane_it_was_recorded_on_with_reason_and_n
         event_type: "Warning".into(),
         reason: "FailedMount".into(),
         note: "volume data is not ready\nretrying".into(),
-        regarding: Some(ObjectKey::new("Pod", "default", "web-0")),
+        regarding: Some(ObjectKey::new("Pod", "default", "web-0").into()),
         by: "db-operator".into(),
     };
     let trace = trace_of(&lanes_with(&["db-operator", "node-1"]), vec![(7, "node-1", published, vec![])]);
@@ -662,10 +662,12 @@ fn a_zoomed_out_frame_read_from_summaries_draws_real_marks_where_they_are_and_lo
                 assert_eq!(mark.kind, model.kind_of(mark.id).unwrap());
             }
             // Nothing is lost from the count but buckets cut by the scan's edges.
-            let (drawn, counted): (u32, u32) = (summarised.iter().map(|m| m.count).sum(), raw.iter().map(|m| m.count).sum());
+            let (drawn, counted): (u32, u32) =
+                (summarised.iter().map(|m| m.count).sum(), raw.iter().map(|m| m.count).sum());
             assert_eq!(counted, marks.range(from, to).len() as u32);
             let bucket = marks.summary_for(view.ms_per_px).map_or(0.0, |s| (1u64 << s.shift) as f64);
-            let (least, most) = (marks.range(from + bucket, to - bucket).len(), marks.range(from - bucket, to + bucket).len());
+            let (least, most) =
+                (marks.range(from + bucket, to - bucket).len(), marks.range(from - bucket, to + bucket).len());
             assert!((least..=most).contains(&(drawn as usize)), "{drawn} marks counted, not within {least}..={most}");
             // Each column's most important mark shows in it or beside it.
             for r in &raw {
@@ -844,7 +846,7 @@ fn informer_list(component: &str, revision: u64, store_revision: u64) -> Event {
 fn held(object: &str, since_ms: u64, resource_version: u64, released: bool) -> Event {
     Event::SyncHeld {
         component: "rs".into(),
-        held: recon_abi::HeldSync {
+        held: Box::new(recon_abi::HeldSync {
             mitigation: recon_abi::Mitigation::StaleControllerConsistency,
             object: ObjectKey::new("ReplicaSet", "default", object),
             kind: "Pod".into(),
@@ -853,7 +855,7 @@ fn held(object: &str, since_ms: u64, resource_version: u64, released: bool) -> E
             since_ms,
             skips: 2,
             released,
-        },
+        }),
     }
 }
 
@@ -953,7 +955,11 @@ fn a_wait_ends_on_the_timeline_when_its_instance_crashes_and_its_tooltip_says_so
     let crashed = Event::ComponentCrashed { component: "rs".into(), reason: "out of fuel".into() };
     let trace = trace_of(
         &lanes_with(&["rs"]),
-        vec![(100, "rs", held("web", 100, 12, false), vec![]), (400, "rs", crashed, vec![]), (1_000, "rs", watch("rs", 13), vec![])],
+        vec![
+            (100, "rs", held("web", 100, 12, false), vec![]),
+            (400, "rs", crashed, vec![]),
+            (1_000, "rs", watch("rs", 13), vec![]),
+        ],
     );
     let model = TimelineModel::build(&trace);
     let lane = model.lane_named("rs").unwrap();
