@@ -102,7 +102,9 @@ fn kube_case(pods: usize, plugins: &std::collections::BTreeMap<String, recon_hos
     let reconciles = native
         .entries
         .iter()
-        .filter(|e| matches!(&e.event, recon_trace::Event::Reconcile { component, .. } if component == "pod-reconciler"))
+        .filter(
+            |e| matches!(&e.event, recon_trace::Event::Reconcile { component, .. } if component == "pod-reconciler"),
+        )
         .count();
     let times = compare(
         || {
@@ -135,7 +137,7 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
     };
     let listed = Input {
         time_ms: 0,
-        events: vec![InputEvent::Listed { watch: 0, resource_version: "1".into(), objects: vec![pod(1)] }],
+        events: vec![InputEvent::Listed { watch: 0, resource_version: "1".into(), objects: vec![pod(1).into()] }],
         containers: Some(vec![]),
     };
     let calls = 2_000;
@@ -144,7 +146,7 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
             time_ms: i,
             events: vec![InputEvent::Watch {
                 watch: 0,
-                event: recon_abi::WatchEvent { event_type: recon_abi::EventType::Modified, object: pod(i + 2) },
+                event: recon_abi::WatchEvent { event_type: recon_abi::EventType::Modified, object: pod(i + 2).into() },
             }],
             containers: Some(vec![]),
         })

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -343,7 +344,8 @@ pub enum InputEvent {
         /// The list's resourceVersion.
         resource_version: String,
         /// The objects, ordered by key.
-        objects: Vec<Object>,
+        // Shared, as `WatchEvent::object` is.
+        objects: Vec<Arc<Object>>,
     },
     /// A watch event for this watch.
     #[serde(rename_all = "camelCase")]

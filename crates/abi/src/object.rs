@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -380,5 +381,7 @@ pub struct WatchEvent {
     pub event_type: EventType,
     /// The object after the change (for DELETED: its last state; for
     /// BOOKMARK: only `metadata.resourceVersion` is meaningful).
-    pub object: Object,
+    // Shared, not copied (it encodes as the object): a controller linked
+    // natively keeps the very version the simulator's store holds.
+    pub object: Arc<Object>,
 }

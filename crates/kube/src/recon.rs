@@ -25,6 +25,7 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
@@ -44,7 +45,7 @@ pub use recon_sdk::log;
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum WatchInput<'a> {
     /// A (re)list: the objects replace everything the watch knew.
-    Listed(&'a [Object]),
+    Listed(&'a [Arc<Object>]),
     /// One watch event.
     Event(&'a WatchEvent),
 }

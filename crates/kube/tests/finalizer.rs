@@ -85,7 +85,7 @@ fn call(plugin: &mut Plugin, time_ms: u64, events: Vec<InputEvent>) -> recon_abi
 }
 
 fn modified(object: Object) -> InputEvent {
-    InputEvent::Watch { watch: 0, event: WatchEvent { event_type: EventType::Modified, object } }
+    InputEvent::Watch { watch: 0, event: WatchEvent { event_type: EventType::Modified, object: object.into() } }
 }
 
 /// The one merge patch in `output`: its request id and body.
@@ -107,7 +107,8 @@ fn the_finalizer_goes_on_first_holds_through_apply_and_comes_off_after_cleanup()
     let mut plugin = plugin(log.clone());
     plugin.init(&ComponentConfig::default());
 
-    let listed = InputEvent::Listed { watch: 0, resource_version: "5".into(), objects: vec![map("5", &[], false)] };
+    let listed =
+        InputEvent::Listed { watch: 0, resource_version: "5".into(), objects: vec![map("5", &[], false).into()] };
     let (id, body) = merge_patch(&call(&mut plugin, 0, vec![listed]));
     assert_eq!(body, json!({ "metadata": { "finalizers": [FINALIZER], "resourceVersion": "5" } }));
     call(&mut plugin, 10, vec![patched(id, Outcome::Ok(Some(map("6", &[FINALIZER], false))))]);

@@ -44,11 +44,15 @@ fn input(time_ms: u64, events: Vec<InputEvent>) -> Input {
 }
 
 fn listed(watch: usize, resource_version: &str, objects: Vec<Object>) -> InputEvent {
-    InputEvent::Listed { watch, resource_version: resource_version.into(), objects }
+    InputEvent::Listed {
+        watch,
+        resource_version: resource_version.into(),
+        objects: objects.into_iter().map(std::sync::Arc::new).collect(),
+    }
 }
 
 fn event(watch: usize, event_type: EventType, object: Object) -> InputEvent {
-    InputEvent::Watch { watch, event: WatchEvent { event_type, object } }
+    InputEvent::Watch { watch, event: WatchEvent { event_type, object: object.into() } }
 }
 
 fn config(params: serde_json::Value) -> recon_abi::ComponentConfig {

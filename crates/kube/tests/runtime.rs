@@ -93,11 +93,15 @@ fn map(name: &str) -> Object {
 }
 
 fn listed(watch: usize, objects: Vec<Object>) -> InputEvent {
-    InputEvent::Listed { watch, resource_version: "5".into(), objects }
+    InputEvent::Listed {
+        watch,
+        resource_version: "5".into(),
+        objects: objects.into_iter().map(std::sync::Arc::new).collect(),
+    }
 }
 
 fn event(watch: usize, event_type: EventType, object: Object) -> InputEvent {
-    InputEvent::Watch { watch, event: WatchEvent { event_type, object } }
+    InputEvent::Watch { watch, event: WatchEvent { event_type, object: object.into() } }
 }
 
 fn input(time_ms: u64, events: Vec<InputEvent>) -> Input {
@@ -272,7 +276,8 @@ fn nothing_is_reconciled_before_the_first_list() {
 
 #[test]
 fn a_panicking_main_crashes_only_its_instance_with_the_message() {
-    let mut native = recon_kube::Native::new(Plugin::new("broken", || async { Err::<(), String>("no kubeconfig".into()) }));
+    let mut native =
+        recon_kube::Native::new(Plugin::new("broken", || async { Err::<(), String>("no kubeconfig".into()) }));
     let crash = recon_abi::Instance::init(&mut native, &recon_abi::ComponentConfig::default()).unwrap_err();
     assert!(crash.reason.contains("main returned an error: \"no kubeconfig\""), "{crash}");
 }

@@ -1,6 +1,7 @@
 //! The informer cache: what a controller knows about the cluster.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use recon_abi::{EventType, InputEvent, Object, ObjectKey, WatchSpec};
 
@@ -19,7 +20,9 @@ struct WatchState {
     kind: String,
     synced: bool,
     resource_version: String,
-    objects: BTreeMap<ObjectKey, Object>,
+    /// Shared with the input that brought them: linked natively, the very
+    /// versions the simulator holds.
+    objects: BTreeMap<ObjectKey, Arc<Object>>,
 }
 
 /// One object that [`Cache::apply`] added, changed or removed.
@@ -35,7 +38,12 @@ pub struct Change {
     /// The object's key.
     pub key: ObjectKey,
     /// The object before the change; `None` if it is new.
-    pub old: Option<Object>,
+    pub old: Option<Arc<Object>>,
+}
+
+/// Whether two versions are the same: one shared version, or equal ones.
+fn same(a: &Arc<Object>, b: &Arc<Object>) -> bool {
+    Arc::ptr_eq(a, b) || a == b
 }
 
 impl Cache {
@@ -66,7 +74,7 @@ impl Cache {
         }
     }
 
-    fn replace(&mut self, watch: usize, resource_version: &str, objects: &[Object]) -> Vec<Change> {
+    fn replace(&mut self, watch: usize, resource_version: &str, objects: &[Arc<Object>]) -> Vec<Change> {
         let Some(state) = self.watches.get_mut(watch) else {
             return Vec::new();
         };
@@ -77,17 +85,17 @@ impl Cache {
         for object in objects {
             let key = object.key();
             let previous = old.remove(&key);
-            if previous.as_ref() != Some(object) {
+            if !previous.as_ref().is_some_and(|p| same(p, object)) {
                 changes.push(Change { watch, key: key.clone(), old: previous });
             }
-            state.objects.insert(key, object.clone());
+            state.objects.insert(key, Arc::clone(object));
         }
         changes.extend(old.into_iter().map(|(key, object)| Change { watch, key, old: Some(object) }));
         changes.sort_by(|a, b| a.key.cmp(&b.key));
         changes
     }
 
-    fn watch_event(&mut self, watch: usize, event_type: EventType, object: &Object) -> Option<Change> {
+    fn watch_event(&mut self, watch: usize, event_type: EventType, object: &Arc<Object>) -> Option<Change> {
         let state = self.watches.get_mut(watch)?;
         if !object.metadata.resource_version.is_empty() {
             state.resource_version = object.metadata.resource_version.clone();
@@ -96,8 +104,8 @@ impl Cache {
         let old = match event_type {
             EventType::Bookmark => return None,
             EventType::Added | EventType::Modified => {
-                let old = state.objects.insert(key.clone(), object.clone());
-                if old.as_ref() == Some(object) {
+                let old = state.objects.insert(key.clone(), Arc::clone(object));
+                if old.as_ref().is_some_and(|o| same(o, object)) {
                     return None;
                 }
                 old
@@ -109,23 +117,23 @@ impl Cache {
 
     /// The object with `key` in `watch`.
     pub fn get(&self, watch: usize, key: &ObjectKey) -> Option<&Object> {
-        self.watches.get(watch)?.objects.get(key)
+        self.watches.get(watch)?.objects.get(key).map(|o| &**o)
     }
 
     /// The object with `key` in any watch of its kind (the first that has it).
     pub fn find(&self, key: &ObjectKey) -> Option<&Object> {
-        self.watches.iter().filter(|w| w.kind == key.kind).find_map(|w| w.objects.get(key))
+        self.watches.iter().filter(|w| w.kind == key.kind).find_map(|w| w.objects.get(key)).map(|o| &**o)
     }
 
     /// The objects of `watch`, in key order.
     pub fn list(&self, watch: usize) -> impl Iterator<Item = &Object> {
-        self.watches.get(watch).into_iter().flat_map(|w| w.objects.values())
+        self.watches.get(watch).into_iter().flat_map(|w| w.objects.values().map(|o| &**o))
     }
 
     /// The objects of every watch of `kind`, watch by watch, each in key order.
     /// Overlapping watches of one kind yield an object once per watch.
     pub fn by_kind<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Object> + 'a {
-        self.watches.iter().filter(move |w| w.kind == kind).flat_map(|w| w.objects.values())
+        self.watches.iter().filter(move |w| w.kind == kind).flat_map(|w| w.objects.values().map(|o| &**o))
     }
 
     /// How many objects `watch` holds.

@@ -253,7 +253,8 @@ pub fn instead_of(message: &str) -> &'static str {
 /// `recon.log` import there could not be satisfied and would keep the
 /// whole program from loading.
 pub fn log(line: &str) {
-    let captured = CAPTURED.with_borrow_mut(|captured| captured.as_mut().map(|lines| lines.push(line.to_owned())).is_some());
+    let captured =
+        CAPTURED.with_borrow_mut(|captured| captured.as_mut().map(|lines| lines.push(line.to_owned())).is_some());
     if let Some(to_host) = LOG_TO_HOST.get().filter(|_| !captured) {
         to_host(line);
     }
@@ -383,8 +384,10 @@ mod tests {
     fn a_panic_for_what_the_sandbox_lacks_says_what_to_use_instead() {
         // What `Instant::now()` panics with on wasm32-unknown-unknown.
         assert!(instead_of("time not implemented on this platform").contains("no clock"));
-        assert!(instead_of("there is no reactor running, must be called from the context of a Tokio 1.x runtime")
-            .contains("kube::recon::sleep"));
+        assert!(
+            instead_of("there is no reactor running, must be called from the context of a Tokio 1.x runtime")
+                .contains("kube::recon::sleep")
+        );
         assert_eq!(instead_of("the pod web-0 has no node"), "");
     }
 
@@ -442,7 +445,7 @@ mod tests {
                     _ => None,
                 })
                 .flatten()
-                .map(|object| Action::Create { object, dry_run: false })
+                .map(|object| Action::Create { object: std::sync::Arc::unwrap_or_clone(object), dry_run: false })
                 .collect();
             Output::new(actions)
         }

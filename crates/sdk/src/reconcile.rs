@@ -141,8 +141,14 @@ pub fn primary_keys(change: &Change, cache: &Cache) -> Vec<ObjectKey> {
         return vec![change.key.clone()];
     }
     let current = cache.get(change.watch, &change.key);
-    let owners: BTreeSet<ObjectKey> =
-        change.old.iter().chain(current).filter_map(meta::controller_key).filter(|k| k.kind == primary).collect();
+    let owners: BTreeSet<ObjectKey> = change
+        .old
+        .as_deref()
+        .into_iter()
+        .chain(current)
+        .filter_map(meta::controller_key)
+        .filter(|k| k.kind == primary)
+        .collect();
     owners.into_iter().collect()
 }
 

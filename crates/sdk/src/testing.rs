@@ -126,11 +126,15 @@ impl ObjectExt for Object {
 
 /// A list result for `watch`.
 pub fn listed(watch: usize, resource_version: &str, objects: Vec<Object>) -> InputEvent {
-    InputEvent::Listed { watch, resource_version: resource_version.into(), objects }
+    InputEvent::Listed {
+        watch,
+        resource_version: resource_version.into(),
+        objects: objects.into_iter().map(std::sync::Arc::new).collect(),
+    }
 }
 
 fn watch_event(watch: usize, event_type: EventType, object: Object) -> InputEvent {
-    InputEvent::Watch { watch, event: WatchEvent { event_type, object } }
+    InputEvent::Watch { watch, event: WatchEvent { event_type, object: object.into() } }
 }
 
 /// An ADDED watch event.

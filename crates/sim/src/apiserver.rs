@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use recon_abi::event::EVENT_KIND;
-use recon_abi::{Action, EventType, Object, ObjectKey, Outcome, Patch, Status, StatusReason, Verb};
+use recon_abi::{Action, EventType, Object, ObjectKey, Outcome, Patch, Status, StatusReason, Verb, WatchEvent};
 use recon_store::StoreError;
 use recon_trace::{EntryId, Event, Interner, LaneId, LaneRole, Name, ObjectVersion, PatchNote, ServedFrom};
 
@@ -16,7 +16,7 @@ use recon_scenario::Kinds;
 
 use crate::admission::{Admitted, admit, not_served, status_of, too_large};
 use crate::api::{ReadPlan, Request, WatchStart, continue_token, plan_get, plan_list, plan_watch};
-use crate::cache::{CachedEvent, Filter, SharedWatchEvent, WatchCache};
+use crate::cache::{CachedEvent, Filter, WatchCache};
 use crate::engine::Engine;
 use crate::event_api::Version;
 use crate::ids::{ComponentId, ServerId};
@@ -27,10 +27,10 @@ use crate::watchers::{Watcher, Watchers};
 
 /// The BOOKMARK a watch of `kind` is sent at `revision`: no object, only
 /// the revision it has been brought up to.
-fn bookmark_event(kind: &str, revision: u64) -> SharedWatchEvent {
+fn bookmark_event(kind: &str, revision: u64) -> WatchEvent {
     let mut object = Object { kind: kind.to_string(), ..Default::default() };
     object.metadata.resource_version = revision.to_string();
-    SharedWatchEvent { event_type: EventType::Bookmark, object: Arc::new(object) }
+    WatchEvent { event_type: EventType::Bookmark, object: Arc::new(object) }
 }
 
 /// A read waiting for the cache to reach a revision.
@@ -484,7 +484,7 @@ impl ApiServer {
         engine: &Engine,
         filter: &Filter,
         after: u64,
-    ) -> Result<Vec<(SharedWatchEvent, EntryId)>, Status> {
+    ) -> Result<Vec<(WatchEvent, EntryId)>, Status> {
         self.cache.expire(engine.now);
         let cache = &self.cache;
         cache
@@ -832,7 +832,7 @@ impl ApiServer {
 /// sees them (each with its store write's trace entry); 410 Gone if etcd
 /// has compacted some of them, nothing yet for a revision etcd has not
 /// reached (the watch waits for it).
-fn etcd_backlog(engine: &Engine, filter: &Filter, after: u64) -> Result<Vec<(SharedWatchEvent, EntryId)>, Status> {
+fn etcd_backlog(engine: &Engine, filter: &Filter, after: u64) -> Result<Vec<(WatchEvent, EntryId)>, Status> {
     let events = match engine.store.events_since(after) {
         Ok(events) => events,
         Err(StoreError::FutureRevision { .. }) => return Ok(Vec::new()),

@@ -64,7 +64,7 @@ impl Filter {
 
     /// What a watcher with this filter sees of a store event: a change into
     /// the selection is ADDED, out of it DELETED, within it MODIFIED.
-    pub fn view(&self, ev: &CachedEvent) -> Option<SharedWatchEvent> {
+    pub fn view(&self, ev: &CachedEvent) -> Option<WatchEvent> {
         let before = ev.prev.as_ref().is_some_and(|p| self.matches(p));
         let after = !ev.deleted && self.matches(&ev.object);
         let event_type = match (before, after) {
@@ -73,27 +73,7 @@ impl Filter {
             (true, false) => EventType::Deleted,
             (false, false) => return None,
         };
-        Some(SharedWatchEvent { event_type, object: Arc::clone(&ev.object) })
-    }
-}
-
-/// A watch event on its way from an API server to a watcher: a
-/// [`WatchEvent`] whose object is the cache's own, shared rather than
-/// copied. It becomes a [`WatchEvent`] (a copy) only when it is handed to a
-/// controller, which keeps what it is given.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SharedWatchEvent {
-    /// ADDED, MODIFIED, DELETED or BOOKMARK.
-    pub event_type: EventType,
-    /// The object after the event (its last state if deleted); for a
-    /// BOOKMARK only its kind and resourceVersion.
-    pub object: Arc<Object>,
-}
-
-impl SharedWatchEvent {
-    /// The event as the controller receives it, with its own copy of the object.
-    pub fn to_watch_event(&self) -> WatchEvent {
-        WatchEvent { event_type: self.event_type, object: Object::clone(&self.object) }
+        Some(WatchEvent { event_type, object: Arc::clone(&ev.object) })
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use recon_abi::{
     Action, ActionResult, ComponentConfig, EventType, Input, InputEvent, Manifest, Object, ObjectKey, ObjectList,
-    Outcome, PodRef, RequestId, Status, StatusReason, Verb,
+    Outcome, PodRef, RequestId, Status, StatusReason, Verb, WatchEvent,
 };
 use recon_trace::text::short_uid;
 use recon_trace::{EntryId, Event, Name};
@@ -21,7 +21,7 @@ use recon_trace::{EntryId, Event, Name};
 use crate::admission::{Admitted, admit};
 use crate::api::{GetRequest, Request};
 use crate::apiserver::ApiServer;
-use crate::cache::{Filter, SharedWatchEvent};
+use crate::cache::Filter;
 use crate::checks::{Checks, ContainerStart, Observation};
 use crate::election::{Answer, Candidacy, Tick};
 use crate::engine::Engine;
@@ -237,15 +237,15 @@ impl Component {
         let mut events = Vec::new();
         for (watch, spec) in instance.manifest.watches.iter().enumerate() {
             let filter = Filter::new(&crate::reflector::selection(spec)).ok()?;
-            let objects: Vec<Object> = store
+            let objects: Vec<Arc<Object>> = store
                 .range(&filter.prefix(), None)
                 .ok()?
                 .into_iter()
                 .filter(|kv| filter.matches(&kv.value))
-                .map(|kv| Arc::unwrap_or_clone(kv.value))
+                .map(|kv| kv.value)
                 .collect();
             let view = instance.view.get(watch)?;
-            let holds = |o: &Object| {
+            let holds = |o: &Arc<Object>| {
                 view.get(&o.key()).is_some_and(|v| v.metadata.resource_version == o.metadata.resource_version)
             };
             if view.len() != objects.len() || !objects.iter().all(holds) {
@@ -634,13 +634,14 @@ impl Component {
         let Some(instance) = self.instance_mut() else { return };
         instance.reflectors[w].listed(served.revision);
         instance.view[w] = served.objects.iter().map(|o| (o.key(), Arc::clone(o))).collect();
-        // The controller gets its own copies: it keeps them in its cache.
-        let objects = served.objects.into_iter().map(Arc::unwrap_or_clone).collect();
-        let event = InputEvent::Listed { watch: w, resource_version: served.revision.to_string(), objects };
+        // The controller shares the versions: a native one keeps them in its
+        // cache as they are; a plugin's host encodes them.
+        let event =
+            InputEvent::Listed { watch: w, resource_version: served.revision.to_string(), objects: served.objects };
         self.deliver(env, event, Some(served.entry));
     }
 
-    fn watch_event(&mut self, env: &mut Env<'_>, server: ServerId, w: usize, event: SharedWatchEvent, cause: EntryId) {
+    fn watch_event(&mut self, env: &mut Env<'_>, server: ServerId, w: usize, event: WatchEvent, cause: EntryId) {
         let revision = event.object.revision().unwrap_or(0);
         let delivered = Event::WatchDelivered {
             component: self.name.clone(),
@@ -668,7 +669,7 @@ impl Component {
             // history the window may have lost (no 410 and relist).
             EventType::Bookmark => {}
         }
-        self.deliver(env, InputEvent::Watch { watch: w, event: event.to_watch_event() }, Some(entry));
+        self.deliver(env, InputEvent::Watch { watch: w, event }, Some(entry));
     }
 
     fn reflector_failed(&mut self, env: &mut Env<'_>, w: usize, status: Status) {

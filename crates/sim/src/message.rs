@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use recon_abi::{Action, Object, ObjectKey, Outcome, Status, Verb};
+use recon_abi::{Action, Object, ObjectKey, Outcome, Status, Verb, WatchEvent};
 use recon_trace::{EntryId, ReadPurpose, ServedFrom};
 
 use crate::api::Request;
-use crate::cache::{Filter, SharedWatchEvent};
+use crate::cache::Filter;
 use crate::ids::{ComponentId, ServerId};
 use crate::network::Endpoint;
 
@@ -172,7 +172,7 @@ pub enum Reply {
         /// The API server's id for the watch.
         watcher: u64,
         /// The events.
-        events: Vec<(SharedWatchEvent, EntryId)>,
+        events: Vec<(WatchEvent, EntryId)>,
     },
     /// A write completed.
     Written {
@@ -306,7 +306,7 @@ impl Reply {
                 format!("opened {watcher} {} {bookmark}", initial.as_ref().map(served).unwrap_or_default())
             }
             Reply::Events { watcher, events } => {
-                let events: Vec<&SharedWatchEvent> = events.iter().map(|(e, _)| e).collect();
+                let events: Vec<&WatchEvent> = events.iter().map(|(e, _)| e).collect();
                 format!("events {watcher} {events:?}")
             }
             Reply::Written { verb, key, outcome, .. } => format!("written {verb:?} {key} {outcome:?}"),

@@ -7,8 +7,8 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use recon_abi::{
-    Action, ComponentConfig, Crash, Input, InputEvent, Instance, Manifest, Object, Outcome, Output, PodRef,
-    StatusReason, Verb, WritePermission,
+    Action, ComponentConfig, Crash, Input, InputEvent, Instance, Manifest, Outcome, Output, PodRef, StatusReason, Verb,
+    WritePermission,
 };
 use recon_sim::{Event, Sim};
 
@@ -142,7 +142,7 @@ fn writes_outside_the_manifest_are_refused_as_forbidden() {
             .events
             .iter()
             .filter_map(|e| match e {
-                InputEvent::Listed { objects, .. } => objects.first().map(Object::key),
+                InputEvent::Listed { objects, .. } => objects.first().map(|o| o.key()),
                 InputEvent::Watch { event, .. } => Some(event.object.key()),
                 _ => None,
             })

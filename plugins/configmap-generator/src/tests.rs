@@ -36,8 +36,11 @@ fn a_listed_generator_gets_its_config_map_applied_with_an_owner_reference() {
     let watched: Vec<&str> = manifest.watches.iter().map(|w| w.kind.as_str()).collect();
     assert_eq!(watched, ["ConfigMapGenerator", "ConfigMap"]);
     let listed = |watch, objects| InputEvent::Listed { watch, resource_version: "4".into(), objects };
-    let input =
-        Input { time_ms: 1_000, events: vec![listed(0, vec![generator()]), listed(1, vec![])], containers: None };
+    let input = Input {
+        time_ms: 1_000,
+        events: vec![listed(0, vec![generator().into()]), listed(1, vec![])],
+        containers: None,
+    };
     let output = plugin.handle(&input);
     let [Wire::Patch { key, patch: Patch::Apply(body), params }] = &output.actions[..] else {
         panic!("one apply, got {output:?}");

@@ -247,7 +247,8 @@ impl Reconciler for Databases {
             return primary_keys(change, cache);
         }
         let current = cache.get(change.watch, &change.key);
-        let mut keys: Vec<ObjectKey> = change.old.iter().chain(current).filter_map(database_of).collect();
+        let mut keys: Vec<ObjectKey> =
+            change.old.as_deref().into_iter().chain(current).filter_map(database_of).collect();
         keys.dedup();
         keys
     }

@@ -35,7 +35,11 @@ fn applies_after_first_list(params: Value) -> Vec<Vec<String>> {
     let listed = InputEvent::Listed {
         watch: 0,
         resource_version: "4".into(),
-        objects: vec![cluster("default", "alpha"), cluster("default", "beta"), cluster("analytics", "gamma")],
+        objects: vec![
+            cluster("default", "alpha").into(),
+            cluster("default", "beta").into(),
+            cluster("analytics", "gamma").into(),
+        ],
     };
     let mut input = Input { time_ms: 1_000, events: vec![listed], containers: None };
     let mut applies = Vec::new();

@@ -32,7 +32,11 @@ fn a_listed_config_map_gets_its_keys_annotated_and_an_annotated_one_is_left_alon
     assert_eq!(manifest.watches.len(), 1);
     assert_eq!(manifest.watches[0].kind, "ConfigMap");
     let objects = vec![map("fresh", None), map("done", Some("a,b"))];
-    let listed = InputEvent::Listed { watch: 0, resource_version: "3".into(), objects };
+    let listed = InputEvent::Listed {
+        watch: 0,
+        resource_version: "3".into(),
+        objects: objects.into_iter().map(std::sync::Arc::new).collect(),
+    };
     let output = plugin.handle(&Input { time_ms: 1_000, events: vec![listed], containers: None });
     let patches: Vec<_> = output
         .actions

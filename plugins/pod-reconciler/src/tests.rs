@@ -84,7 +84,7 @@ fn the_back_off_doubles_from_a_quarter_second_up_to_eight_seconds() {
 #[test]
 fn a_listed_pod_is_replaced_with_its_annotation_and_the_stores_resource_version() {
     let mut plugin = started();
-    let listed = InputEvent::Listed { watch: 0, resource_version: "7".into(), objects: vec![pod("7")] };
+    let listed = InputEvent::Listed { watch: 0, resource_version: "7".into(), objects: vec![pod("7").into()] };
     let output = call(&mut plugin, 1_000, vec![listed]);
     let (object, _) = the_replace(&output);
     assert_eq!(object.key(), ObjectKey::new("Pod", "default", "web"));
@@ -95,7 +95,7 @@ fn a_listed_pod_is_replaced_with_its_annotation_and_the_stores_resource_version(
 #[test]
 fn each_refused_replace_in_a_row_backs_off_twice_as_long_and_a_success_resyncs() {
     let mut plugin = started();
-    let listed = InputEvent::Listed { watch: 0, resource_version: "7".into(), objects: vec![pod("7")] };
+    let listed = InputEvent::Listed { watch: 0, resource_version: "7".into(), objects: vec![pod("7").into()] };
     let (_, mut id) = the_replace(&call(&mut plugin, 1_000, vec![listed]));
     let mut now = 1_000;
     // Each 409 Conflict: the error policy requeues after 250 ms, 500 ms, 1 s.
@@ -109,12 +109,7 @@ fn each_refused_replace_in_a_row_backs_off_twice_as_long_and_a_success_resyncs()
     // Then the write goes through: the pod is checked again after RESYNC.
     let mut stored = pod("9");
     stored.metadata.annotations.insert(ANNOTATION.into(), "app=web,tier=frontend".into());
-    let done = ActionResult {
-        verb: Verb::Update,
-        key: stored.key(),
-        outcome: Outcome::Ok(Some(stored)),
-        id: Some(id),
-    };
+    let done = ActionResult { verb: Verb::Update, key: stored.key(), outcome: Outcome::Ok(Some(stored)), id: Some(id) };
     let output = call(&mut plugin, now, vec![InputEvent::Result(done)]);
     assert_eq!(timers(&output), [RESYNC.as_millis() as u64]);
     // A failure after the success starts again from the first back-off.

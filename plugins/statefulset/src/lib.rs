@@ -131,7 +131,8 @@ impl Reconciler for StatefulSets {
         self.owned.update(&change.key, current);
         let mut keys: Vec<ObjectKey> = change
             .old
-            .iter()
+            .as_deref()
+            .into_iter()
             .chain(current)
             .filter_map(meta::controller_key)
             .filter(|k| k.kind == "StatefulSet")

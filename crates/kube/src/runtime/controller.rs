@@ -181,7 +181,7 @@ fn key_of(object: &Object) -> Key {
 /// The objects a watch input touches (a list's every object, an event's one).
 fn touched<'a>(input: WatchInput<'a>) -> Vec<&'a Object> {
     match input {
-        WatchInput::Listed(objects) => objects.iter().collect(),
+        WatchInput::Listed(objects) => objects.iter().map(|o| &**o).collect(),
         WatchInput::Event(event) if event.event_type == EventType::Bookmark => Vec::new(),
         WatchInput::Event(event) => vec![&event.object],
     }
