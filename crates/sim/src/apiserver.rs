@@ -85,7 +85,7 @@ pub(crate) struct ApiServer {
     id: ServerId,
     /// As the scenario configures it.
     pub config: recon_scenario::ApiServer,
-    /// Its name, shared by every trace entry about it.
+    /// Its name: the trace's shared copy, which every entry about it holds.
     pub name: Name,
     /// The largest object a write may carry (`limits.maxObjectBytes`).
     max_object_bytes: u64,
@@ -110,6 +110,7 @@ impl ApiServer {
     /// API server `id` of the scenario, with an empty cache.
     pub fn new(
         id: ServerId,
+        name: Name,
         config: recon_scenario::ApiServer,
         kinds: Kinds,
         max_object_bytes: u64,
@@ -122,7 +123,7 @@ impl ApiServer {
         );
         ApiServer {
             id,
-            name: Name::from(config.name.as_str()),
+            name,
             config,
             max_object_bytes,
             kinds,

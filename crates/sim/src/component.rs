@@ -138,7 +138,7 @@ pub(crate) struct Component {
     id: ComponentId,
     /// As the scenario declares it.
     pub spec: recon_scenario::Component,
-    /// Its name, shared by every trace entry about it.
+    /// Its name: the trace's shared copy, which every entry about it holds.
     name: Name,
     /// Its API servers in preference order (first, then failover).
     servers: Vec<ServerId>,
@@ -168,6 +168,7 @@ impl Component {
     /// spec names, if the scenario has it.
     pub fn new(
         id: ComponentId,
+        name: Name,
         spec: &recon_scenario::Component,
         servers: &[recon_scenario::ApiServer],
         node: Option<NodeId>,
@@ -178,7 +179,7 @@ impl Component {
         order.extend(spec.failover.iter().map(|n| index(n)));
         Component {
             id,
-            name: Name::from(spec.name.as_str()),
+            name,
             spec: spec.clone(),
             server: order[0],
             servers: order,

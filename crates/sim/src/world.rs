@@ -80,9 +80,10 @@ impl Sim {
         let kinds = scenario.kinds();
         let mut trace = Trace { scenario: scenario.name.clone(), seed, lanes: Vec::new(), entries: Vec::new() };
         let lanes = Lanes::write(scenario, &mut trace);
+        let mut engine =
+            Engine::new(Network::new(scenario.network.latency, Rng::derive(seed, "network")), trace, lanes);
         let mut sim = Sim {
             scenario: scenario.clone(),
-            engine: Engine::new(Network::new(scenario.network.latency, Rng::derive(seed, "network")), trace, lanes),
             servers: scenario
                 .api_servers
                 .iter()
@@ -90,6 +91,7 @@ impl Sim {
                 .map(|(i, cfg)| {
                     ApiServer::new(
                         ServerId(i),
+                        engine.name(&cfg.name),
                         cfg.clone(),
                         kinds.clone(),
                         scenario.limits.max_object_bytes,
@@ -97,6 +99,7 @@ impl Sim {
                     )
                 })
                 .collect(),
+            engine,
             components: Vec::new(),
             nodes: scenario.nodes.iter().map(|n| NodeRuntime::new(&n.name)).collect(),
             instantiate,
@@ -117,7 +120,8 @@ impl Sim {
         for (i, c) in scenario.components.iter().enumerate() {
             let node = c.node.as_deref().and_then(|name| node_ids.get(name).copied());
             let rng = Rng::derive(seed, &c.name);
-            sim.components.push(Component::new(ComponentId(i), c, &scenario.api_servers, node, rng));
+            let name = sim.engine.name(&c.name);
+            sim.components.push(Component::new(ComponentId(i), name, c, &scenario.api_servers, node, rng));
             if c.start_at.0 == 0 {
                 sim.with_component(ComponentId(i), |c, env| c.start(env, None, None));
             } else {

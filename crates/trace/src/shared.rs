@@ -267,13 +267,9 @@ impl Interner {
 
     /// The shared copy of the key with these parts.
     pub fn key_of(&mut self, kind: &str, namespace: &str, name: &str) -> Key {
-        let mut hasher = Fnv1a::default();
-        for part in [kind, namespace, name] {
-            hasher.add(part.as_bytes());
-            hasher.add(&[0xff]); // no part holds 0xff, so the joins are unambiguous
-        }
+        let hash = key_hash(kind, namespace, name);
         let same = |k: &Key| k.kind == kind && k.namespace == namespace && k.name == name;
-        match self.keys.get(&hasher.0) {
+        match self.keys.get(&hash) {
             Some(key) if same(key) => key.clone(),
             Some(_) => {
                 let key = ObjectKey::new(kind, namespace, name);
@@ -281,7 +277,7 @@ impl Interner {
             }
             None => {
                 let key = Key::from(ObjectKey::new(kind, namespace, name));
-                self.keys.insert(hasher.0, key.clone());
+                self.keys.insert(hash, key.clone());
                 key
             }
         }
@@ -296,6 +292,16 @@ impl Interner {
     pub fn key(&mut self, key: &ObjectKey) -> Key {
         self.key_of(&key.kind, &key.namespace, &key.name)
     }
+}
+
+/// The hash a key is found by in [`Interner::key_of`].
+fn key_hash(kind: &str, namespace: &str, name: &str) -> u64 {
+    let mut hasher = Fnv1a::default();
+    for part in [kind, namespace, name] {
+        hasher.add(part.as_bytes());
+        hasher.add(&[0xff]); // no part holds 0xff, so the joins are unambiguous
+    }
+    hasher.0
 }
 
 /// The hasher state of the interner's tables: FNV-1a from its fixed offset.
@@ -337,14 +343,10 @@ mod tests {
         let mut interner = Interner::new();
         let first = interner.key_of("Pod", "a", "b");
         // Plant a different key under the next key's hash, as a collision would.
-        let mut hasher = Fnv1a::default();
-        for part in ["Pod", "a", "c"] {
-            hasher.add(part.as_bytes());
-            hasher.add(&[0xff]);
-        }
-        interner.keys.insert(hasher.0, first.clone());
+        interner.keys.insert(key_hash("Pod", "a", "c"), first.clone());
         let second = interner.key_of("Pod", "a", "c");
         assert_eq!(second.name, "c");
+        assert!(interner.collided.contains_key(&ObjectKey::new("Pod", "a", "c")), "the key took the collision path");
         assert!(Arc::ptr_eq(&second.0, &interner.key_of("Pod", "a", "c").0));
     }
 
