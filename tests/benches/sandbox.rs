@@ -180,6 +180,65 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
         per(once),
         per(twice)
     );
+    let encoded: Vec<Vec<u8>> = inputs.iter().map(|input| serde_json::to_vec(input).unwrap()).collect();
+    let listed = serde_json::to_vec(&listed).unwrap();
+    metering_case(&encoded, &serde_json::to_vec(&config).unwrap(), &listed);
+}
+
+/// What the metering costs one kubelet call (issue 17): the kubelet
+/// plugin as the host runs it (instrumented for fuel, depth and stack)
+/// against the same module unmetered, both driven through wasmtime alone
+/// with the same JSON bytes, so the difference is the instrumentation's.
+fn metering_case(compiled_inputs: &[Vec<u8>], init: &[u8], listed: &[u8]) {
+    use wasmtime::{Engine, Linker, Module, Store, TypedFunc, Val};
+    let dir = std::path::PathBuf::from(std::env::var_os("RECON_PLUGIN_DIR").expect("set by cargo xtask bench"));
+    let raw = std::fs::read(dir.join("recon_plugin_kubelet.wasm")).expect("the kubelet plugin is built");
+    let metered = recon_host::Module::load("kubelet.wasm", &raw, &recon_host::Limits::default()).unwrap();
+    let mut config = wasmtime::Config::new();
+    config.cranelift_nan_canonicalization(true);
+    let engine = Engine::new(&config).unwrap();
+    let drive = |module: &Module| {
+        let mut linker = Linker::new(&engine);
+        linker.func_wrap("recon", "log", |_: i32, _: i32| {}).unwrap();
+        let mut store = Store::new(&engine, ());
+        let instance = linker.instantiate(&mut store, module).unwrap();
+        let memory = instance.get_memory(&mut store, "memory").unwrap();
+        let alloc = instance.get_typed_func::<i32, i32>(&mut store, "recon_alloc").unwrap();
+        let init_fn = instance.get_typed_func::<(i32, i32), i64>(&mut store, "recon_init").unwrap();
+        let handle = instance.get_typed_func::<(i32, i32), i64>(&mut store, "recon_handle").unwrap();
+        // The meters, where the module has them: fuel that never runs out.
+        let meter = |store: &mut Store<()>, name: &str, value: Val| {
+            if let Some(global) = instance.get_global(&mut *store, name) {
+                global.set(&mut *store, value).unwrap();
+            }
+        };
+        let call = |store: &mut Store<()>, f: &TypedFunc<(i32, i32), i64>, bytes: &[u8]| {
+            meter(store, recon_host::FUEL_EXPORT, Val::I64(i64::MAX / 2));
+            meter(store, recon_host::DEPTH_EXPORT, Val::I32(0));
+            meter(store, recon_host::STACK_EXPORT, Val::I32(0));
+            let at = alloc.call(&mut *store, bytes.len() as i32).unwrap();
+            memory.write(&mut *store, at as usize, bytes).unwrap();
+            let packed = f.call(&mut *store, (at, bytes.len() as i32)).unwrap() as u64;
+            let mut output = vec![0; (packed & 0xffff_ffff) as usize];
+            memory.read(&*store, (packed >> 32) as usize, &mut output).unwrap();
+        };
+        call(&mut store, &init_fn, init);
+        call(&mut store, &handle, listed);
+        for input in compiled_inputs {
+            call(&mut store, &handle, input);
+        }
+    };
+    let unmetered = Module::from_binary(&engine, &raw).unwrap();
+    let metered = Module::from_binary(&engine, metered.bytes()).unwrap();
+    let (plain, instrumented) = compare(|| drive(&unmetered), || drive(&metered));
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / compiled_inputs.len() as f64;
+    println!(
+        "{:<34} unmetered {:>6.2} µs/call  metered {:>6.2} µs/call  metering adds {:.0} %",
+        "kubelet handle() call, metering",
+        per(plain),
+        per(instrumented),
+        (instrumented.as_secs_f64() / plain.as_secs_f64() - 1.0) * 100.0
+    );
 }
 
 /// What loading a module costs (validation, metering and wasmtime's

@@ -168,7 +168,10 @@ impl WasmInstance {
     }
 
     /// The fuel the last call consumed (its `recon_alloc` included): the
-    /// same number in every engine. The whole budget if it ran out.
+    /// same number in every engine. The whole budget if it ran out; after
+    /// another trap, what the call had consumed when it last entered,
+    /// called or left a function (each function keeps its count in a
+    /// local in between).
     pub fn fuel_used(&self) -> u64 {
         self.fuel_used
     }

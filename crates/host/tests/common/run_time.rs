@@ -330,6 +330,58 @@ fn a_loop_costs_exactly_its_body_per_iteration() {
     assert_eq!(short, 2 + 2 + 4 + 2 + 9 * len);
 }
 
+/// Each function keeps the count in a local and hands it to its callees
+/// through `recon_fuel` (issue 17): what a callee spends is counted once,
+/// neither lost when the caller goes on nor charged twice.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn what_a_callee_spends_is_counted_exactly_once() {
+    let calling = Plugin {
+        handle: format!(
+            "(block $done
+               (loop $next
+                 (br_if $done (i32.ge_u (local.get $i) (local.get $len)))
+                 (drop (call $work (local.get $i)))
+                 (local.set $i (i32.add (local.get $i) (i32.const 1)))
+                 (br $next)))
+             i64.const {}",
+            packed(OUTPUT_AT, OUTPUT.len())
+        ),
+        extra: "(func $work (param i32) (result i32) (i32.add (local.get 0) (i32.const 7)))",
+        ..Plugin::default()
+    }
+    .compile(&Limits::default());
+    let short = fuel_of(&calling, &input(10));
+    let long = fuel_of(&calling, &input(1_010));
+    // Per iteration: the exit test (4), the call's block (local.get, call,
+    // drop, local.get, i32.const, i32.add, local.set, br: 8) and $work's
+    // body (local.get, i32.const, i32.add, end: 4).
+    assert_eq!(long - short, 1_000 * 16, "short {short}, long {long}");
+}
+
+/// The count is checked where a function starts, where a loop iterates and
+/// where a function returns, not at every block: a call that overspends in
+/// code without a loop still crashes before it returns, and it has used
+/// its whole budget.
+#[cfg_attr(not(target_arch = "wasm32"), test)]
+#[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+fn overspending_in_loop_free_code_crashes_before_the_call_returns() {
+    // 200 taken branches of 13 instructions each (`i32.const`, `if`, ten
+    // `nop`s, `end`): 2,600 units and a few, in blocks of which only the
+    // first is checked on the way in.
+    let arm = format!("(if (i32.const 1) (then {}))", "(nop)".repeat(10));
+    let plugin = Plugin::handling(format!("{} i64.const {}", arm.repeat(200), packed(OUTPUT_AT, OUTPUT.len())));
+    let generous = plugin.compile(&Limits::default());
+    let spent = fuel_of(&generous, &input(0));
+    assert!((2_600..2_610).contains(&spent), "{spent}");
+    let limits = Limits { fuel_per_call: 1_000, ..Limits::default() };
+    let mut instance = plugin.compile(&limits).instantiate().unwrap();
+    instance.init(&config()).unwrap();
+    let crash = instance.handle(&input(0)).unwrap_err();
+    assert_eq!(crash.reason, "test.wasm: recon_handle ran out of fuel (budget 1000 per call)");
+    assert_eq!(instance.fuel_used(), 1_000);
+}
+
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn bulk_memory_costs_one_unit_per_8_bytes() {
@@ -514,16 +566,17 @@ const STACK_BUDGET: &str = "test.wasm: recon_handle exhausted its stack budget (
 #[cfg_attr(not(target_arch = "wasm32"), test)]
 #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
 fn recursion_with_larger_frames_exhausts_the_stack_budget_at_the_same_depth_in_every_engine() {
-    // Frames of one live local fit 2,000 times in the budget; of 16 they do not.
+    // Frames of no live local but the metering's fit 2,000 times in the
+    // budget; of 16 they do not.
     assert_eq!(
-        answer(&recursive_with_locals(1, 1_000_000), &Limits::default()).unwrap_err(),
+        answer(&recursive_with_locals(0, 1_000_000), &Limits::default()).unwrap_err(),
         "test.wasm: recon_handle exceeded the call depth limit (2000)"
     );
     assert_eq!(answer(&recursive_with_locals(16, 1_000_000), &Limits::default()).unwrap_err(), STACK_BUDGET);
     // The deepest recursion that fits, found by bisection, is the same
     // number in every engine (the charge is the module's, not the engine's).
     let fits_at = deepest(2_000, |n| answer(&recursive_with_locals(16, n), &Limits::default()).is_ok());
-    assert_eq!(fits_at, 1_055, "recon_handle and {} frames of $rec fit in 262,144 bytes", fits_at + 1);
+    assert_eq!(fits_at, 1_022, "recon_handle and {} frames of $rec fit in 262,144 bytes", fits_at + 1);
 }
 
 /// `recon_handle` calls `$shape` with `argument`: a function of one frame

@@ -544,8 +544,9 @@ pub const CASES: &[Case] = &[
         module: huge_frame,
         limits: DEFAULT,
         stage: Stage::Load,
-        // 64 + 8 per local + 8 for each of the metering's four operands.
-        message: "huge_frame.wasm has a function (index 4) whose frame takes 160096 bytes of stack once metered, \
+        // 64 + 8 per local (the metering's fuel count one of them) + 8 for
+        // each of the metering's four operands.
+        message: "huge_frame.wasm has a function (index 4) whose frame takes 160104 bytes of stack once metered, \
                   above the limit of 131072 bytes per frame",
         whole: true,
         refused: &[],
@@ -623,15 +624,15 @@ fn many_functions() -> Vec<u8> {
     generated(&"(func)".repeat(20_001))
 }
 
-/// One function of 400,000 conditional branches (1.6 MB): each ends a basic
-/// block, which metering charges, so it grows about fivefold.
+/// One function of 800,000 conditional branches (3.2 MB): each ends a basic
+/// block, which metering charges, so it grows about threefold.
 fn huge_function() -> Vec<u8> {
-    generated(&format!("(func (loop {}))", "(br_if 0 (i32.const 0))".repeat(400_000)))
+    generated(&format!("(func (loop {}))", "(br_if 0 (i32.const 0))".repeat(800_000)))
 }
 
-/// `recon_handle` with 49,998 locals besides its 2 parameters, the engines'
-/// limit of 50,000, and a float addition whose result metering must check
-/// for NaN in one more local.
+/// `recon_handle` with 49,997 locals besides its 2 parameters, one more
+/// for metering's fuel count: the engines' limit of 50,000; and a float
+/// addition whose result metering must check for NaN in one more local.
 fn too_many_locals() -> Vec<u8> {
     let wat = format!(
         r#"(module
@@ -642,7 +643,7 @@ fn too_many_locals() -> Vec<u8> {
              (func (export "recon_handle") (param i32 i32) (result i64) (local {})
                (drop (f64.add (f64.const 1) (f64.const 2)))
                i64.const 0))"#,
-        "i32 ".repeat(49_998)
+        "i32 ".repeat(49_997)
     );
     wat::parse_str(wat).unwrap()
 }
