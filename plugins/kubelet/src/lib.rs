@@ -45,7 +45,7 @@ use recon_abi::{
     Verb, WatchSpec, WritePermission, format_timestamp,
 };
 use recon_sdk::meta::json_object_mut;
-use recon_sdk::pod::{self, pod_ref};
+use recon_sdk::pod::{self, Phase, pod_ref};
 use recon_sdk::reconcile::{Context, Reconciler, Requeue, Runtime};
 use recon_sdk::status::set_condition;
 use recon_sdk::{Cache, Change};
@@ -90,11 +90,6 @@ impl NodeSync {
     /// The key this kubelet reconciles: its node. None without a node.
     fn node_key(&self) -> Vec<ObjectKey> {
         self.node.iter().map(|node| ObjectKey::new("Node", "", node)).collect()
-    }
-
-    /// Whether this incarnation of a pod should have a running container here.
-    fn wants(&self, pod: &Object) -> bool {
-        pod::is_active(pod) && pod::node_name(pod) == self.node.as_deref()
     }
 }
 
@@ -141,24 +136,31 @@ impl Reconciler for NodeSync {
             running.insert(container.pod.uid.as_str(), container);
         }
 
-        // The cached pods by uid: a uid names one incarnation under one key,
-        // so this answers "is the pod at the container's key still this
+        // What this call needs of each cached pod, read once: the node sees
+        // every one of its pods on every call, and reading `spec` and
+        // `status` (JSON) twice per pod was most of a call's cost.
+        let pods: Vec<Cached<'_>> = cache
+            .list(PODS)
+            .map(|pod| Cached { pod, on_node: pod::node_name(pod) == self.node.as_deref(), phase: pod::phase(pod) })
+            .collect();
+        // By uid: a uid names one incarnation under one key, so this
+        // answers "is the pod at the container's key still this
         // incarnation" without building a key per container.
-        let cached: BTreeMap<&str, &Object> = cache.list(PODS).map(|p| (p.metadata.uid.as_str(), p)).collect();
+        let by_uid: BTreeMap<&str, &Cached<'_>> = pods.iter().map(|c| (c.pod.metadata.uid.as_str(), c)).collect();
 
         // Stops first, so that a replaced incarnation never overlaps its
         // successor on this node, and a terminating pod can be deleted below.
         let mut stopped: BTreeSet<&str> = BTreeSet::new();
         for (&uid, container) in &running {
-            let wanted = cached.get(uid).is_some_and(|p| self.wants(p));
+            let wanted = by_uid.get(uid).is_some_and(|c| c.is_wanted());
             if !wanted {
                 ctx.push(Action::StopContainer { pod: container.pod.clone() });
                 stopped.insert(uid);
             }
         }
 
-        for pod in cache.list(PODS) {
-            if pod::node_name(pod) != self.node.as_deref() {
+        for &Cached { pod, on_node, phase } in &pods {
+            if !on_node {
                 continue;
             }
             let uid = pod.metadata.uid.as_str();
@@ -177,7 +179,7 @@ impl Reconciler for NodeSync {
                 }
                 continue;
             }
-            if pod::phase(pod).is_terminal() {
+            if phase.is_terminal() {
                 continue;
             }
             if !runs {
@@ -186,11 +188,28 @@ impl Reconciler for NodeSync {
             // Asked before the status is built: until the informer shows
             // the last status write, every call would build it only for the
             // SDK to hold it back.
-            if !pod::is_running_and_ready(pod) && !ctx.is_pending(&pod.key()) {
+            let running_and_ready = phase == Phase::Running && pod::is_ready(pod);
+            if !running_and_ready && !ctx.is_pending(&pod.key()) {
                 ctx.update_status(running_status(pod, now));
             }
         }
         Requeue::AwaitChange
+    }
+}
+
+/// A cached pod with what a call reads of it.
+struct Cached<'a> {
+    pod: &'a Object,
+    /// Bound to this kubelet's node.
+    on_node: bool,
+    phase: Phase,
+}
+
+impl Cached<'_> {
+    /// Whether this incarnation should have a running container here:
+    /// bound here, not terminating and not finished (`pod::is_active`).
+    fn is_wanted(&self) -> bool {
+        self.on_node && !self.pod.is_terminating() && !self.phase.is_terminal()
     }
 }
 
