@@ -138,7 +138,7 @@ impl Reconciler for NodeSync {
 
         // What this call needs of each cached pod, read once: the node sees
         // every one of its pods on every call, and reading `spec` and
-        // `status` (JSON) twice per pod was most of a call's cost.
+        // `status` (JSON) twice per pod was an eighth of the kubelet's cost.
         let pods: Vec<Cached<'_>> = cache
             .list(PODS)
             .map(|pod| Cached { pod, on_node: pod::node_name(pod) == self.node.as_deref(), phase: pod::phase(pod) })
