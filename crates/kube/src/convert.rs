@@ -63,84 +63,89 @@ pub(crate) fn to_body<P: Serialize>(body: &P) -> Result<Value, serde_json::Error
 /// to download. Both ways give the same object, or the same error.
 pub(crate) fn from_object<K: DeserializeOwned>(object: &Object) -> Result<K, serde_json::Error> {
     #[cfg(not(target_arch = "wasm32"))]
-    return K::deserialize(ObjectFields::of(object)?);
+    return K::deserialize(in_place::ObjectFields::of(object)?);
     #[cfg(target_arch = "wasm32")]
     return serde_json::from_value(serde_json::to_value(object)?);
 }
 
+/// Reading an object in place (natively; see [`from_object`]).
 #[cfg(not(target_arch = "wasm32"))]
-/// One top-level field of an object, as JSON: borrowed from the object
-/// where it is JSON already, written out where it is typed.
-enum FieldValue<'a> {
-    Borrowed(&'a Value),
-    Owned(Value),
-}
+mod in_place {
+    use recon_abi::Object;
+    use serde_json::Value;
 
-#[cfg(not(target_arch = "wasm32"))]
-/// An object's top-level fields in the order and with the omissions of
-/// its serialization (`apiVersion`, `kind`, `metadata`, `spec` and
-/// `status` unless null, then the other fields by name), read by a typed
-/// object's `Deserialize` as a map.
-struct ObjectFields<'a> {
-    fields: std::vec::IntoIter<(&'a str, FieldValue<'a>)>,
-    value: Option<FieldValue<'a>>,
-}
+    /// One top-level field of an object, as JSON: borrowed from the object
+    /// where it is JSON already, written out where it is typed.
+    enum FieldValue<'a> {
+        Borrowed(&'a Value),
+        Owned(Value),
+    }
 
-#[cfg(not(target_arch = "wasm32"))]
-impl<'a> ObjectFields<'a> {
-    fn of(object: &'a Object) -> Result<ObjectFields<'a>, serde_json::Error> {
-        let mut fields = vec![
-            ("apiVersion", FieldValue::Owned(Value::from(object.api_version.as_str()))),
-            ("kind", FieldValue::Owned(Value::from(object.kind.as_str()))),
-            ("metadata", FieldValue::Owned(serde_json::to_value(&object.metadata)?)),
-        ];
-        for (name, value) in [("spec", &object.spec), ("status", &object.status)] {
-            if !value.is_null() {
-                fields.push((name, FieldValue::Borrowed(value)));
+    /// An object's top-level fields in the order and with the omissions of
+    /// its serialization (`apiVersion`, `kind`, `metadata`, `spec` and
+    /// `status` unless null, then the other fields by name), read by a typed
+    /// object's `Deserialize` as a map.
+    pub(super) struct ObjectFields<'a> {
+        fields: std::vec::IntoIter<(&'a str, FieldValue<'a>)>,
+        value: Option<FieldValue<'a>>,
+    }
+
+    impl<'a> ObjectFields<'a> {
+        pub(super) fn of(object: &'a Object) -> Result<ObjectFields<'a>, serde_json::Error> {
+            let mut fields = vec![
+                ("apiVersion", FieldValue::Owned(Value::from(object.api_version.as_str()))),
+                ("kind", FieldValue::Owned(Value::from(object.kind.as_str()))),
+                ("metadata", FieldValue::Owned(serde_json::to_value(&object.metadata)?)),
+            ];
+            for (name, value) in [("spec", &object.spec), ("status", &object.status)] {
+                if !value.is_null() {
+                    fields.push((name, FieldValue::Borrowed(value)));
+                }
+            }
+            fields.extend(object.other.iter().map(|(name, value)| (name.as_str(), FieldValue::Borrowed(value))));
+            Ok(ObjectFields { fields: fields.into_iter(), value: None })
+        }
+    }
+
+    impl<'a> serde::de::MapAccess<'a> for ObjectFields<'a> {
+        type Error = serde_json::Error;
+
+        fn next_key_seed<S: serde::de::DeserializeSeed<'a>>(
+            &mut self,
+            seed: S,
+        ) -> Result<Option<S::Value>, Self::Error> {
+            let Some((name, value)) = self.fields.next() else {
+                return Ok(None);
+            };
+            self.value = Some(value);
+            seed.deserialize(serde::de::value::BorrowedStrDeserializer::new(name)).map(Some)
+        }
+
+        fn next_value_seed<S: serde::de::DeserializeSeed<'a>>(&mut self, seed: S) -> Result<S::Value, Self::Error> {
+            match self.value.take() {
+                Some(FieldValue::Borrowed(value)) => seed.deserialize(value),
+                Some(FieldValue::Owned(value)) => seed.deserialize(value),
+                None => Err(serde::de::Error::custom("a value was asked for before its key")),
             }
         }
-        fields.extend(object.other.iter().map(|(name, value)| (name.as_str(), FieldValue::Borrowed(value))));
-        Ok(ObjectFields { fields: fields.into_iter(), value: None })
-    }
-}
 
-#[cfg(not(target_arch = "wasm32"))]
-impl<'a> serde::de::MapAccess<'a> for ObjectFields<'a> {
-    type Error = serde_json::Error;
-
-    fn next_key_seed<S: serde::de::DeserializeSeed<'a>>(&mut self, seed: S) -> Result<Option<S::Value>, Self::Error> {
-        let Some((name, value)) = self.fields.next() else {
-            return Ok(None);
-        };
-        self.value = Some(value);
-        seed.deserialize(serde::de::value::BorrowedStrDeserializer::new(name)).map(Some)
-    }
-
-    fn next_value_seed<S: serde::de::DeserializeSeed<'a>>(&mut self, seed: S) -> Result<S::Value, Self::Error> {
-        match self.value.take() {
-            Some(FieldValue::Borrowed(value)) => seed.deserialize(value),
-            Some(FieldValue::Owned(value)) => seed.deserialize(value),
-            None => Err(serde::de::Error::custom("a value was asked for before its key")),
+        fn size_hint(&self) -> Option<usize> {
+            Some(self.fields.len())
         }
     }
 
-    fn size_hint(&self) -> Option<usize> {
-        Some(self.fields.len())
-    }
-}
+    impl<'de> serde::Deserializer<'de> for ObjectFields<'de> {
+        type Error = serde_json::Error;
 
-#[cfg(not(target_arch = "wasm32"))]
-impl<'de> serde::Deserializer<'de> for ObjectFields<'de> {
-    type Error = serde_json::Error;
+        fn deserialize_any<V: serde::de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+            visitor.visit_map(self)
+        }
 
-    fn deserialize_any<V: serde::de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-        visitor.visit_map(self)
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf option unit unit_struct newtype_struct seq tuple
-        tuple_struct map struct enum identifier ignored_any
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf option unit unit_struct newtype_struct seq tuple
+            tuple_struct map struct enum identifier ignored_any
+        }
     }
 }
 
