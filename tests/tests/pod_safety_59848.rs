@@ -119,7 +119,7 @@ fn the_stale_pod_is_stopped_once_the_partition_heals() {
     let trace = run(&load("pod-safety-59848"));
     let (identity, _, _) = trace.violations().find(|(_, c, _)| *c == Check::PodIdentity).unwrap();
     let Event::ContainerStarted { pod, .. } = &trace.get(identity.causes[0]).unwrap().event else { panic!() };
-    let stopped = trace.entries[identity.id as usize..].iter().find(|e| {
+    let stopped = trace.entries.range(identity.id as usize..).find(|e| {
         matches!(&e.event,
         Event::ContainerStopped { node, pod: p } if node == "node-1" && p == pod)
     });

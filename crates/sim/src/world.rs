@@ -78,7 +78,7 @@ impl Sim {
         }
         let seed = scenario.seed;
         let kinds = scenario.kinds();
-        let mut trace = Trace { scenario: scenario.name.clone(), seed, lanes: Vec::new(), entries: Vec::new() };
+        let mut trace = Trace { scenario: scenario.name.clone(), seed, lanes: Vec::new(), entries: Default::default() };
         let lanes = Lanes::write(scenario, &mut trace);
         let mut engine =
             Engine::new(Network::new(scenario.network.latency, Rng::derive(seed, "network")), trace, lanes);

@@ -239,18 +239,18 @@ fn step(e: &Entry) -> ExplanationStep {
 /// already overtaken when it acted (with the write that overtook it).
 fn decision_origin(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
     let Event::Reconcile { component, .. } = &reconcile.event else { return vec![] };
-    let before = &trace.entries[..reconcile.id as usize];
+    let before = trace.entries.range(..reconcile.id as usize);
     let mut steps = Vec::new();
     // A controller run under leader election starts when it wins the Lease.
     if let Some(won) = before
-        .iter()
+        .clone()
         .rev()
         .find(|e| matches!(&e.event, Event::Leadership { component: c, leading: true, .. } if c == component))
     {
         steps.push(step(won));
     }
     // Its informers' last list (not a leader election's get of its Lease).
-    if let Some(list) = before.iter().rev().find(|e| {
+    if let Some(list) = before.clone().rev().find(|e| {
         e.event.is_informer_read() && matches!(&e.event, Event::ListServed { component: c, .. } if c == component)
     }) && list.event.is_stale_read()
     {
@@ -261,7 +261,7 @@ fn decision_origin(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
         // What overtook it: the latest change of the object itself, or
         // failing that of its status.
         let newer = |spec_only: bool| {
-            before.iter().rev().find(|e| {
+            before.clone().rev().find(|e| {
                 matches!(&e.event, Event::StoreWrite { key: k, revision: r, verb, .. }
                     if k == key && r > revision && !(spec_only && verb.is_status()))
             })
@@ -296,8 +296,8 @@ fn decision_origin(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
 fn mitigation_waits(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
     let Event::Reconcile { component, .. } = &reconcile.event else { return vec![] };
     // A call's waits are recorded right after it, at the same moment.
-    let ended: Vec<ExplanationStep> = trace.entries[reconcile.id as usize + 1..]
-        .iter()
+    let ended: Vec<ExplanationStep> = trace.entries
+        .range(reconcile.id as usize + 1..)
         .take_while(|e| e.time_ms == reconcile.time_ms)
         .filter(|e| {
             e.causes.contains(&reconcile.id)
@@ -320,8 +320,8 @@ fn mitigation_waits(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
         return ended;
     }
     // The instance that decided: its start says which mitigations it ran with.
-    let started = trace.entries[..reconcile.id as usize]
-        .iter()
+    let started = trace.entries
+        .range(..reconcile.id as usize)
         .rev()
         .find(|e| matches!(&e.event, Event::ComponentStarted { component: c, .. } if c == component));
     let Some(start @ Entry { event: Event::ComponentStarted { mitigations, .. }, .. }) = started else {
@@ -361,8 +361,8 @@ fn open_waits(trace: &Trace, before: EntryId) -> Vec<ExplanationStep> {
 /// its write: the other side of a race, which the decision could not see.
 fn racing_writes(trace: &Trace, reconcile: &Entry, write: &Entry) -> Vec<ExplanationStep> {
     let Event::StoreWrite { by: writer, .. } = &write.event else { return vec![] };
-    trace.entries[reconcile.id as usize..write.id as usize]
-        .iter()
+    trace.entries
+        .range(reconcile.id as usize..write.id as usize)
         .filter(|e| {
             matches!(&e.event, Event::StoreWrite { key, by, verb, terminating, .. }
                 if key.kind == "Pod" && by != writer && (*terminating || *verb == recon_abi::Verb::Create))
@@ -375,8 +375,8 @@ fn racing_writes(trace: &Trace, reconcile: &Entry, write: &Entry) -> Vec<Explana
 /// Who created the pod incarnation a container runs, and who bound it to its node.
 fn pod_creation(trace: &Trace, start: &Entry) -> Vec<ExplanationStep> {
     let Event::ContainerStarted { pod, .. } = &start.event else { return vec![] };
-    trace.entries[..start.id as usize]
-        .iter()
+    trace.entries
+        .range(..start.id as usize)
         .filter(|e| match &e.event {
             Event::StoreWrite { uid, verb, removed: false, terminating: false, .. } => {
                 *uid == pod.uid && matches!(verb, recon_abi::Verb::Create | recon_abi::Verb::Update)
@@ -390,7 +390,7 @@ fn pod_creation(trace: &Trace, start: &Entry) -> Vec<ExplanationStep> {
 
 /// The latest entry before `before` that showed `component` the pod `uid`.
 fn source_of_pod<'t>(trace: &'t Trace, component: &str, uid: &str, before: EntryId) -> Option<&'t Entry> {
-    trace.entries[..before as usize].iter().rev().find(|e| match &e.event {
+    trace.entries.range(..before as usize).rev().find(|e| match &e.event {
         Event::ListServed { component: c, objects, .. } => c == component && objects.iter().any(|o| o.uid == uid),
         Event::WatchDelivered { component: c, uid: u, .. } => c == component && u == uid,
         _ => false,
@@ -420,8 +420,8 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
         }];
     };
     // The (re)start that made it list.
-    if let Some(start) = trace.entries[..read.id as usize]
-        .iter()
+    if let Some(start) = trace.entries
+        .range(..read.id as usize)
         .rev()
         .find(|e| matches!(&e.event, Event::ComponentStarted { component: c, .. } if c == component))
         && let Event::ComponentStarted { restarts, .. } = &start.event
@@ -437,8 +437,8 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
         });
     }
     if *partitioned
-        && let Some(p) = trace.entries[..read.id as usize]
-            .iter()
+        && let Some(p) = trace.entries
+        .range(..read.id as usize)
             .rev()
             .find(|e| matches!(&e.event, Event::Partition { api_server: s, started: true } if s == api_server))
     {
@@ -471,7 +471,7 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
     // begun deleting (the list shows them alive).
     for o in objects {
         let gone = |removal: bool| {
-            trace.entries[..read.id as usize].iter().find(|e| {
+            trace.entries.range(..read.id as usize).find(|e| {
                 matches!(&e.event, Event::StoreWrite { uid, removed, terminating, revision: r, .. }
                     if *uid == o.uid && r > revision && if removal { *removed } else { *terminating })
             })
@@ -709,9 +709,9 @@ pub(crate) mod tests {
         );
         // A restart ends the instance, and with it the wait.
         let mut restarted = open.clone();
-        restarted
-            .entries
-            .insert(2, Entry { id: 2, time_ms: 2_000, lane: LaneId(0), event: started(vec![]), causes: vec![] });
+        let mut entries: Vec<Entry> = restarted.entries.into_iter().collect();
+        entries.insert(2, Entry { id: 2, time_ms: 2_000, lane: LaneId(0), event: started(vec![]), causes: vec![] });
+        restarted.entries = entries.into();
         for (i, e) in restarted.entries.iter_mut().enumerate() {
             e.id = i as u64;
         }

@@ -142,7 +142,7 @@ mod tests {
                 Lane { name: "etcd".into(), role: LaneRole::Store },
                 Lane { name: "checks".into(), role: LaneRole::Checks },
             ],
-            entries: vec![entry(0, 0, 0, vec![]), entry(1, 0, 1, vec![0]), entry(2, 5, 0, vec![1, 0])],
+            entries: vec![entry(0, 0, 0, vec![]), entry(1, 0, 1, vec![0]), entry(2, 5, 0, vec![1, 0])].into(),
         }
     }
 

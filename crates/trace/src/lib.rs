@@ -3,7 +3,8 @@
 //! and every reader: the CLI prints it, the playground draws it, the
 //! explorer judges it, and exports hand it to other tools.
 //!
-//! - [`Trace`], [`Entry`], [`Event`]: what happened, where and why;
+//! - [`Trace`], [`Entry`], [`Event`]: what happened, where and why, the
+//!   entries kept in chunks that never move ([`Entries`]);
 //! - [`Name`], [`Key`], [`Interner`]: the names and object keys entries
 //!   repeat, each stored once and shared;
 //! - [`text`]: how times, uids, entries and script steps read;
@@ -18,6 +19,7 @@
 //! simulator, so a reader (the page in the browser) can hold a trace
 //! without carrying the machinery that made it.
 
+pub mod entries;
 pub mod explain;
 pub mod export;
 pub mod inspect;
@@ -26,6 +28,7 @@ mod shared;
 pub mod text;
 pub mod waits;
 
+pub use entries::Entries;
 pub use lanes::{Lane, LaneId, LaneRole};
 pub use shared::{Interner, Key, Name};
 
@@ -52,7 +55,7 @@ pub struct Trace {
     /// [`Lane`]); entries name their lane by index.
     pub lanes: Vec<Lane>,
     /// Every entry, in the order it happened; `entries[i].id == i`.
-    pub entries: Vec<Entry>,
+    pub entries: Entries,
 }
 
 /// One thing that happened.

@@ -132,7 +132,7 @@ fn without_crash_reasons(trace: &Trace) -> Vec<String> {
 /// their causes too), and the lines they held.
 fn without_logs(trace: &Trace) -> (Trace, Vec<String>) {
     let mut kept =
-        Trace { scenario: trace.scenario.clone(), seed: trace.seed, lanes: trace.lanes.clone(), entries: vec![] };
+        Trace { scenario: trace.scenario.clone(), seed: trace.seed, lanes: trace.lanes.clone(), entries: Default::default() };
     let (mut ids, mut lines) = (std::collections::BTreeMap::new(), Vec::new());
     for e in &trace.entries {
         match &e.event {

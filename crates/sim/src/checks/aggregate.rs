@@ -167,7 +167,7 @@ fn last_informer_list<'t>(
     component: &str,
     before: EntryId,
 ) -> Option<(&'t Entry, Vec<ObjectKey>, u64)> {
-    truth.trace.entries[..usize::try_from(before).ok()?].iter().rev().find_map(|entry| match &entry.event {
+    truth.trace.entries.range(..usize::try_from(before).ok()?).rev().find_map(|entry| match &entry.event {
         Event::ListServed { component: c, objects, revision, .. }
             if c == component && entry.event.is_informer_read() =>
         {
