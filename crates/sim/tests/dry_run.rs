@@ -57,7 +57,10 @@ fn dry(sim: &mut Sim, at: u64, action: Action) -> Result<Option<Object>, Status>
     let id = sim.request("apiserver-1", Request::Write(action)).unwrap();
     sim.run_until(at + 100);
     assert_eq!(sim.store().revision(), revision, "a dry run uses no revision");
-    let written = sim.trace().entries.range(entries..)
+    let written = sim
+        .trace()
+        .entries
+        .range(entries..)
         .filter(|e| matches!(e.event, Event::StoreWrite { .. } | Event::CacheApply { .. }))
         .count();
     assert_eq!(written, 0, "no store write, so nothing for the cache or any watch");

@@ -288,7 +288,7 @@ mod tests {
         assert_eq!(entries.range(5..n - 5).len(), n - 10);
         assert_eq!(entries.iter().nth(CHUNK + 1).map(|e| e.id), Some(CHUNK as u64 + 1));
         assert_eq!(entries.iter().nth_back(1).map(|e| e.id), Some(n as u64 - 2));
-        assert_eq!(entries.iter().skip(n).next().map(|e| e.id), None);
+        assert_eq!(entries.iter().nth(n).map(|e| e.id), None);
         assert_eq!(entries[CHUNK].id, CHUNK as u64);
         assert_eq!(entries.get(n).map(|e| e.id), None);
         assert_eq!(entries.last().map(|e| e.id), Some(n as u64 - 1));

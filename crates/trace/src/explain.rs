@@ -296,7 +296,8 @@ fn decision_origin(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
 fn mitigation_waits(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
     let Event::Reconcile { component, .. } = &reconcile.event else { return vec![] };
     // A call's waits are recorded right after it, at the same moment.
-    let ended: Vec<ExplanationStep> = trace.entries
+    let ended: Vec<ExplanationStep> = trace
+        .entries
         .range(reconcile.id as usize + 1..)
         .take_while(|e| e.time_ms == reconcile.time_ms)
         .filter(|e| {
@@ -320,7 +321,8 @@ fn mitigation_waits(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
         return ended;
     }
     // The instance that decided: its start says which mitigations it ran with.
-    let started = trace.entries
+    let started = trace
+        .entries
         .range(..reconcile.id as usize)
         .rev()
         .find(|e| matches!(&e.event, Event::ComponentStarted { component: c, .. } if c == component));
@@ -361,7 +363,8 @@ fn open_waits(trace: &Trace, before: EntryId) -> Vec<ExplanationStep> {
 /// its write: the other side of a race, which the decision could not see.
 fn racing_writes(trace: &Trace, reconcile: &Entry, write: &Entry) -> Vec<ExplanationStep> {
     let Event::StoreWrite { by: writer, .. } = &write.event else { return vec![] };
-    trace.entries
+    trace
+        .entries
         .range(reconcile.id as usize..write.id as usize)
         .filter(|e| {
             matches!(&e.event, Event::StoreWrite { key, by, verb, terminating, .. }
@@ -375,7 +378,8 @@ fn racing_writes(trace: &Trace, reconcile: &Entry, write: &Entry) -> Vec<Explana
 /// Who created the pod incarnation a container runs, and who bound it to its node.
 fn pod_creation(trace: &Trace, start: &Entry) -> Vec<ExplanationStep> {
     let Event::ContainerStarted { pod, .. } = &start.event else { return vec![] };
-    trace.entries
+    trace
+        .entries
         .range(..start.id as usize)
         .filter(|e| match &e.event {
             Event::StoreWrite { uid, verb, removed: false, terminating: false, .. } => {
@@ -420,7 +424,8 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
         }];
     };
     // The (re)start that made it list.
-    if let Some(start) = trace.entries
+    if let Some(start) = trace
+        .entries
         .range(..read.id as usize)
         .rev()
         .find(|e| matches!(&e.event, Event::ComponentStarted { component: c, .. } if c == component))
@@ -437,8 +442,9 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
         });
     }
     if *partitioned
-        && let Some(p) = trace.entries
-        .range(..read.id as usize)
+        && let Some(p) = trace
+            .entries
+            .range(..read.id as usize)
             .rev()
             .find(|e| matches!(&e.event, Event::Partition { api_server: s, started: true } if s == api_server))
     {

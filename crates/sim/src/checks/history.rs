@@ -197,7 +197,9 @@ fn decided_on(truth: &Truth<'_>, write: EntryId) -> Option<EntryId> {
 /// `write` was decided on: none of its calls had a view revision from that
 /// version's revision up to the next version's.
 fn unobserved<'v>(truth: &Truth<'_>, writer: &str, versions: &'v [Version], write: EntryId) -> Vec<&'v Version> {
-    let views: Vec<u64> = truth.trace.entries
+    let views: Vec<u64> = truth
+        .trace
+        .entries
         .range(..write as usize)
         .filter_map(|e| match &e.event {
             Event::Reconcile { component, view_revision, .. } if component == writer => Some(*view_revision),
