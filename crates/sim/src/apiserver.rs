@@ -169,7 +169,7 @@ impl ApiServer {
     pub(crate) fn reply(&mut self, engine: &mut Engine, client: Client, reply: Reply, extra_delay: u64) {
         let sent = engine.now + extra_delay;
         let at = engine.network.arrival(Endpoint::Server(self.id), client.endpoint(), sent, 0);
-        engine.schedule(at, Scheduled::Reply { server: self.id, client, reply });
+        engine.schedule(at, Scheduled::Reply { server: self.id, client, reply: Box::new(reply) });
     }
 
     fn fail(&mut self, engine: &mut Engine, client: Client, status: Status, request: &str, delay: u64) {
@@ -200,13 +200,13 @@ impl ApiServer {
             // the API server gives up, which is when the trace should show it.
             let at = engine.now + self.config.request_timeout.0;
             let request = request.to_string();
-            engine.schedule(at, Scheduled::StoreTimeout(StoreOp { server: self.id, client, kind, cause }, request));
+            engine.schedule(at, Scheduled::StoreTimeout(Box::new(StoreOp { server: self.id, client, kind, cause }), request));
             return;
         }
         // In order on the server's link to the store, so one client's writes
         // commit (and their results return) in the order it sent them.
         let at = engine.network.arrival(Endpoint::Server(self.id), Endpoint::Store, engine.now, 0);
-        engine.schedule(at, Scheduled::StoreOp(StoreOp { server: self.id, client, kind, cause }));
+        engine.schedule(at, Scheduled::StoreOp(Box::new(StoreOp { server: self.id, client, kind, cause })));
     }
 
     /// A request arrived. `forbidden` is the component's RBAC verdict, if

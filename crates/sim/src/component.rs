@@ -534,7 +534,7 @@ impl Component {
     fn send(&mut self, env: &mut Env<'_>, client: Client, request: Request, cause: Option<EntryId>) {
         let server = self.server;
         let at = env.engine.network.arrival(Endpoint::Component(self.id), Endpoint::Server(server), env.engine.now, 0);
-        env.engine.schedule(at, Scheduled::Request { server, client, request, cause });
+        env.engine.schedule(at, Scheduled::Request { server, client, request: Box::new(request), cause });
     }
 
     /// Sends the list that (re)fills watch `w`.

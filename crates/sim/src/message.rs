@@ -14,6 +14,11 @@ use crate::ids::{ComponentId, ServerId};
 use crate::network::Endpoint;
 
 /// Something scheduled to happen at a virtual time, for the actor it names.
+///
+/// Requests, replies and store operations carry an object and are boxed:
+/// the rest are a few words, and most of a large run's queue is small
+/// events (every write feeds each API server's watch cache after its lag),
+/// so the queue's memory is the small events' size, not the largest's.
 pub(crate) enum Scheduled {
     Script(usize),
     PartitionEdge {
@@ -30,11 +35,11 @@ pub(crate) enum Scheduled {
     Request {
         server: ServerId,
         client: Client,
-        request: Request,
+        request: Box<Request>,
         cause: Option<EntryId>,
     },
-    StoreOp(StoreOp),
-    StoreTimeout(StoreOp, String),
+    StoreOp(Box<StoreOp>),
+    StoreTimeout(Box<StoreOp>, String),
     WaitDeadline {
         server: ServerId,
         wait: u64,
@@ -49,7 +54,7 @@ pub(crate) enum Scheduled {
     Reply {
         server: ServerId,
         client: Client,
-        reply: Reply,
+        reply: Box<Reply>,
     },
     Wake {
         component: ComponentId,

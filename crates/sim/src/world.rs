@@ -333,7 +333,7 @@ impl Sim {
         let chosen = due.remove(pick);
         self.engine.put_back(due);
         self.engine.now = chosen.time;
-        *chosen.what
+        chosen.what
     }
 
     /// Runs to the end of the scenario's duration.
@@ -357,7 +357,7 @@ impl Sim {
         let id = self.next_probe;
         self.probes.insert(id, Vec::new());
         let at = self.engine.network.arrival(Endpoint::Kubectl, Endpoint::Server(server), self.engine.now, 0);
-        self.engine.schedule(at, Scheduled::Request { server, client: Client::Probe(id), request, cause: None });
+        self.engine.schedule(at, Scheduled::Request { server, client: Client::Probe(id), request: Box::new(request), cause: None });
         Ok(id)
     }
 
@@ -392,16 +392,16 @@ impl Sim {
                     }
                     _ => None,
                 };
-                self.servers[server.index()].on_request(&mut self.engine, client, request, cause, forbidden);
+                self.servers[server.index()].on_request(&mut self.engine, client, *request, cause, forbidden);
             }
             Scheduled::StoreOp(op) => {
                 let server = op.server;
-                if let Some(committed) = self.servers[server.index()].on_store_op(&mut self.engine, op) {
+                if let Some(committed) = self.servers[server.index()].on_store_op(&mut self.engine, *op) {
                     self.committed(server, committed);
                 }
             }
             Scheduled::StoreTimeout(op, request) => {
-                self.servers[op.server.index()].on_store_timeout(&mut self.engine, op, request)
+                self.servers[op.server.index()].on_store_timeout(&mut self.engine, *op, request)
             }
             Scheduled::WaitDeadline { server, wait } => {
                 self.servers[server.index()].on_wait_deadline(&mut self.engine, wait)
@@ -410,7 +410,7 @@ impl Sim {
                 self.servers[server.index()].on_bookmark_due(&mut self.engine, watcher)
             }
             Scheduled::Compaction => self.periodic_compaction(),
-            Scheduled::Reply { server, client, reply } => self.on_reply(server, client, reply),
+            Scheduled::Reply { server, client, reply } => self.on_reply(server, client, *reply),
             Scheduled::Wake { component, epoch } => {
                 let held_back = self.held_back(component, epoch);
                 self.with_component(component, |c, env| c.wake(env, epoch, held_back))
@@ -443,7 +443,7 @@ impl Sim {
             let server = via.as_deref().and_then(|v| sim.server_index(v)).unwrap_or(ServerId(0));
             let at = sim.engine.network.arrival(Endpoint::Kubectl, Endpoint::Server(server), sim.engine.now, 0);
             sim.engine
-                .schedule(at, Scheduled::Request { server, client: Client::Kubectl, request, cause: Some(entry) });
+                .schedule(at, Scheduled::Request { server, client: Client::Kubectl, request: Box::new(request), cause: Some(entry) });
         };
         use recon_abi::Action;
         match action {
