@@ -94,6 +94,12 @@ where
         match channel.events.pop_front() {
             Some(event) => Poll::Ready(Some(Ok(event))),
             None => {
+                // A burst (a relist of thousands of objects) leaves its
+                // capacity behind, each slot the size of a typed object:
+                // give it back once the stream has caught up.
+                if channel.events.capacity() > 1024 {
+                    channel.events = VecDeque::new();
+                }
                 channel.waker = Some(cx.waker().clone());
                 Poll::Pending
             }
