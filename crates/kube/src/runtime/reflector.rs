@@ -159,7 +159,10 @@ impl<K: Resource> fmt::Display for ObjectRef<K> {
 }
 
 struct Inner<K> {
-    objects: BTreeMap<Key, Arc<K>>,
+    /// By namespace, then name: the order of [`Key`], and a lookup by
+    /// `&str` needs no key built (a controller reads its store for every
+    /// object it reconciles).
+    objects: BTreeMap<String, BTreeMap<String, Arc<K>>>,
     /// Whether the first list has arrived.
     ready: bool,
     /// Whether the store's [`Writer`] was dropped (a store without one,
@@ -210,29 +213,26 @@ impl<K: Resource> Store<K> {
     /// The object `key` refers to, as the last list or event delivered it.
     pub fn get(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
         let inner = self.read();
-        inner
-            .objects
-            .get(&key.key())
-            .or_else(|| {
-                // A namespaced reference to a cluster-scoped object, as kube allows.
-                inner.objects.get(&(String::new(), key.name.clone()))
-            })
+        let in_namespace = |namespace: &str| inner.objects.get(namespace)?.get(&key.name);
+        in_namespace(key.namespace.as_deref().unwrap_or_default())
+            // A namespaced reference to a cluster-scoped object, as kube allows.
+            .or_else(|| in_namespace(""))
             .cloned()
     }
 
     /// Every object, ordered by namespace and name.
     pub fn state(&self) -> Vec<Arc<K>> {
-        self.read().objects.values().cloned().collect()
+        self.read().objects.values().flat_map(BTreeMap::values).cloned().collect()
     }
 
     /// The first object (by namespace and name) that matches `predicate`.
     pub fn find<P: Fn(&K) -> bool>(&self, predicate: P) -> Option<Arc<K>> {
-        self.read().objects.values().find(|k| predicate(k)).cloned()
+        self.read().objects.values().flat_map(BTreeMap::values).find(|k| predicate(k)).cloned()
     }
 
     /// How many objects it holds.
     pub fn len(&self) -> usize {
-        self.read().objects.len()
+        self.read().objects.values().map(BTreeMap::len).sum()
     }
 
     /// Whether it holds nothing.
@@ -267,19 +267,28 @@ impl<K: Resource> Store<K> {
     /// A list: the objects replace everything.
     pub(crate) fn replace(&self, objects: Vec<(Key, K)>) {
         let mut inner = self.write();
-        inner.objects = objects.into_iter().map(|(key, k)| (key, Arc::new(k))).collect();
+        inner.objects = BTreeMap::new();
+        for ((namespace, name), k) in objects {
+            inner.objects.entry(namespace).or_default().insert(name, Arc::new(k));
+        }
         inner.ready = true;
         inner.waiting.drain(..).for_each(Waker::wake);
     }
 
     /// An added or modified object.
-    pub(crate) fn apply(&self, key: Key, object: K) {
-        self.write().objects.insert(key, Arc::new(object));
+    pub(crate) fn apply(&self, (namespace, name): Key, object: K) {
+        self.write().objects.entry(namespace).or_default().insert(name, Arc::new(object));
     }
 
     /// A deleted object.
-    pub(crate) fn delete(&self, key: &Key) {
-        self.write().objects.remove(key);
+    pub(crate) fn delete(&self, (namespace, name): &Key) {
+        let mut inner = self.write();
+        if let Some(names) = inner.objects.get_mut(namespace) {
+            names.remove(name);
+            if names.is_empty() {
+                inner.objects.remove(namespace);
+            }
+        }
     }
 }
 
