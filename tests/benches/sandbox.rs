@@ -131,8 +131,8 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
             resource_version: rv.to_string(),
             ..Default::default()
         },
-        spec: serde_json::json!({ "nodeName": "node-1", "containers": [{ "name": "web", "image": "nginx" }] }),
-        status: serde_json::json!({ "phase": "Running" }),
+        spec: serde_json::json!({ "nodeName": "node-1", "containers": [{ "name": "web", "image": "nginx" }] }).into(),
+        status: serde_json::json!({ "phase": "Running" }).into(),
         other: Default::default(),
     };
     let listed = Input {

@@ -20,6 +20,7 @@ mod patch;
 #[cfg(feature = "schema")]
 pub mod schema;
 pub mod selector;
+mod shared_value;
 mod time;
 
 pub use controller::{
@@ -31,6 +32,7 @@ pub use object::{
     EventType, ManagedFieldsEntry, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent, is_cluster_scoped,
 };
 pub use patch::{Patch, PatchParams, PatchType};
+pub use shared_value::SharedValue;
 pub use time::{civil_from_days, format_timestamp};
 
 /// Version of the wire encoding. A host refuses a controller built for another version.

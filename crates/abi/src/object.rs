@@ -8,6 +8,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::SharedValue;
+
 /// A Kubernetes object: type information, metadata, `spec` and `status`, and
 /// whatever other top-level fields its kind has.
 ///
@@ -28,11 +30,11 @@ pub struct Object {
     /// Identity, versions, labels, ownership and deletion state.
     pub metadata: ObjectMeta,
     /// Desired state, as written by users and controllers.
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub spec: Value,
+    #[serde(skip_serializing_if = "SharedValue::is_null")]
+    pub spec: SharedValue,
     /// Observed state, written through the status subresource.
-    #[serde(skip_serializing_if = "Value::is_null")]
-    pub status: Value,
+    #[serde(skip_serializing_if = "SharedValue::is_null")]
+    pub status: SharedValue,
     /// Every other top-level field, by name (`data`, `involvedObject`, …).
     /// Serialized after `status`, in key order. Which names a kind may have
     /// is the scenario's concern (an unknown field of a built-in kind is a
@@ -322,7 +324,7 @@ impl Object {
             _ => {}
         }
         let (root, rest) = path.split_once('.')?;
-        let mut value = match root {
+        let mut value: &Value = match root {
             "spec" => &self.spec,
             "status" => &self.status,
             _ => return None,

@@ -129,7 +129,12 @@ mod tests {
     use serde_json::json;
 
     fn pod(node: &str) -> Object {
-        Object { api_version: "v1".into(), kind: "Pod".into(), spec: json!({ "nodeName": node }), ..Default::default() }
+        Object {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            spec: json!({ "nodeName": node }).into(),
+            ..Default::default()
+        }
     }
 
     #[test]

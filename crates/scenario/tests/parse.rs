@@ -730,7 +730,7 @@ fn a_deeply_nested_spec_is_read_without_overflowing_the_stack() {
         "]".repeat(depth)
     );
     let (s, source) = parse_with_source("deep.yaml", &text).unwrap();
-    let mut value = &s.objects[0].spec;
+    let mut value: &serde_json::Value = &s.objects[0].spec;
     for _ in 0..depth {
         value = &value[0];
     }

@@ -106,12 +106,12 @@ mod tests {
     #[test]
     fn integer_fields_accept_numbers_and_numeric_strings() {
         let mut node = object("Node", "", "node-1");
-        node.status = json!({"capacity": {"pods": "3"}});
+        node.status = json!({"capacity": {"pods": "3"}}).into();
         assert_eq!(int_field(&node, "status.capacity.pods"), Some(3));
-        node.status = json!({"capacity": {"pods": 4}});
+        node.status = json!({"capacity": {"pods": 4}}).into();
         assert_eq!(int_field(&node, "status.capacity.pods"), Some(4));
         assert_eq!(replicas(&node), 1);
-        node.spec = json!({"replicas": 0});
+        node.spec = json!({"replicas": 0}).into();
         assert_eq!(replicas(&node), 0);
     }
 }

@@ -561,7 +561,7 @@ mod tests {
             let Some(thing) = ctx.get(key) else { return Requeue::AwaitChange };
             if thing.status.get("seen") != thing.spec.get("want") {
                 let mut object = thing.clone();
-                object.status = json!({ "seen": thing.spec["want"] });
+                object.status = json!({ "seen": thing.spec["want"] }).into();
                 ctx.update_status(object);
             }
             match thing.spec.get("requeueMs").and_then(serde_json::Value::as_u64) {
@@ -586,7 +586,7 @@ mod tests {
 
     fn status_write(thing: &Object, seen: u64) -> Action {
         let mut object = thing.clone();
-        object.status = json!({ "seen": seen });
+        object.status = json!({ "seen": seen }).into();
         Action::UpdateStatus { object, dry_run: false }
     }
 
@@ -617,7 +617,7 @@ mod tests {
 
         // The result arrives, then the watch event: settled, and nothing left to do.
         let mut written = a.clone().at_version("4");
-        written.status = json!({"seen": 1});
+        written.status = json!({"seen": 1}).into();
         runtime.handle(&input(2, vec![InputEvent::Result(succeeded(Verb::UpdateStatus, &written))]));
         let out = runtime.handle(&input(3, vec![modified(0, written)]));
         assert_eq!(out.actions, vec![]);
@@ -639,7 +639,7 @@ mod tests {
     fn a_requeue_is_a_deduplicated_timer_that_reconciles_the_key_again() {
         let mut runtime = started();
         let mut a = thing("a", 1, "2");
-        a.status = json!({"seen": 1});
+        a.status = json!({"seen": 1}).into();
         a.spec["requeueMs"] = json!(500);
         let out = runtime.handle(&input(0, vec![listed(0, "2", vec![a.clone()]), listed(1, "2", vec![])]));
         assert_eq!(out.actions, vec![Action::RequeueAfter { key: "Thing/default/a".into(), after_ms: 500 }]);

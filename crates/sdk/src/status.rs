@@ -58,7 +58,7 @@ mod tests {
                 {"type": "Initialized", "status": "True"},
             ]})
         );
-        let object = Object { status, ..Object::default() };
+        let object = Object { status: status.into(), ..Object::default() };
         assert!(condition_is_true(&object, "Ready"));
         assert!(!condition_is_true(&object, "PodScheduled"));
     }

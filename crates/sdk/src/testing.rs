@@ -28,8 +28,8 @@ pub fn object(kind: &str, namespace: &str, name: &str) -> Object {
         api_version: api_version.into(),
         kind: kind.into(),
         metadata: ObjectMeta { name: name.into(), namespace: namespace.into(), ..ObjectMeta::default() },
-        spec: Value::Null,
-        status: Value::Null,
+        spec: Default::default(),
+        status: Default::default(),
         other: Default::default(),
     }
 }
@@ -42,7 +42,7 @@ pub fn pod(namespace: &str, name: &str, uid: &str, resource_version: &str) -> Ob
 /// A Node with `status.capacity.pods` set to `pods`.
 pub fn node(name: &str, pods: u32) -> Object {
     let mut node = object("Node", "", name).with_uid(&format!("uid-{name}")).at_version("1");
-    node.status = json!({ "capacity": { "pods": pods.to_string() } });
+    node.status = json!({ "capacity": { "pods": pods.to_string() } }).into();
     node
 }
 
@@ -92,12 +92,12 @@ impl ObjectExt for Object {
     }
 
     fn with_spec(mut self, spec: Value) -> Self {
-        self.spec = spec;
+        self.spec = spec.into();
         self
     }
 
     fn with_status(mut self, status: Value) -> Self {
-        self.status = status;
+        self.status = status.into();
         self
     }
 

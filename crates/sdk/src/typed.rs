@@ -111,8 +111,8 @@ impl<S: Spec> Typed<S> {
             api_version: S::API_VERSION.into(),
             kind: S::KIND.into(),
             metadata: self.metadata.clone(),
-            spec: encode(&self.spec),
-            status: encode(&self.status),
+            spec: encode(&self.spec).into(),
+            status: encode(&self.status).into(),
             other: Default::default(),
         }
     }

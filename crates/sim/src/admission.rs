@@ -62,7 +62,7 @@ pub(crate) fn patch_action(key: ObjectKey, field: &str, value: Value) -> Action 
     object.metadata.name = key.name;
     object.metadata.namespace = key.namespace;
     object.metadata.annotations.insert(PATCH_MARK.into(), field.into());
-    object.spec = value;
+    object.spec = value.into();
     Action::Update { object, dry_run: false }
 }
 
@@ -241,9 +241,9 @@ fn write_object(
             let current = current(store, &object.key())?;
             let mut next = current.clone();
             if !next.spec.is_object() {
-                next.spec = Value::Object(Default::default());
+                next.spec = Value::Object(Default::default()).into();
             }
-            next.spec[field.as_str()] = object.spec;
+            next.spec[field.as_str()] = object.spec.into_value();
             if next.spec != current.spec {
                 next.metadata.generation += 1;
             }

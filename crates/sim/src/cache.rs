@@ -245,7 +245,7 @@ mod tests {
             api_version: "v1".into(),
             kind: "Pod".into(),
             metadata: recon_abi::ObjectMeta { name: name.into(), namespace: "default".into(), ..Default::default() },
-            spec: json!({ "nodeName": node }),
+            spec: json!({ "nodeName": node }).into(),
             ..Default::default()
         }
     }

@@ -133,8 +133,8 @@ impl Candidacy {
                     api_version: "coordination.k8s.io/v1".into(),
                     kind: "Lease".into(),
                     metadata: ObjectMeta { name: key.name, namespace: key.namespace, ..Default::default() },
-                    spec: json!({}),
-                    status: Value::Null,
+                    spec: json!({}).into(),
+                    status: Default::default(),
                     other: Default::default(),
                 };
                 lease.spec["holderIdentity"] = json!(identity);

@@ -147,7 +147,7 @@ mod tests {
 
     fn pod(node: Option<&str>) -> Object {
         let spec = node.map_or(json!({}), |node| json!({ "nodeName": node }));
-        Object { api_version: "v1".into(), kind: "Pod".into(), spec, ..Object::default() }
+        Object { api_version: "v1".into(), kind: "Pod".into(), spec: spec.into(), ..Object::default() }
     }
 
     /// Two kubelets (by node), the scheduler's watch of unbound pods (the

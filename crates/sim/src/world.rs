@@ -357,7 +357,10 @@ impl Sim {
         let id = self.next_probe;
         self.probes.insert(id, Vec::new());
         let at = self.engine.network.arrival(Endpoint::Kubectl, Endpoint::Server(server), self.engine.now, 0);
-        self.engine.schedule(at, Scheduled::Request { server, client: Client::Probe(id), request: Box::new(request), cause: None });
+        self.engine.schedule(
+            at,
+            Scheduled::Request { server, client: Client::Probe(id), request: Box::new(request), cause: None },
+        );
         Ok(id)
     }
 
@@ -442,8 +445,10 @@ impl Sim {
         let kubectl = |sim: &mut Sim, via: &Option<String>, request: Request| {
             let server = via.as_deref().and_then(|v| sim.server_index(v)).unwrap_or(ServerId(0));
             let at = sim.engine.network.arrival(Endpoint::Kubectl, Endpoint::Server(server), sim.engine.now, 0);
-            sim.engine
-                .schedule(at, Scheduled::Request { server, client: Client::Kubectl, request: Box::new(request), cause: Some(entry) });
+            sim.engine.schedule(
+                at,
+                Scheduled::Request { server, client: Client::Kubectl, request: Box::new(request), cause: Some(entry) },
+            );
         };
         use recon_abi::Action;
         match action {
@@ -540,11 +545,12 @@ fn node_object(n: &recon_scenario::Node) -> Object {
         api_version: "v1".into(),
         kind: "Node".into(),
         metadata: recon_abi::ObjectMeta { name: n.name.clone(), labels: n.labels.clone(), ..Default::default() },
-        spec: serde_json::json!({}),
+        spec: serde_json::json!({}).into(),
         status: serde_json::json!({
             "capacity": { "pods": n.pods.to_string() },
             "conditions": [{ "type": "Ready", "status": "True" }],
-        }),
+        })
+        .into(),
         other: Default::default(),
     }
 }

@@ -378,7 +378,7 @@ fn update_with_a_stale_resource_version_is_a_conflict() {
     stale.metadata.name = "a".into();
     stale.metadata.namespace = "default".into();
     stale.metadata.resource_version = "1".into();
-    stale.spec = serde_json::json!({ "nodeName": "x" });
+    stale.spec = serde_json::json!({ "nodeName": "x" }).into();
     let ok = ask(
         &mut sim,
         1_000,

@@ -470,7 +470,7 @@ impl Instance for Creator {
                                 set.metadata.namespace = "default".into();
                                 set.metadata.name = format!("{}-{j}", deployment.metadata.name);
                                 set.metadata.owner_references = vec![controller_reference(deployment)];
-                                set.spec = serde_json::json!({ "replicas": replicas });
+                                set.spec = serde_json::json!({ "replicas": replicas }).into();
                                 Action::Create { object: set, dry_run: false }
                             }))
                         }

@@ -40,7 +40,8 @@ fn cluster() -> Sim {
 }
 
 fn object(kind: &str, name: &str, spec: serde_json::Value) -> Object {
-    let mut o = Object { api_version: "example.com/v1".into(), kind: kind.into(), spec, ..Default::default() };
+    let mut o =
+        Object { api_version: "example.com/v1".into(), kind: kind.into(), spec: spec.into(), ..Default::default() };
     o.metadata.name = name.into();
     o
 }
@@ -103,17 +104,17 @@ fn with_a_status_subresource_status_and_spec_are_written_apart() {
     )
     .unwrap();
     let mut with_status = w.clone();
-    with_status.status = serde_json::json!({"ready": true});
+    with_status.status = serde_json::json!({"ready": true}).into();
     let updated = write(&mut sim, 1_200, Action::Update { object: with_status, dry_run: false }).unwrap();
     assert_eq!(updated.status, serde_json::Value::Null, "an update leaves status alone");
     assert_eq!(updated.metadata.generation, 1, "nothing but status changed");
     let mut report = updated;
-    report.status = serde_json::json!({"ready": true});
+    report.status = serde_json::json!({"ready": true}).into();
     let status = write(&mut sim, 1_400, Action::UpdateStatus { object: report, dry_run: false }).unwrap();
     assert_eq!(status.status["ready"], true);
     assert_eq!(status.metadata.generation, 1, "status is not counted");
     let mut bigger = status.clone();
-    bigger.spec = serde_json::json!({"size": 2});
+    bigger.spec = serde_json::json!({"size": 2}).into();
     assert_eq!(
         write(&mut sim, 1_600, Action::Update { object: bigger, dry_run: false }).unwrap().metadata.generation,
         2
@@ -130,7 +131,7 @@ fn without_a_status_subresource_status_is_part_of_the_object() {
         write(&mut sim, 1_000, Action::Create { object: object("Gizmo", "g", serde_json::json!({})), dry_run: false })
             .unwrap();
     let mut with_status = g.clone();
-    with_status.status = serde_json::json!({"phase": "Ready"});
+    with_status.status = serde_json::json!({"phase": "Ready"}).into();
     let updated = write(&mut sim, 1_200, Action::Update { object: with_status, dry_run: false }).unwrap();
     assert_eq!(updated.status["phase"], "Ready");
     assert_eq!(updated.metadata.generation, 2);

@@ -122,13 +122,13 @@ fn a_dry_run_update_answers_the_new_version_and_keeps_the_stored_one() {
 fn a_dry_run_status_update_answers_the_new_status_and_keeps_the_stored_one() {
     let mut sim = cluster();
     let mut next = stored(&sim, &key("Pod", "web-0")).unwrap();
-    next.status = json!({ "phase": "Running" });
+    next.status = json!({ "phase": "Running" }).into();
     let answer = dry(&mut sim, 1_000, Action::UpdateStatus { object: next.clone(), dry_run: true }).unwrap().unwrap();
     assert_eq!(answer.status["phase"], "Running");
     assert_eq!(stored(&sim, &key("Pod", "web-0")).unwrap().status, serde_json::Value::Null);
     // The kind must have a status subresource, as for a real one.
     let mut config = stored(&sim, &key("ConfigMap", "held")).unwrap();
-    config.status = json!({ "x": 1 });
+    config.status = json!({ "x": 1 }).into();
     let status = dry(&mut sim, 1_200, Action::UpdateStatus { object: config, dry_run: true }).unwrap_err();
     assert_eq!(status.reason, StatusReason::NotFound, "{status}");
 }

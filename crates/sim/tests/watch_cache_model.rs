@@ -103,7 +103,7 @@ fn object(rng: &mut Rng) -> Object {
             labels,
             ..Default::default()
         },
-        spec,
+        spec: spec.into(),
         ..Default::default()
     }
 }

@@ -339,7 +339,7 @@ mod tests {
         let mut pod = Object { api_version: "v1".into(), kind: "Pod".into(), ..Object::default() };
         pod.metadata.namespace = namespace.into();
         pod.metadata.name = name.into();
-        pod.spec = serde_json::json!({ "n": n });
+        pod.spec = serde_json::json!({ "n": n }).into();
         pod
     }
 

@@ -47,7 +47,7 @@ fn object(index: usize, n: i64) -> Object {
     object.metadata.name = key.name;
     // Whatever the caller puts here, the store must overwrite it.
     object.metadata.resource_version = "12345".into();
-    object.spec = serde_json::json!({ "n": n });
+    object.spec = serde_json::json!({ "n": n }).into();
     object
 }
 

@@ -79,7 +79,7 @@ impl Reconciler for ConditionWriter {
         conditions.sort_by(|a, b| a.get("type").and_then(Value::as_str).cmp(&b.get("type").and_then(Value::as_str)));
         let mut widget = widget.clone();
         if !widget.status.is_object() {
-            widget.status = json!({});
+            widget.status = json!({}).into();
         }
         widget.status["conditions"] = Value::Array(conditions);
         if !self.precondition {

@@ -14,7 +14,7 @@ fn started(params: Value) -> Controller {
 fn widget(version: &str, conditions: Value) -> Object {
     let mut w = object(KIND, "default", "w1").with_uid("uid-1").at_version(version);
     w.api_version = "example.com/v1".into();
-    w.status = json!({ "conditions": conditions });
+    w.status = json!({ "conditions": conditions }).into();
     w
 }
 

@@ -15,7 +15,7 @@ fn generator() -> Object {
             resource_version: "4".into(),
             ..ObjectMeta::default()
         },
-        spec: json!({ "content": "hello" }),
+        spec: json!({ "content": "hello" }).into(),
         ..Object::default()
     }
 }

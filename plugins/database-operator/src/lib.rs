@@ -119,8 +119,8 @@ fn desired(api_version: &str, kind: &str, key: &ObjectKey, db: Option<&Object>, 
             owner_references,
             ..ObjectMeta::default()
         },
-        spec,
-        status: Value::Null,
+        spec: spec.into(),
+        status: Default::default(),
         other: Default::default(),
     }
 }

@@ -13,7 +13,7 @@ fn started() -> Controller {
 fn database(finalized: bool) -> Object {
     let mut db = object("Database", "default", "orders").with_uid("uid-db").at_version("5").at_generation(1);
     db.api_version = "example.com/v1".into();
-    db.spec = json!({ "version": "16", "replicas": 1 });
+    db.spec = json!({ "version": "16", "replicas": 1 }).into();
     if finalized {
         db.metadata.finalizers.push(FINALIZER.into());
     }

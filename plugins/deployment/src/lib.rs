@@ -181,7 +181,8 @@ async fn reconcile(deployment: Arc<Deployment>, ctx: Arc<Data>) -> Result<Action
     let mut writes = Vec::new();
     if !busy && !taken && spec.paused != Some(true) {
         let rollout = Rollout { deployment: &deployment, hash: &hash, old: &old };
-        writes = if is_recreate(&deployment) { rollout.recreate(new.as_deref()) } else { rollout.rolling(new.as_deref()) };
+        writes =
+            if is_recreate(&deployment) { rollout.recreate(new.as_deref()) } else { rollout.rolling(new.as_deref()) };
     }
     let sets = Api::<ReplicaSet>::namespaced(ctx.client.clone(), &namespace);
     let sent = writes.into_iter().map(|write| {

@@ -53,7 +53,7 @@ fn scales(out: &Output) -> Vec<(String, i64)> {
 
 fn status_writes(out: &Output) -> Vec<&Value> {
     let writes = out.actions.iter().filter_map(|a| match a {
-        Wire::UpdateStatus { object, .. } => Some(&object.status),
+        Wire::UpdateStatus { object, .. } => Some(&*object.status),
         _ => None,
     });
     writes.collect()

@@ -140,8 +140,8 @@ pub fn desired_podclique(set: &Object, clique: &Value) -> Object {
             owner_references: vec![owner_reference(set)],
             ..ObjectMeta::default()
         },
-        spec: json!({ "replicas": clique.get("replicas").cloned().unwrap_or(json!(1)) }),
-        status: Value::Null,
+        spec: json!({ "replicas": clique.get("replicas").cloned().unwrap_or(json!(1)) }).into(),
+        status: Default::default(),
         other: Default::default(),
     }
 }
@@ -159,8 +159,8 @@ pub fn desired_pod(clique: &Object, index: u64) -> Object {
             owner_references: vec![owner_reference(clique)],
             ..ObjectMeta::default()
         },
-        spec: json!({ "containers": [{ "name": "main", "image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime" }] }),
-        status: Value::Null,
+        spec: json!({ "containers": [{ "name": "main", "image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime" }] }).into(),
+        status: Default::default(),
         other: Default::default(),
     }
 }
@@ -246,7 +246,8 @@ impl Reconciler for Grove {
             Some("PodClique") => Role::PodClique,
             _ => Role::PodCliqueSet,
         };
-        *self = Grove { role, live_read: param("liveRead"), optimistic_lock: param("optimisticLock"), ..Grove::default() };
+        *self =
+            Grove { role, live_read: param("liveRead"), optimistic_lock: param("optimisticLock"), ..Grove::default() };
         let watch = |kind: &str| WatchSpec { kind: kind.into(), ..WatchSpec::default() };
         let may = |kind: &str, verbs: &[Verb]| WritePermission { kind: kind.into(), verbs: verbs.to_vec() };
         Manifest {

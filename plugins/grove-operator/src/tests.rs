@@ -15,7 +15,7 @@ fn set(available: u64, rv: &str) -> Object {
     let mut s = object("PodCliqueSet", "default", "llm").with_uid("uid-pcs").at_version(rv);
     s.api_version = API_VERSION.into();
     s.metadata.generation = 1;
-    s.spec = json!({ "template": { "cliques": [{ "name": "worker", "replicas": 2 }] } });
+    s.spec = json!({ "template": { "cliques": [{ "name": "worker", "replicas": 2 }] } }).into();
     s.with_status(json!({ "availableReplicas": available }))
 }
 
@@ -40,7 +40,9 @@ fn status_patches(actions: &[Action]) -> Vec<serde_json::Value> {
 fn a_status_equal_to_the_cached_copy_is_not_written_issue_775() {
     let mut c = started(json!({}));
     let pcs = set(1, "5");
-    let actions = c.handle(&input(0, vec![listed(0, "9", vec![pcs.clone()]), listed(1, "9", vec![clique(&pcs, 2, "7")])])).actions;
+    let actions = c
+        .handle(&input(0, vec![listed(0, "9", vec![pcs.clone()]), listed(1, "9", vec![clique(&pcs, 2, "7")])]))
+        .actions;
     assert!(status_patches(&actions).is_empty(), "{actions:?}");
     // A clique losing a pod changes the status: a merge patch without a lock.
     let actions = c.handle(&input(1, vec![modified(1, clique(&pcs, 1, "10"))])).actions;
@@ -99,7 +101,9 @@ fn with_the_lock_a_copy_older_than_its_own_write_is_not_trusted() {
 fn with_the_live_read_the_no_op_check_uses_the_object_read_from_the_api_server() {
     let mut c = started(json!({ "liveRead": true }));
     let pcs = set(1, "5");
-    let actions = c.handle(&input(0, vec![listed(0, "9", vec![pcs.clone()]), listed(1, "9", vec![clique(&pcs, 2, "7")])])).actions;
+    let actions = c
+        .handle(&input(0, vec![listed(0, "9", vec![pcs.clone()]), listed(1, "9", vec![clique(&pcs, 2, "7")])]))
+        .actions;
     let [Action::Get { resource_version: None, .. }] = actions.as_slice() else { panic!("{actions:?}") };
     // The store says 0 (the controller's own earlier write): the live
     // baseline differs, so the status goes out.

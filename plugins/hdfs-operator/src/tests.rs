@@ -18,7 +18,7 @@ fn cluster(namespace: &str, name: &str) -> Object {
             resource_version: "4".into(),
             ..ObjectMeta::default()
         },
-        spec: json!({ "dataNodes": 2 }),
+        spec: json!({ "dataNodes": 2 }).into(),
         ..Object::default()
     }
 }

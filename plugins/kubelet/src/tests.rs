@@ -43,7 +43,8 @@ fn status_update(p: &Object, now: u64) -> Action {
         "phase": "Running",
         "conditions": [{"type": "Ready", "status": "True"}],
         "startTime": format_timestamp(now),
-    });
+    })
+    .into();
     Action::UpdateStatus { object: expected, dry_run: false }
 }
 

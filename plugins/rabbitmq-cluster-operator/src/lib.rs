@@ -116,8 +116,9 @@ pub fn desired_statefulset(cluster: &Object) -> Object {
                 "metadata": { "labels": labels },
                 "spec": { "containers": [{ "name": "rabbitmq", "image": "rabbitmq:3.8" }] },
             },
-        }),
-        status: Value::Null,
+        })
+        .into(),
+        status: Default::default(),
         other: Default::default(),
     }
 }

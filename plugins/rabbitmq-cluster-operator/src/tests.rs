@@ -14,7 +14,7 @@ fn started(delete_precondition_uid: bool) -> Controller {
 fn cluster(uid: &str) -> Object {
     let mut c = object("RabbitmqCluster", "default", "rabbit").with_uid(uid).at_version("5");
     c.api_version = "rabbitmq.com/v1beta1".into();
-    c.spec = json!({ "replicas": 1 });
+    c.spec = json!({ "replicas": 1 }).into();
     c.metadata.finalizers.push(FINALIZER.into());
     c
 }
@@ -97,7 +97,7 @@ fn started_with(param: &str) -> Controller {
 
 fn asking_for(replicas: u64, version: &str) -> Object {
     let mut c = cluster("uid-a").at_version(version);
-    c.spec = json!({ "replicas": replicas });
+    c.spec = json!({ "replicas": replicas }).into();
     c
 }
 

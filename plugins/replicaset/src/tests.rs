@@ -202,10 +202,10 @@ fn extras_go_unbound_first_then_not_ready_then_highest_name_and_nothing_more_unt
     let set = web(2);
     let ready_a = member(&set, "web-a");
     let mut not_ready_b = member(&set, "web-b");
-    not_ready_b.status = json!({"phase": "Running"});
+    not_ready_b.status = json!({"phase": "Running"}).into();
     let mut unbound_c = member(&set, "web-c");
-    unbound_c.spec = json!({"containers": [{"name": "web"}]});
-    unbound_c.status = Value::Null;
+    unbound_c.spec = json!({"containers": [{"name": "web"}]}).into();
+    unbound_c.status = Default::default();
     let ready_d = member(&set, "web-d");
     let ready_e = member(&set, "web-e");
     let pods = vec![ready_a, not_ready_b.clone(), unbound_c.clone(), ready_d.clone(), ready_e.clone()];
@@ -261,7 +261,7 @@ fn the_status_is_written_only_when_it_changed() {
     assert_eq!(out.actions, []);
 
     let mut not_ready = member(&set, "web-a").at_version("21");
-    not_ready.status = json!({"phase": "Running"});
+    not_ready.status = json!({"phase": "Running"}).into();
     let out = c.handle(&input(1, vec![modified(1, not_ready)]));
     let [Wire::UpdateStatus { object, dry_run: false }] = &out.actions[..] else {
         panic!("a status write: {:?}", out.actions)

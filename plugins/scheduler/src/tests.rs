@@ -169,8 +169,8 @@ fn scheduler_binds_nothing_before_both_lists_arrived() {
 #[test]
 fn scheduler_reads_capacity_given_as_a_number_and_defaults_to_110() {
     let mut numeric = node("node-1", 0);
-    numeric.status = json!({"capacity": {"pods": 1}});
+    numeric.status = json!({"capacity": {"pods": 1}}).into();
     assert_eq!(capacity(&numeric), 1);
-    numeric.status = json!({});
+    numeric.status = json!({}).into();
     assert_eq!(capacity(&numeric), 110);
 }

@@ -194,7 +194,7 @@ impl Reconciler for StatefulSets {
         let status = compute_status(set, &pods, replicas, &update_revision);
         if status != set.status {
             let mut object = set.clone();
-            object.status = status;
+            object.status = status.into();
             ctx.update_status(object);
         }
         Requeue::AwaitChange
@@ -311,8 +311,8 @@ fn new_pod(set: &Object, ordinal: u32, update_revision: &str) -> Object {
             owner_references: vec![owner_reference(set)],
             ..ObjectMeta::default()
         },
-        spec,
-        status: Value::Null,
+        spec: spec.into(),
+        status: Default::default(),
         other: Default::default(),
     }
 }
@@ -334,7 +334,7 @@ fn compute_status(set: &Object, pods: &BTreeMap<u32, &Object>, replicas: u32, up
         current = updated;
     }
 
-    let mut status = set.status.clone();
+    let mut status = Value::clone(&set.status);
     let fields: &mut Map<String, Value> = json_object_mut(&mut status);
     fields.insert("observedGeneration".into(), json!(set.metadata.generation));
     fields.insert("replicas".into(), json!(existing));

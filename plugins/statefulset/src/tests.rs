@@ -105,7 +105,8 @@ fn statefulset_creates_ordinal_zero_with_its_stable_identity_and_reports_status(
     expected.status = json!({
         "observedGeneration": 1, "replicas": 0, "readyReplicas": 0, "currentReplicas": 0,
         "updatedReplicas": 0, "currentRevision": revision, "updateRevision": revision,
-    });
+    })
+    .into();
     assert_eq!(actions[1..], [Action::UpdateStatus { object: expected, dry_run: false }]);
 }
 
@@ -113,7 +114,7 @@ fn statefulset_creates_ordinal_zero_with_its_stable_identity_and_reports_status(
 fn statefulset_waits_for_each_ordinal_to_be_running_and_ready_before_creating_the_next() {
     let set = web(3, "web:1");
     let mut starting = member(&set, 0);
-    starting.status = json!({"phase": "Pending"});
+    starting.status = json!({"phase": "Pending"}).into();
     let (mut c, actions) = start(&set, vec![starting]);
     assert_eq!(created_names(&actions), Vec::<String>::new());
 

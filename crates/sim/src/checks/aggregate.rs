@@ -126,8 +126,8 @@ fn list(object: &Object, path: &str) -> Vec<Value> {
     let mut parts = path.split('.');
     let Some(first) = parts.next() else { return Vec::new() };
     let root = match first {
-        "spec" => Some(&object.spec),
-        "status" => Some(&object.status),
+        "spec" => Some(&*object.spec),
+        "status" => Some(&*object.status),
         other => object.other.get(other),
     };
     let mut at = root;

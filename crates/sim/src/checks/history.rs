@@ -155,16 +155,20 @@ impl Observer for HistoryPolicies {
 /// The value a dotted path names in an object (`spec.replicas`).
 fn field(object: &Object, path: &str) -> Option<Value> {
     let mut parts = path.split('.');
-    let mut at = match parts.next()? {
-        "spec" => object.spec.clone(),
-        "status" => object.status.clone(),
-        "metadata" => serde_json::to_value(&object.metadata).ok()?,
-        other => object.other.get(other)?.clone(),
+    let metadata;
+    let mut at: &Value = match parts.next()? {
+        "spec" => &object.spec,
+        "status" => &object.status,
+        "metadata" => {
+            metadata = serde_json::to_value(&object.metadata).ok()?;
+            &metadata
+        }
+        other => object.other.get(other)?,
     };
     for part in parts {
-        at = at.get(part)?.clone();
+        at = at.get(part)?;
     }
-    (!at.is_null()).then_some(at)
+    (!at.is_null()).then(|| at.clone())
 }
 
 /// The value the rule puts in force after each prefix of the history.
@@ -242,7 +246,8 @@ mod tests {
 
     #[test]
     fn a_dotted_path_reads_spec_status_and_metadata() {
-        let mut object = Object { spec: json!({"replicas": 3}), status: json!({"ready": 2}), ..Object::default() };
+        let mut object =
+            Object { spec: json!({"replicas": 3}).into(), status: json!({"ready": 2}).into(), ..Object::default() };
         object.metadata.name = "rabbit".into();
         assert_eq!(field(&object, "spec.replicas"), Some(json!(3)));
         assert_eq!(field(&object, "status.ready"), Some(json!(2)));

@@ -204,7 +204,7 @@ mod tests {
     use serde_json::json;
 
     fn object(spec: Value, labels: &[(&str, &str)]) -> Object {
-        let mut o = Object { kind: "Deployment".into(), spec, ..Default::default() };
+        let mut o = Object { kind: "Deployment".into(), spec: spec.into(), ..Default::default() };
         o.metadata.labels = labels.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect();
         o
     }

@@ -26,9 +26,9 @@ use recon_store::{Store, StoreEvent};
 use recon_trace::{EntryId, Event, Trace};
 
 use crate::engine::Engine;
-pub(crate) use idle::IdleController;
 use crate::ids::{ComponentId, NodeId};
 use crate::node::NodeRuntime;
+pub(crate) use idle::IdleController;
 
 /// What a check may read when it is told something: the truth at that moment.
 pub(crate) struct Truth<'a> {

@@ -13,9 +13,9 @@
 
 #[cfg(target_arch = "wasm32")]
 mod download;
+pub mod museum;
 #[cfg(target_arch = "wasm32")]
 mod panels;
-pub mod museum;
 pub mod search;
 pub mod settings;
 pub mod tour;
