@@ -16,7 +16,7 @@ use recon_abi::{
     Outcome, PodRef, RequestId, Status, StatusReason, Verb, WatchEvent,
 };
 use recon_trace::text::short_uid;
-use recon_trace::{EntryId, Event, Name};
+use recon_trace::{EntryId, Event, Interner, Line, Name};
 
 use crate::admission::{Admitted, admit};
 use crate::api::{GetRequest, Request};
@@ -748,7 +748,9 @@ impl Component {
 
     /// The inputs its next call would get, one line each (none if it is not running).
     pub fn inbox(&self) -> Vec<String> {
-        self.instance().map(|i| i.inbox.iter().map(|d| describe_input(&d.event)).collect()).unwrap_or_default()
+        let names = &mut Interner::new();
+        let line = |d: &Delivered| describe_input(&d.event, names).to_string();
+        self.instance().map(|i| i.inbox.iter().map(line).collect()).unwrap_or_default()
     }
 
     /// What of its state later events depend on, in words (for a state's
@@ -801,11 +803,12 @@ impl Component {
             (1.., Some(last)) => last.view_revision,
             _ => instance.view_revision(),
         };
-        let held: Vec<String> = instance.inbox.iter().map(|d| describe_input(&d.event)).collect();
+        let names = &mut env.engine.names;
+        let held: Vec<Line> = instance.inbox.iter().map(|d| describe_input(&d.event, names)).collect();
         let containers = (named_node && instance.manifest.node_agent)
             .then(|| node.map(|n| env.nodes[n.index()].containers()).unwrap_or_default());
         let causes: Vec<EntryId> = inbox.iter().filter_map(|d| d.cause).collect();
-        let inputs: Vec<String> = inbox.iter().map(|d| describe_input(&d.event)).collect();
+        let inputs: Vec<Line> = inbox.iter().map(|d| describe_input(&d.event, names)).collect();
         let input = Input { time_ms: now, events: inbox.into_iter().map(|d| d.event).collect(), containers };
         let output = instance.controller.handle(&input);
         let lines = instance.controller.take_logs();
@@ -827,7 +830,8 @@ impl Component {
         if let Some(reason) = too_many_ids {
             return self.crashed(env, reason, causes);
         }
-        let actions: Vec<String> = output.actions.iter().map(describe_action).collect();
+        let names = &mut env.engine.names;
+        let actions: Vec<Line> = output.actions.iter().map(|a| describe_action(a, names)).collect();
         env.engine.listed_items += (inputs.len() + actions.len()) as u64;
         let entry = env.engine.record(
             env.engine.lanes.component(self.id),
@@ -884,7 +888,7 @@ impl Component {
         let status = Status::new(StatusReason::Forbidden, reason);
         env.engine.record(
             env.engine.lanes.component(self.id),
-            Event::ActionRefused { component: self.name.clone(), action: describe_action(action), status },
+            Event::ActionRefused { component: self.name.clone(), action: describe_action_text(action), status },
             vec![entry],
         );
     }
@@ -977,52 +981,83 @@ fn stop_container(env: &mut Env<'_>, n: NodeId, pod: &PodRef, cause: EntryId) {
     }
 }
 
-/// One line per input, for the trace.
-fn describe_input(e: &InputEvent) -> String {
+/// One line per input, for the trace: the common ones as their parts
+/// (names and keys shared through `names`), the rest as text (see [`Line`]).
+fn describe_input(e: &InputEvent, names: &mut Interner) -> Line {
     match e {
         InputEvent::Listed { watch, resource_version, objects } => {
-            format!("watch {watch}: listed {} objects at revision {resource_version}", objects.len())
+            format!("watch {watch}: listed {} objects at revision {resource_version}", objects.len()).into()
         }
-        InputEvent::Watch { watch, event } => format!(
-            "watch {watch}: {} {} (uid {}) at revision {}",
-            event.event_type,
-            event.object.key(),
-            short_uid(&event.object.metadata.uid),
-            event.object.metadata.resource_version
-        ),
+        InputEvent::Watch { watch, event } => {
+            let object = &event.object;
+            match (u32::try_from(*watch), revision(&object.metadata.resource_version)) {
+                (Ok(watch), Some(revision)) => Line::Watched {
+                    watch,
+                    event_type: event.event_type,
+                    key: names.object_key(object),
+                    uid: names.name(&object.metadata.uid),
+                    revision,
+                },
+                _ => format!(
+                    "watch {watch}: {} {} (uid {}) at revision {}",
+                    event.event_type,
+                    object.key(),
+                    short_uid(&object.metadata.uid),
+                    object.metadata.resource_version
+                )
+                .into(),
+            }
+        }
         InputEvent::Result(r) => match &r.outcome {
-            Outcome::Ok(_) => format!("{} {}: ok", r.verb, r.key),
+            Outcome::Ok(_) => Line::Succeeded { verb: r.verb, key: names.key(&r.key) },
             Outcome::Listed(list) => format!(
                 "list {}s{}: {} objects at revision {}",
                 r.key.kind,
                 if r.key.namespace.is_empty() { String::new() } else { format!(" in {}", r.key.namespace) },
                 list.items.len(),
                 list.resource_version
-            ),
-            Outcome::Err(s) => format!("{} {}: {:?} ({})", r.verb, r.key, s.reason, s.message),
+            )
+            .into(),
+            Outcome::Err(s) => format!("{} {}: {:?} ({})", r.verb, r.key, s.reason, s.message).into(),
         },
-        InputEvent::Timer { key } => format!("timer {key}"),
+        InputEvent::Timer { key } => format!("timer {key}").into(),
     }
 }
 
-/// One line per action, for the trace.
-pub(crate) fn describe_action(a: &Action) -> String {
-    let precondition = |o: &Object| {
-        if o.metadata.resource_version.is_empty() {
-            String::new()
-        } else {
-            format!(" if at revision {}", o.metadata.resource_version)
-        }
+/// A resource version as the revision it names, when it reads back as
+/// itself (plain digits, no leading zero): the store writes no other kind.
+fn revision(resource_version: &str) -> Option<u64> {
+    let plain = resource_version.bytes().all(|b| b.is_ascii_digit())
+        && (resource_version == "0" || !resource_version.starts_with('0'));
+    plain.then(|| resource_version.parse().ok()).flatten()
+}
+
+/// An action's line as text, for messages that quote it.
+pub(crate) fn describe_action_text(a: &Action) -> String {
+    describe_action(a, &mut Interner::new()).to_string()
+}
+
+/// One line per action, for the trace: the common ones as their parts
+/// (names and keys shared through `names`), the rest as text (see [`Line`]).
+pub(crate) fn describe_action(a: &Action, names: &mut Interner) -> Line {
+    // A write's condition: none, or the revision it names.
+    let precondition = |o: &Object| match o.metadata.resource_version.as_str() {
+        "" => Some(None),
+        rv => revision(rv).map(Some),
+    };
+    let write = |verb: Verb, object: &Object, names: &mut Interner| match precondition(object) {
+        Some(if_at) => Line::Write { verb, key: names.object_key(object), if_at },
+        None => format!("{verb} {} if at revision {}", object.key(), object.metadata.resource_version).into(),
     };
     match a {
         Action::Create { object, .. } if object.metadata.name.is_empty() => {
             // Named by the API server from generateName: say the prefix.
             let key = object.key();
-            format!("create {} {}/{}*", key.kind, key.namespace, object.metadata.generate_name)
+            format!("create {} {}/{}*", key.kind, key.namespace, object.metadata.generate_name).into()
         }
-        Action::Create { object, .. } => format!("create {}", object.key()),
-        Action::Update { object, .. } => format!("update {}{}", object.key(), precondition(object)),
-        Action::UpdateStatus { object, .. } => format!("update status of {}{}", object.key(), precondition(object)),
+        Action::Create { object, .. } => Line::Write { verb: Verb::Create, key: names.object_key(object), if_at: None },
+        Action::Update { object, .. } => write(Verb::Update, object, names),
+        Action::UpdateStatus { object, .. } => write(Verb::UpdateStatus, object, names),
         Action::Delete { key, uid, grace_period_seconds, propagation_policy, .. } => {
             let mut s = format!("delete {key}");
             if let Some(u) = uid {
@@ -1034,7 +1069,7 @@ pub(crate) fn describe_action(a: &Action) -> String {
             if let Some(p) = propagation_policy {
                 s += &format!(" propagation {p:?}");
             }
-            s
+            s.into()
         }
         Action::Patch { key, patch, params } | Action::PatchStatus { key, patch, params } => {
             let verb = if matches!(a, Action::Patch { .. }) { "patch" } else { "patch status of" };
@@ -1052,17 +1087,16 @@ pub(crate) fn describe_action(a: &Action) -> String {
             if let Some(rv) = patch.body().pointer("/metadata/resourceVersion").and_then(|v| v.as_str()) {
                 s += &format!(" if at revision {rv}");
             }
-            s
+            s.into()
         }
         Action::Get { .. } | Action::List { .. } => {
-            Request::direct_read(a).map(|r| format!("direct {r}")).unwrap_or_default()
+            Request::direct_read(a).map(|r| format!("direct {r}")).unwrap_or_default().into()
         }
-        Action::RequeueAfter { key, after_ms } => format!("requeue {key} after {after_ms}ms"),
-        Action::StartContainer { pod } => {
-            format!("start container {}/{} (uid {})", pod.namespace, pod.name, short_uid(&pod.uid))
-        }
-        Action::StopContainer { pod } => {
-            format!("stop container {}/{} (uid {})", pod.namespace, pod.name, short_uid(&pod.uid))
-        }
+        Action::RequeueAfter { key, after_ms } => format!("requeue {key} after {after_ms}ms").into(),
+        Action::StartContainer { pod } | Action::StopContainer { pod } => Line::Container {
+            start: matches!(a, Action::StartContainer { .. }),
+            pod: names.key_of("Pod", &pod.namespace, &pod.name),
+            uid: names.name(&pod.uid),
+        },
     }
 }

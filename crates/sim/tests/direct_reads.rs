@@ -338,7 +338,7 @@ fn a_direct_read_is_on_the_trace_as_the_components_own_read_and_causes_its_resul
     let reconcile = trace
         .entries
         .iter()
-        .find(|e| matches!(&e.event, Event::Reconcile { inputs, .. } if inputs.iter().any(|i| i.starts_with("get Pod default/b"))))
+        .find(|e| matches!(&e.event, Event::Reconcile { inputs, .. } if inputs.iter().any(|i| i.to_string().starts_with("get Pod default/b"))))
         .expect("the result reaches the reader");
     assert!(reconcile.causes.contains(&read.id), "the result is caused by the read");
 }

@@ -24,12 +24,14 @@ pub mod explain;
 pub mod export;
 pub mod inspect;
 mod lanes;
+mod line;
 mod shared;
 pub mod text;
 pub mod waits;
 
 pub use entries::Entries;
 pub use lanes::{Lane, LaneId, LaneRole};
+pub use line::Line;
 pub use shared::{Interner, Key, Name};
 
 pub use explain::{
@@ -395,14 +397,14 @@ pub enum Event {
         /// The highest revision the component had observed when called.
         view_revision: u64,
         /// What the call was given, one short line per input.
-        inputs: Vec<String>,
+        inputs: Vec<Line>,
         /// What it returned, one short line per action.
-        actions: Vec<String>,
+        actions: Vec<Line>,
         /// Inputs delivered to it that the call went without (a stale view
         /// chosen by a scenario's `staleViews` or a search), one line
         /// each: they reach it in the next call.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        held_back: Vec<String>,
+        held_back: Vec<Line>,
     },
     /// A staleness mitigation began, or ended, holding back a component's
     /// reconcile of one object until its informer observed the component's

@@ -6,7 +6,7 @@ use recon_scenario::StepAction;
 
 use recon_abi::HeldSync;
 
-use crate::{Entry, Event, ServedFrom};
+use crate::{Entry, Event, Line, ServedFrom};
 
 /// Virtual time as a reader wants it: `t=8.012s`.
 pub fn fmt_time(ms: u64) -> String {
@@ -21,6 +21,11 @@ pub fn fmt_duration(ms: u64) -> String {
 /// The first 8 characters of a uid: enough to tell incarnations apart in prose.
 pub fn short_uid(uid: &str) -> &str {
     uid.get(..8).unwrap_or(uid)
+}
+
+/// Lines joined with `; `.
+fn joined(lines: &[Line]) -> String {
+    lines.iter().map(Line::to_string).collect::<Vec<_>>().join("; ")
 }
 
 /// One line describing an entry.
@@ -130,12 +135,12 @@ pub fn describe(e: &Entry) -> String {
             // A stale view says what the call went without.
             let stale = match held_back.len() {
                 0 => String::new(),
-                n => format!(", {n} newer input(s) held back: {}", held_back.join("; ")),
+                n => format!(", {n} newer input(s) held back: {}", joined(held_back)),
             };
             if actions.is_empty() {
                 format!("{component} reconciles (view at revision {view_revision}{stale}): nothing to do")
             } else {
-                format!("{component} reconciles (view at revision {view_revision}{stale}): {}", actions.join("; "))
+                format!("{component} reconciles (view at revision {view_revision}{stale}): {}", joined(actions))
             }
         }
         Event::SyncHeld { component, held } => held_sync(component, held),

@@ -24,7 +24,7 @@ use recon_trace::{Entry, EntryId, Event};
 use serde_json::Value;
 
 use super::{Finding, Observer, Truth};
-use crate::component::describe_action;
+use crate::component::describe_action_text;
 use crate::ids::ComponentId;
 
 /// A running controller that was quiescent at the end of the run and would
@@ -52,7 +52,7 @@ impl Observer for IdleWithWorkLeft {
                     "{} is idle with work left: it holds the store's current state and has nothing in flight, but \
                      handed that state afresh it would {}{change}",
                     idle.name,
-                    describe_action(write)
+                    describe_action_text(write)
                 );
                 let mut causes = Vec::new();
                 if let Some(own) = last_write_by(truth, &idle.name, &key) {
