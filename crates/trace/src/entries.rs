@@ -267,7 +267,7 @@ mod tests {
             time_ms: id as u64,
             lane: crate::LaneId::from_index(0),
             event: Event::Halted { reason: format!("{id}") },
-            causes: Vec::new(),
+            causes: Vec::new().into(),
         }
     }
 

@@ -19,6 +19,7 @@
 //! simulator, so a reader (the page in the browser) can hold a trace
 //! without carrying the machinery that made it.
 
+mod causes;
 pub mod entries;
 pub mod explain;
 pub mod export;
@@ -29,6 +30,7 @@ mod shared;
 pub mod text;
 pub mod waits;
 
+pub use causes::Causes;
 pub use entries::Entries;
 pub use lanes::{Lane, LaneId, LaneRole};
 pub use line::Line;
@@ -73,8 +75,8 @@ pub struct Entry {
     /// What happened.
     pub event: Event,
     /// Entries that led to this one, most direct first.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub causes: Vec<EntryId>,
+    #[serde(default, skip_serializing_if = "Causes::is_empty")]
+    pub causes: Causes,
 }
 
 /// Where a read was served from.
@@ -555,7 +557,7 @@ impl Trace {
             let mut seen = std::collections::BTreeSet::new();
             causes.retain(|c| seen.insert(*c));
         }
-        self.entries.push(Entry { id, time_ms, lane, event, causes });
+        self.entries.push(Entry { id, time_ms, lane, event, causes: causes.into() });
         id
     }
 }

@@ -544,7 +544,7 @@ impl Timeline {
         surface.resize(width, height);
         let props = ctx.props();
         let selected = props.selected.filter(|id| self.model.time_of(*id).is_some());
-        let causes = selected.and_then(|id| props.trace.get(id)).map_or(&[][..], |e| e.causes.as_slice());
+        let causes = selected.and_then(|id| props.trace.get(id)).map_or(&[][..], |e| &e.causes[..]);
         let hovered = match self.pointer.and_then(|p| p.target) {
             Some(Target::Entry(id)) => Some(id),
             _ => None,
