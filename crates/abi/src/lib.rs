@@ -7,7 +7,8 @@
 //! may write); then it calls [`Controller::handle`] with an [`Input`] (list
 //! results, watch events, results of earlier actions, timers) and applies the
 //! [`Output`]'s [`Action`]s. Objects are Kubernetes-shaped ([`Object`]), with
-//! `spec` and `status` left as untyped JSON so any kind can cross.
+//! `spec` and `status` left as untyped JSON so any kind can cross, held in
+//! a [`SharedValue`] so that copies of an object share them until one changes.
 //!
 //! Everything here is plain data with a stable JSON encoding (serde), because
 //! the same values cross the Wasm boundary as bytes. [`ABI_VERSION`] changes

@@ -4,7 +4,8 @@
 //! explorer judges it, and exports hand it to other tools.
 //!
 //! - [`Trace`], [`Entry`], [`Event`]: what happened, where and why, the
-//!   entries kept in chunks that never move ([`Entries`]);
+//!   entries kept in chunks that never move ([`Entries`]), each with its
+//!   [`Causes`], a reconcile's inputs and actions as [`Line`]s;
 //! - [`Name`], [`Key`], [`Interner`]: the names and object keys entries
 //!   repeat, each stored once and shared;
 //! - [`text`]: how times, uids, entries and script steps read;
