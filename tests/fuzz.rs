@@ -119,11 +119,7 @@ impl Linked {
         let result = catch_unwind(AssertUnwindSafe(|| call(&mut *self.0)));
         IN_CONTROLLER.set(false);
         result.unwrap_or_else(|payload| {
-            let message = payload
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| payload.downcast_ref::<&str>().copied())
-                .unwrap_or("a non-string payload");
+            let message = recon_abi::panic_message(&*payload).unwrap_or("a non-string payload");
             panic!("a natively linked controller's panic escaped its instance: {message}")
         })
     }

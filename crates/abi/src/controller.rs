@@ -86,6 +86,12 @@ impl fmt::Display for Crash {
 
 impl std::error::Error for Crash {}
 
+/// A panic's message, when its payload is one (`panic!("…")` gives a
+/// `&str` or a `String`): what a crash caused by the panic says.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
+    payload.downcast_ref::<&str>().copied().or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+}
+
 /// How a component's reflectors make the first list of each instance's life.
 ///
 /// Later relists (after a watch breaks) always ask for "not older than the
@@ -815,5 +821,22 @@ mod tests {
         assert!(dry.is_dry_run());
         assert!(serde_json::to_string(&dry).expect("encodes").ends_with(r#""dryRun":true}"#));
         assert!(!Action::Update { object, dry_run: false }.is_dry_run());
+    }
+}
+
+#[cfg(test)]
+mod panic_tests {
+    use super::panic_message;
+
+    /// A literal message, a formatted one and a payload that is no message.
+    #[test]
+    fn a_panic_message_is_read_from_either_string_payload() {
+        let payload = |f: fn()| std::panic::catch_unwind(f).expect_err("it panics");
+        let literal = payload(|| panic!("the pod has no node"));
+        let formatted = payload(|| panic!("{} pods", 3));
+        let other = payload(|| std::panic::panic_any(7_u32));
+        assert_eq!(panic_message(&*literal), Some("the pod has no node"));
+        assert_eq!(panic_message(&*formatted), Some("3 pods"));
+        assert_eq!(panic_message(&*other), None);
     }
 }

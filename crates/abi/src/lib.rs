@@ -28,6 +28,7 @@ pub use controller::{
     Action, ActionResult, ComponentConfig, Container, Controller, Crash, FOREGROUND_FINALIZER, HeldSync, Input,
     InputEvent, Instance, ListMode, Manifest, Mitigation, ORPHAN_FINALIZER, ObjectList, Outcome, Output,
     PropagationPolicy, RequestId, ResourceVersionMatch, Status, StatusReason, Verb, WatchSpec, WritePermission,
+    panic_message,
 };
 pub use object::{
     EventType, ManagedFieldsEntry, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent, is_cluster_scoped,

@@ -706,11 +706,7 @@ impl recon_abi::Instance for Native {
 
 fn catching<T>(export: &str, f: impl FnOnce() -> T) -> Result<T, recon_abi::Crash> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
-        let message = payload
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| payload.downcast_ref::<&str>().copied())
-            .unwrap_or("a panic with a non-string payload");
+        let message = recon_abi::panic_message(&*payload).unwrap_or("a panic with a non-string payload");
         recon_abi::Crash::new(format!("{export} panicked: {}", message.replace('\n', " ")))
     })
 }

@@ -267,12 +267,7 @@ impl ToWorker {
 /// The text shown for a panic, by the page's hook and the worker's: its
 /// message and where it happened.
 pub fn describe_panic(info: &std::panic::PanicHookInfo<'_>) -> String {
-    let message = info
-        .payload()
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| info.payload().downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "an internal error".to_owned());
+    let message = recon_abi::panic_message(info.payload()).unwrap_or("an internal error").to_owned();
     match info.location() {
         Some(at) => format!("{message} (at {}:{})", at.file(), at.line()),
         None => message,
