@@ -5,16 +5,22 @@
 //! each size is measured in the same invocation.
 //!
 //! ```text
-//! cargo xtask bench scale [--sizes 100x3000,1000x30000,5000x150000] [--wasm-up-to NODES]
+//! cargo xtask bench scale [--sizes 100x3000,1000x30000,5000x150000] [--wasm-up-to NODES] [--min-seconds S]
 //! cargo run --profile dist -p recon-tests --bin scale -- [same flags]   # RECON_PLUGIN_DIR for Wasm
 //! cargo run --release -p recon-tests --bin scale -- --write NODES PODS FILE
 //! ```
 //!
-//! Each run prints progress to standard error every virtual 30 s; the table
-//! at the end has, per size and engine: wall time to build and to run,
-//! trace entries and entries per wall second, and peak resident memory
-//! (`/proc/self/status`, Linux; `?` elsewhere). A Wasm run whose trace
-//! differs from the native run's is reported and fails the benchmark.
+//! Each run prints progress to standard error every virtual 30 s. A size
+//! and engine is run again until its runs have taken `--min-seconds` (30 by
+//! default) of wall time, so a small size's time, which varies from run to
+//! run by more than a big one's, is its fastest of several. The table at the
+//! end has, per size and engine: how many runs, wall time to build and the
+//! fastest and slowest run, trace entries, entries per wall second (of the
+//! fastest run) and that rate as a share of the first size's, and the
+//! highest peak resident memory (`/proc/self/status`, Linux; `?`
+//! elsewhere). Runs of one size and engine that give different traces, or
+//! a Wasm run whose trace differs from the native one, are reported and
+//! fail the benchmark.
 
 use std::process::Command;
 use std::time::Instant;
@@ -33,6 +39,9 @@ const DEFAULT_SIZES: &str = "100x3000,1000x30000,5000x150000";
 
 /// Sizes above this many nodes run natively only by default.
 const DEFAULT_WASM_UP_TO: usize = 1_000;
+
+/// Wall time a size and engine is run for, at least once, by default.
+const DEFAULT_MIN_SECONDS: f64 = 30.0;
 
 /// What one run measured, as the child prints it on its last line.
 #[derive(Clone, Debug)]
@@ -63,12 +72,17 @@ fn main() {
 fn all(args: &[String]) {
     let mut sizes = DEFAULT_SIZES.to_owned();
     let mut wasm_up_to = DEFAULT_WASM_UP_TO;
+    let mut min_seconds = DEFAULT_MIN_SECONDS;
     let mut rest = args.iter();
     while let Some(flag) = rest.next() {
         let mut value = || rest.next().cloned().unwrap_or_else(|| usage(&format!("{flag} needs a value")));
         match flag.as_str() {
             "--sizes" => sizes = value(),
             "--wasm-up-to" => wasm_up_to = number(&value()),
+            "--min-seconds" => {
+                let v = value();
+                min_seconds = v.parse().unwrap_or_else(|_| usage(&format!("--min-seconds: {v} is not a number")));
+            }
             other => usage(&format!("unknown argument {other}")),
         }
     }
@@ -84,21 +98,33 @@ fn all(args: &[String]) {
         eprintln!("scale: RECON_PLUGIN_DIR is not set, so only native runs (cargo xtask bench scale sets it)");
     }
     let exe = std::env::current_exe().expect("the benchmark's own path");
+    let mut differ = false;
+    let mut repeated = |nodes, pods, engine| {
+        let runs = runs(&exe, nodes, pods, engine, min_seconds);
+        if runs.iter().any(|r| r.hash != runs[0].hash) {
+            differ = true;
+            eprintln!("scale: {nodes} nodes, {pods} pods, {engine}: runs gave different traces");
+        }
+        runs
+    };
     let mut rows = Vec::new();
     for &(nodes, pods) in &sizes {
-        let native = child(&exe, nodes, pods, "native");
-        let wasm = (wasm_available && nodes <= wasm_up_to).then(|| child(&exe, nodes, pods, "wasm"));
+        let native = repeated(nodes, pods, "native");
+        let wasm = (wasm_available && nodes <= wasm_up_to).then(|| repeated(nodes, pods, "wasm"));
         rows.push((nodes, pods, native, wasm));
     }
     println!();
-    println!("| nodes | pods | engine | build | run | trace entries | entries/s | peak memory | Wasm/native run time |");
-    println!("|---:|---:|---|---:|---:|---:|---:|---:|---:|");
-    let mut differ = false;
+    println!(
+        "| nodes | pods | engine | runs | build | run, fastest | slowest | trace entries | entries/s | ÷ first size \
+         | peak memory | Wasm/native run time |"
+    );
+    println!("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let first_rate = rows.first().map(|(_, _, native, _)| rate(native));
     for (nodes, pods, native, wasm) in rows {
-        row(nodes, pods, "native", &native, None);
+        row(nodes, pods, "native", &native, first_rate, None);
         if let Some(wasm) = wasm {
-            row(nodes, pods, "Wasm", &wasm, Some(wasm.run_s / native.run_s));
-            if wasm.hash != native.hash {
+            row(nodes, pods, "Wasm", &wasm, None, Some(fastest(&wasm).run_s / fastest(&native).run_s));
+            if wasm[0].hash != native[0].hash {
                 differ = true;
                 eprintln!("scale: {nodes} nodes, {pods} pods: the Wasm run's trace differs from the native one");
             }
@@ -109,14 +135,40 @@ fn all(args: &[String]) {
     }
 }
 
-fn row(nodes: usize, pods: usize, engine: &str, m: &Measured, ratio: Option<f64>) {
+/// Runs one size and engine until its runs have taken `min_seconds` of
+/// wall time (at least once).
+fn runs(exe: &std::path::Path, nodes: usize, pods: usize, engine: &str, min_seconds: f64) -> Vec<Measured> {
+    let mut runs = vec![child(exe, nodes, pods, engine)];
+    while runs.iter().map(|r| r.build_s + r.run_s).sum::<f64>() < min_seconds {
+        runs.push(child(exe, nodes, pods, engine));
+    }
+    runs
+}
+
+fn fastest(runs: &[Measured]) -> &Measured {
+    runs.iter().min_by(|a, b| a.run_s.total_cmp(&b.run_s)).expect("at least one run")
+}
+
+/// Entries per wall second of the fastest run.
+fn rate(runs: &[Measured]) -> f64 {
+    let m = fastest(runs);
+    m.entries as f64 / m.run_s.max(1e-9)
+}
+
+fn row(nodes: usize, pods: usize, engine: &str, runs: &[Measured], first_rate: Option<f64>, ratio: Option<f64>) {
+    let m = fastest(runs);
+    let slowest = runs.iter().map(|r| r.run_s).fold(0.0, f64::max);
+    let peak = runs.iter().filter_map(|r| r.peak_kib).max();
     println!(
-        "| {nodes} | {pods} | {engine} | {:.1} s | {:.1} s | {} | {:.0} | {} | {} |",
+        "| {nodes} | {pods} | {engine} | {} | {:.1} s | {:.1} s | {:.1} s | {} | {:.0} | {} | {} | {} |",
+        runs.len(),
         m.build_s,
         m.run_s,
+        slowest,
         m.entries,
-        m.entries as f64 / m.run_s.max(1e-9),
-        m.peak_kib.map_or("?".to_owned(), |k| format!("{} MiB", k / 1024)),
+        rate(runs),
+        first_rate.map_or(String::new(), |first| format!("{:.2}", rate(runs) / first)),
+        peak.map_or("?".to_owned(), |k| format!("{} MiB", k / 1024)),
         ratio.map_or(String::new(), |r| format!("{r:.2}×")),
     );
 }

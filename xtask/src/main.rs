@@ -76,7 +76,8 @@ fn main() -> ExitCode {
             eprintln!("  play [--port N]  build the playground and serve it on 127.0.0.1 (default port {PLAY_PORT})");
             eprintln!("  test             run every test: native, and in headless Chromium");
             eprintln!("  bench            run the benchmarks and print their results");
-            eprintln!("  bench scale      only the scale benchmark (--sizes NODESxPODS,... --wasm-up-to NODES)");
+            eprintln!("  bench scale      only the scale benchmark");
+            eprintln!("                   (--sizes NODESxPODS,... --wasm-up-to NODES --min-seconds S)");
             eprintln!("  bench browser [SECTION...]  only the browser benchmark, or some of its sections");
             eprintln!(
                 "  e2e [ARGS]       build and serve the playground, run only its browser tests (ARGS go to cargo test)"
