@@ -146,7 +146,7 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
             time_ms: i,
             events: vec![InputEvent::Watch {
                 watch: 0,
-                event: recon_abi::WatchEvent { event_type: recon_abi::EventType::Modified, object: pod(i + 2).into() },
+                event: recon_abi::WatchEvent::new(recon_abi::EventType::Modified, pod(i + 2).into()),
             }],
             containers: Some(vec![]),
         })

@@ -240,6 +240,12 @@ pub struct Manifest {
     /// overrides it for the component. Default: `any` (resourceVersion="0").
     #[serde(default)]
     pub list_mode: ListMode,
+    /// Whether the plugin keeps the last version of each object its
+    /// watches delivered, so that the host may leave a watch event's
+    /// unchanged `spec` or `status` out (see [`WatchEvent::unchanged`]).
+    /// The Rust SDK sets it. Omitted from the wire when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub omit_unchanged: bool,
 }
 
 /// One list+watch the host runs on the controller's behalf.
@@ -338,7 +344,8 @@ pub struct Input {
 }
 
 /// One thing a controller learns.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+// Decoded tag first, without serde's buffering (see `tagged.rs`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", tag = "type", deny_unknown_fields)]
 pub enum InputEvent {
@@ -553,7 +560,8 @@ pub enum ResourceVersionMatch {
 }
 
 /// One effect a controller asks the host to apply.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+// Decoded tag first, without serde's buffering (see `tagged.rs`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", tag = "type", deny_unknown_fields)]
 pub enum Action {
@@ -708,6 +716,137 @@ pub enum Action {
         /// The pod incarnation.
         pod: PodRef,
     },
+}
+
+/// [`InputEvent`]'s variants and fields as serde decodes them once the
+/// tag is read (`tagged.rs`): the same names, defaults and refusals.
+#[derive(Deserialize)]
+#[allow(clippy::large_enum_variant, reason = "never built: serde decodes through it into an `InputEvent`")]
+#[serde(remote = "InputEvent", rename_all = "camelCase", deny_unknown_fields)]
+enum InputEventByName {
+    #[serde(rename_all = "camelCase")]
+    Listed {
+        watch: usize,
+        resource_version: String,
+        objects: Vec<Arc<Object>>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Watch {
+        watch: usize,
+        event: WatchEvent,
+    },
+    Result(ActionResult),
+    #[serde(rename_all = "camelCase")]
+    Timer {
+        key: String,
+    },
+}
+
+impl<'de> Deserialize<'de> for InputEvent {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        crate::tagged::deserialize(deserializer)
+    }
+}
+
+impl<'de> crate::tagged::ByName<'de> for InputEvent {
+    fn deserialize_by_name<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        InputEventByName::deserialize(deserializer)
+    }
+}
+
+/// [`Action`]'s variants and fields as serde decodes them once the tag is
+/// read (`tagged.rs`): the same names, defaults and refusals.
+#[derive(Deserialize)]
+#[serde(remote = "Action", rename_all = "camelCase", deny_unknown_fields)]
+enum ActionByName {
+    #[serde(rename_all = "camelCase")]
+    Create {
+        object: Object,
+        #[serde(default)]
+        dry_run: bool,
+    },
+    #[serde(rename_all = "camelCase")]
+    Update {
+        object: Object,
+        #[serde(default)]
+        dry_run: bool,
+    },
+    #[serde(rename_all = "camelCase")]
+    UpdateStatus {
+        object: Object,
+        #[serde(default)]
+        dry_run: bool,
+    },
+    #[serde(rename_all = "camelCase")]
+    Delete {
+        key: ObjectKey,
+        #[serde(default)]
+        uid: Option<String>,
+        #[serde(default)]
+        resource_version: Option<String>,
+        #[serde(default)]
+        grace_period_seconds: Option<i64>,
+        #[serde(default)]
+        propagation_policy: Option<PropagationPolicy>,
+        #[serde(default)]
+        dry_run: bool,
+    },
+    #[serde(rename_all = "camelCase")]
+    Patch {
+        key: ObjectKey,
+        patch: Patch,
+        #[serde(default)]
+        params: PatchParams,
+    },
+    #[serde(rename_all = "camelCase")]
+    PatchStatus {
+        key: ObjectKey,
+        patch: Patch,
+        #[serde(default)]
+        params: PatchParams,
+    },
+    #[serde(rename_all = "camelCase")]
+    Get {
+        key: ObjectKey,
+        #[serde(default)]
+        resource_version: Option<String>,
+    },
+    #[serde(rename_all = "camelCase")]
+    List {
+        kind: String,
+        #[serde(default)]
+        namespace: String,
+        #[serde(default)]
+        field_selector: String,
+        #[serde(default)]
+        label_selector: String,
+        #[serde(default)]
+        resource_version: Option<String>,
+        #[serde(default)]
+        resource_version_match: Option<ResourceVersionMatch>,
+        #[serde(default)]
+        limit: Option<u64>,
+        #[serde(default, rename = "continue")]
+        continue_token: Option<String>,
+    },
+    #[serde(rename_all = "camelCase")]
+    RequeueAfter { key: String, after_ms: u64 },
+    #[serde(rename_all = "camelCase")]
+    StartContainer { pod: PodRef },
+    #[serde(rename_all = "camelCase")]
+    StopContainer { pod: PodRef },
+}
+
+impl<'de> Deserialize<'de> for Action {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        crate::tagged::deserialize(deserializer)
+    }
+}
+
+impl<'de> crate::tagged::ByName<'de> for Action {
+    fn deserialize_by_name<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        ActionByName::deserialize(deserializer)
+    }
 }
 
 /// What a delete does to the objects that name the deleted one as their

@@ -22,7 +22,9 @@ mod patch;
 pub mod schema;
 pub mod selector;
 mod shared_value;
+mod tagged;
 mod time;
+mod unchanged;
 
 pub use controller::{
     Action, ActionResult, ComponentConfig, Container, Controller, Crash, FOREGROUND_FINALIZER, HeldSync, Input,
@@ -36,6 +38,7 @@ pub use object::{
 pub use patch::{Patch, PatchParams, PatchType};
 pub use shared_value::SharedValue;
 pub use time::{civil_from_days, format_timestamp};
+pub use unchanged::{Delivered, ObjectPart};
 
 /// Version of the wire encoding. A host refuses a controller built for another version.
 pub const ABI_VERSION: u32 = 1;

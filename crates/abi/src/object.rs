@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::SharedValue;
+use crate::unchanged::{ObjectPart, ObjectWithout};
 
 /// A Kubernetes object: type information, metadata, `spec` and `status`, and
 /// whatever other top-level fields its kind has.
@@ -374,7 +375,8 @@ impl fmt::Display for EventType {
 }
 
 /// One event on a watch stream.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+// Encoded by hand (below): `object` leaves out the parts in `unchanged`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct WatchEvent {
@@ -386,4 +388,34 @@ pub struct WatchEvent {
     // Shared, not copied (it encodes as the object): a controller linked
     // natively keeps the very version the simulator's store holds.
     pub object: Arc<Object>,
+    /// The parts of `object` left out because they equal those of the last
+    /// version of the same object this watch delivered. Only for a plugin
+    /// whose manifest sets `omitUnchanged`; empty otherwise, and then not
+    /// on the wire. The Rust SDK puts them back before a controller sees
+    /// the event (see [`Delivered`](crate::Delivered)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unchanged: Vec<ObjectPart>,
+}
+
+impl WatchEvent {
+    /// An event with the whole object (nothing left out).
+    pub fn new(event_type: EventType, object: Arc<Object>) -> WatchEvent {
+        WatchEvent { event_type, object, unchanged: Vec::new() }
+    }
+}
+
+impl Serialize for WatchEvent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let fields = if self.unchanged.is_empty() { 2 } else { 3 };
+        let mut event = serializer.serialize_struct("WatchEvent", fields)?;
+        event.serialize_field("type", &self.event_type)?;
+        if self.unchanged.is_empty() {
+            event.serialize_field("object", &self.object)?;
+        } else {
+            event.serialize_field("object", &ObjectWithout { object: &self.object, omit: &self.unchanged })?;
+            event.serialize_field("unchanged", &self.unchanged)?;
+        }
+        event.end()
+    }
 }

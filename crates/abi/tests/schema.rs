@@ -116,3 +116,60 @@ fn every_example_in_the_abi_doc_reads_as_its_type_and_writes_back_the_same() {
     }
     assert_eq!(outcomes, BTreeSet::from(["ok", "listed", "err"].map(String::from)));
 }
+
+/// `value` as compact JSON with every map's `type` key written last, as a
+/// plugin in another language (or a format that sorts keys) may write it.
+fn tag_last(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().filter(|(key, _)| *key != "type").collect();
+            entries.extend(map.get_key_value("type"));
+            let inner: Vec<String> =
+                entries.iter().map(|(key, v)| format!("{}:{}", Value::from(key.as_str()), tag_last(v))).collect();
+            format!("{{{}}}", inner.join(","))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(tag_last).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
+}
+
+// The host and the SDK write an event's or action's `type` first, and the
+// decoder then reads its fields without buffering them (`tagged.rs` in
+// `crates/abi`); JSON leaves key order free, so the tag anywhere else must
+// read as the same message.
+#[test]
+fn every_example_reads_the_same_with_its_type_tags_last() {
+    let mut moved_any = 0;
+    for (name, json) in examples() {
+        let written: Value = serde_json::from_str(&json).unwrap();
+        let moved = tag_last(&written);
+        moved_any += json.matches(r#""type""#).count();
+        assert_eq!(round_trip(&name, &moved), written, "the {name} example, tags last:\n{moved}");
+    }
+    assert!(moved_any > 20, "tags moved: {moved_any}");
+}
+
+// Both ways of reading a tag refuse the same mistakes, each by name.
+#[test]
+fn a_bad_event_or_action_is_refused_wherever_its_tag_is() {
+    use recon_abi::{Action, InputEvent};
+    let refusals: [(&str, &str, &str); 5] = [
+        (r#"{"type":"timer","key":"k","extra":1}"#, r#"{"key":"k","extra":1,"type":"timer"}"#, "unknown field `extra`"),
+        (r#"{"type":"sleep","key":"k"}"#, r#"{"key":"k","type":"sleep"}"#, "unknown variant `sleep`"),
+        (r#"{"type":"timer"}"#, r#"{}"#, "missing field"),
+        (r#"{"type":"timer","key":"k","key":"j"}"#, r#"{"key":"k","key":"j","type":"timer"}"#, "duplicate field `key`"),
+        (r#"{"type":7,"key":"k"}"#, r#"{"key":"k","type":7}"#, "invalid type"),
+    ];
+    for (first, last, expected) in refusals {
+        for json in [first, last] {
+            let error = serde_json::from_str::<InputEvent>(json).expect_err(json).to_string();
+            assert!(error.contains(expected), "{json}: {error}");
+        }
+    }
+    let error = serde_json::from_str::<Action>(r#"{"after_ms":5,"type":"requeueAfter","key":"k"}"#)
+        .expect_err("snake case")
+        .to_string();
+    assert!(error.contains("unknown field `after_ms`"), "{error}");
+    let requeue: Action = serde_json::from_str(r#"{"afterMs":5,"key":"k","type":"requeueAfter"}"#).unwrap();
+    assert_eq!(requeue, Action::RequeueAfter { key: "k".into(), after_ms: 5 });
+}

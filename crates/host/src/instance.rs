@@ -6,7 +6,9 @@ use std::borrow::Cow;
 use std::fmt::Display;
 use std::sync::Arc;
 
-use recon_abi::{ABI_VERSION, ComponentConfig, Crash, Input, InputEvent, Instance, Manifest, Output};
+use recon_abi::{
+    ABI_VERSION, ComponentConfig, Container, Crash, Delivered, Input, InputEvent, Instance, Manifest, Output,
+};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -74,6 +76,52 @@ pub struct WasmInstance {
     budget: Budget,
     /// The fuel `handle` calls spent in the virtual second they ran in.
     second: SecondMeter,
+    /// What the plugin's watches delivered, if its manifest asked for
+    /// unchanged parts to be left out (`omitUnchanged`).
+    delivered: Option<Delivered>,
+}
+
+/// An [`Input`] as one plugin is sent it: the same encoding, with each
+/// watch event leaving out what its watch already delivered when the
+/// plugin asked for that.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WireInput<'a> {
+    time_ms: u64,
+    events: Vec<Cow<'a, InputEvent>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    containers: Option<&'a Vec<Container>>,
+}
+
+impl<'a> WireInput<'a> {
+    /// `input` for a plugin with `delivered` (brought up to date), or, for
+    /// one without, as it is.
+    fn new(input: &'a Input, delivered: Option<&mut Delivered>) -> WireInput<'a> {
+        let events = match delivered {
+            None => input.events.iter().map(Cow::Borrowed).collect(),
+            Some(delivered) => input
+                .events
+                .iter()
+                .map(|event| {
+                    let wire = match event {
+                        InputEvent::Watch { watch, event: whole } => {
+                            let unchanged = delivered.unchanged(*watch, whole);
+                            if unchanged.is_empty() {
+                                Cow::Borrowed(event)
+                            } else {
+                                let event = recon_abi::WatchEvent { unchanged, ..whole.clone() };
+                                Cow::Owned(InputEvent::Watch { watch: *watch, event })
+                            }
+                        }
+                        _ => Cow::Borrowed(event),
+                    };
+                    delivered.record(event);
+                    wire
+                })
+                .collect(),
+        };
+        WireInput { time_ms: input.time_ms, events, containers: input.containers.as_ref() }
+    }
 }
 
 /// What one call may spend.
@@ -152,6 +200,7 @@ impl WasmInstance {
             crashed: false,
             budget: Budget::Call,
             second: SecondMeter::default(),
+            delivered: None,
         };
         wasm.reset_meters()?;
         let found = wasm.machine.abi_version().map_err(|e| wasm.trapped("recon_abi_version", e))?;
@@ -274,12 +323,14 @@ impl Instance for WasmInstance {
             );
             return Err(self.crash("recon_init", detail));
         }
+        self.delivered = manifest.omit_unchanged.then(Delivered::new);
         Ok(manifest)
     }
 
     fn handle(&mut self, input: &Input) -> Result<Output, Crash> {
         self.budget = self.second.budget(input, &self.limits);
-        let output = self.call(Call::Handle, input);
+        let wire = WireInput::new(input, self.delivered.as_mut());
+        let output = self.call(Call::Handle, &wire);
         self.second.used = self.second.used.saturating_add(self.fuel_used);
         self.budget = Budget::Call;
         let output: Output = output?;
@@ -341,4 +392,68 @@ pub fn check(name: &str, bytes: &[u8], limits: &Limits) -> Result<Manifest, Plug
     let mut instance = Engine::new()?.compile(&module)?.instantiate()?;
     let config = ComponentConfig { name: "check".into(), node: Some("node-1".into()), ..Default::default() };
     Ok(instance.init(&config)?)
+}
+
+#[cfg(test)]
+mod wire_tests {
+    use std::sync::Arc;
+
+    use recon_abi::{EventType, Input, InputEvent, Object, ObjectMeta, ObjectPart, WatchEvent};
+
+    use super::*;
+
+    fn pod(version: &str, phase: &str) -> Arc<Object> {
+        Arc::new(Object {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            metadata: ObjectMeta { name: "web-0".into(), resource_version: version.into(), ..ObjectMeta::default() },
+            spec: serde_json::json!({ "nodeName": "node-1" }).into(),
+            status: serde_json::json!({ "phase": phase }).into(),
+            ..Object::default()
+        })
+    }
+
+    fn input(events: Vec<InputEvent>) -> Input {
+        Input { time_ms: 3, events, containers: Some(Vec::new()) }
+    }
+
+    fn watch(object: Arc<Object>) -> InputEvent {
+        InputEvent::Watch { watch: 0, event: WatchEvent::new(EventType::Modified, object) }
+    }
+
+    // A plugin that did not ask is sent exactly the input's own encoding.
+    #[test]
+    fn without_omit_unchanged_the_wire_is_the_input() {
+        let input = input(vec![
+            InputEvent::Listed { watch: 0, resource_version: "1".into(), objects: vec![pod("1", "Pending")] },
+            watch(pod("2", "Pending")),
+        ]);
+        let wire = serde_json::to_vec(&WireInput::new(&input, None)).unwrap();
+        assert_eq!(wire, serde_json::to_vec(&input).unwrap());
+    }
+
+    // One that asked is sent only what changed, once its watch delivered
+    // the object; the rest of the input is encoded as before.
+    #[test]
+    fn with_omit_unchanged_a_watch_event_leaves_out_what_its_watch_delivered() {
+        let mut delivered = Delivered::new();
+        let first = input(vec![
+            InputEvent::Listed { watch: 0, resource_version: "1".into(), objects: vec![pod("1", "Pending")] },
+            InputEvent::Timer { key: "k".into() },
+        ]);
+        let wire = serde_json::to_vec(&WireInput::new(&first, Some(&mut delivered))).unwrap();
+        assert_eq!(wire, serde_json::to_vec(&first).unwrap(), "a list is sent whole");
+        let second = input(vec![watch(pod("2", "Running")), watch(pod("3", "Running"))]);
+        let wire: serde_json::Value = serde_json::to_value(WireInput::new(&second, Some(&mut delivered))).unwrap();
+        let events = wire["events"].as_array().unwrap();
+        assert_eq!(events[0]["event"]["unchanged"], serde_json::json!(["spec"]));
+        assert_eq!(events[0]["event"]["object"].get("spec"), None);
+        assert_eq!(events[0]["event"]["object"]["status"]["phase"], "Running");
+        // The second event's status equals the first's, which the same
+        // input has just delivered.
+        assert_eq!(events[1]["event"]["unchanged"], serde_json::json!(["spec", "status"]));
+        let decoded: Input = serde_json::from_value(wire).unwrap();
+        let InputEvent::Watch { event, .. } = &decoded.events[1] else { panic!("a watch event") };
+        assert_eq!(event.unchanged, vec![ObjectPart::Spec, ObjectPart::Status]);
+    }
 }

@@ -293,6 +293,7 @@ impl State {
                 .collect(),
             node_agent: false,
             list_mode: self.list_mode,
+            ..Manifest::default()
         }
     }
 

@@ -85,7 +85,7 @@ fn call(plugin: &mut Plugin, time_ms: u64, events: Vec<InputEvent>) -> recon_abi
 }
 
 fn modified(object: Object) -> InputEvent {
-    InputEvent::Watch { watch: 0, event: WatchEvent { event_type: EventType::Modified, object: object.into() } }
+    InputEvent::Watch { watch: 0, event: WatchEvent::new(EventType::Modified, object.into()) }
 }
 
 /// The one merge patch in `output`: its request id and body.

@@ -52,7 +52,7 @@ fn listed(watch: usize, resource_version: &str, objects: Vec<Object>) -> InputEv
 }
 
 fn event(watch: usize, event_type: EventType, object: Object) -> InputEvent {
-    InputEvent::Watch { watch, event: WatchEvent { event_type, object: object.into() } }
+    InputEvent::Watch { watch, event: WatchEvent::new(event_type, object.into()) }
 }
 
 fn config(params: serde_json::Value) -> recon_abi::ComponentConfig {

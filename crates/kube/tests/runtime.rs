@@ -101,7 +101,7 @@ fn listed(watch: usize, objects: Vec<Object>) -> InputEvent {
 }
 
 fn event(watch: usize, event_type: EventType, object: Object) -> InputEvent {
-    InputEvent::Watch { watch, event: WatchEvent { event_type, object: object.into() } }
+    InputEvent::Watch { watch, event: WatchEvent::new(event_type, object.into()) }
 }
 
 fn input(time_ms: u64, events: Vec<InputEvent>) -> Input {

@@ -9,6 +9,14 @@
 //! functions at the bottom (`alloc`, `init`, `handle`) are the thin
 //! layer the macro's exports call, with the one [`Guest`] of the instance.
 //!
+//! The manifest the glue returns asks the host to leave out of watch
+//! events what the plugin already holds (`omitUnchanged`, in
+//! `docs/plugin-abi.md`): an object's `spec` or `status` equal to those
+//! of the last version its watch delivered. The glue keeps that last
+//! version's parts (a [`Delivered`], shared, not copied) and puts them
+//! back before the controller sees the event, so a controller never sees
+//! a partial object.
+//!
 //! # Why this is sound
 //!
 //! The glue contains no `unsafe` code and never turns an integer from the
@@ -36,19 +44,21 @@
 
 use std::collections::BTreeMap;
 
-use recon_abi::{ABI_VERSION, ComponentConfig, Controller, Input};
+use recon_abi::{ABI_VERSION, ComponentConfig, Controller, Delivered, Input, InputEvent};
 
 /// Builds the instance's controller; the macro passes a function that
 /// evaluates the expression it was given.
 pub type Make = fn() -> Box<dyn Controller>;
 
 /// The state of one plugin instance: its controller, the input buffers the
-/// host has asked for and not yet handed back, and the last output.
+/// host has asked for and not yet handed back, the last output, and what
+/// its watches delivered (to put back what the host leaves out).
 #[derive(Default)]
 pub struct Guest {
     controller: Option<Box<dyn Controller>>,
     inputs: BTreeMap<usize, Vec<u8>>,
     output: Vec<u8>,
+    delivered: Delivered,
 }
 
 impl std::fmt::Debug for Guest {
@@ -100,7 +110,7 @@ impl Guest {
     pub fn init(&mut self, make: Make, address: usize, len: usize) -> &[u8] {
         let input = self.take_input(address, len, "recon_init");
         let controller = self.controller.get_or_insert_with(make);
-        self.output = init_json(controller.as_mut(), &input);
+        self.output = init_json(controller.as_mut(), &mut self.delivered, &input);
         &self.output
     }
 
@@ -113,7 +123,7 @@ impl Guest {
         let Some(controller) = self.controller.as_mut() else {
             panic!("recon_handle was called before recon_init");
         };
-        self.output = handle_json(controller.as_mut(), &input);
+        self.output = handle_json(controller.as_mut(), &mut self.delivered, &input);
         &self.output
     }
 
@@ -132,19 +142,31 @@ impl Guest {
 }
 
 /// Decodes a `ComponentConfig`, calls [`Controller::init`] and encodes the
-/// `Manifest`: the JSON round trip of `recon_init`. Panics if the bytes do
-/// not decode.
-pub fn init_json(controller: &mut dyn Controller, input: &[u8]) -> Vec<u8> {
+/// `Manifest`: the JSON round trip of `recon_init`. The manifest asks the
+/// host to leave unchanged parts out of watch events (`omitUnchanged`):
+/// [`handle_json`] puts them back from `delivered`, which starts empty
+/// here. Panics if the bytes do not decode.
+pub fn init_json(controller: &mut dyn Controller, delivered: &mut Delivered, input: &[u8]) -> Vec<u8> {
     let config: ComponentConfig = decode("recon_init", "ComponentConfig", input);
-    let manifest = controller.init(&config);
+    let mut manifest = controller.init(&config);
+    manifest.omit_unchanged = true;
+    *delivered = Delivered::new();
     serde_json::to_vec(&manifest).expect("a Manifest always encodes as JSON")
 }
 
-/// Decodes an `Input`, calls [`Controller::handle`] and encodes the
-/// `Output`: the JSON round trip of `recon_handle`. Panics if the bytes do
-/// not decode.
-pub fn handle_json(controller: &mut dyn Controller, input: &[u8]) -> Vec<u8> {
-    let input: Input = decode("recon_handle", "Input", input);
+/// Decodes an `Input`, puts back into its watch events what the host left
+/// out (from `delivered`, which it then brings up to date), calls
+/// [`Controller::handle`] and encodes the `Output`: the JSON round trip
+/// of `recon_handle`. Panics if the bytes do not decode, or if an event
+/// leaves out a part of an object its watch never delivered.
+pub fn handle_json(controller: &mut dyn Controller, delivered: &mut Delivered, input: &[u8]) -> Vec<u8> {
+    let mut input: Input = decode("recon_handle", "Input", input);
+    for event in &mut input.events {
+        if let InputEvent::Watch { watch, event } = event {
+            delivered.restore(*watch, event).unwrap_or_else(|e| panic!("recon_handle: {e}"));
+        }
+        delivered.record(event);
+    }
     let output = controller.handle(&input);
     serde_json::to_vec(&output).expect("an Output always encodes as JSON")
 }
@@ -449,6 +471,7 @@ mod tests {
                 .iter()
                 .filter_map(|e| match e {
                     recon_abi::InputEvent::Listed { objects, .. } => Some(objects.clone()),
+                    recon_abi::InputEvent::Watch { event, .. } => Some(vec![event.object.clone()]),
                     _ => None,
                 })
                 .flatten()
@@ -487,26 +510,60 @@ mod tests {
         assert_eq!(guest.pending_inputs(), 0, "every input buffer is freed by the call it was passed to");
     }
 
+    // The SDK asks the host to leave out what its watches already
+    // delivered, and puts it back before the controller sees the event.
+    #[test]
+    fn a_part_the_host_left_out_is_put_back_before_the_controller_sees_it() {
+        use crate::testing::ObjectExt;
+        let mut guest = Guest::new();
+        let bytes = serde_json::to_vec(&ComponentConfig { name: "echo".into(), ..ComponentConfig::default() }).unwrap();
+        let address = send(&mut guest, &bytes);
+        let manifest: Manifest = serde_json::from_slice(guest.init(make, address, bytes.len())).unwrap();
+        assert!(manifest.omit_unchanged);
+
+        let web0 = pod("default", "web-0", "uid-1", "5").with_spec(serde_json::json!({"nodeName": "node-1"}));
+        let call = |guest: &mut Guest, text: String| -> Output {
+            let address = send(guest, text.as_bytes());
+            serde_json::from_slice(guest.handle(address, text.len())).unwrap()
+        };
+        call(&mut guest, serde_json::to_string(&input(7, vec![listed(0, "5", vec![web0.clone()])])).unwrap());
+        // As the host writes it: the object without its spec, and which
+        // part was left out.
+        let modified = r#"{"timeMs":8,"events":[{"type":"watch","watch":0,"event":{"type":"MODIFIED",
+            "object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-0","namespace":"default",
+            "uid":"uid-1","resourceVersion":"6"}},"unchanged":["spec"]}}]}"#;
+        let output = call(&mut guest, modified.to_owned());
+        assert_eq!(output.actions, vec![Action::Create { object: web0.at_version("6"), dry_run: false }]);
+    }
+
+    #[test]
+    #[should_panic(expected = "the watch never delivered that object")]
+    fn a_part_left_out_of_an_object_never_delivered_panics() {
+        let event = r#"{"timeMs":8,"events":[{"type":"watch","watch":0,"event":{"type":"MODIFIED",
+            "object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-0"}},"unchanged":["status"]}}]}"#;
+        handle_json(&mut Echo, &mut Delivered::new(), event.as_bytes());
+    }
+
     #[test]
     fn the_wire_text_uses_the_documented_camel_case_tags() {
         let mut echo = Echo;
-        let manifest = init_json(&mut echo, br#"{"name":"c","node":"node-1"}"#);
+        let manifest = init_json(&mut echo, &mut Delivered::new(), br#"{"name":"c","node":"node-1"}"#);
         let text = String::from_utf8(manifest).unwrap();
         assert!(text.contains(r#""abiVersion":1"#) && text.contains(r#""listMode":"quorum""#), "{text}");
-        let output = handle_json(&mut echo, br#"{"timeMs":0,"events":[]}"#);
+        let output = handle_json(&mut echo, &mut Delivered::new(), br#"{"timeMs":0,"events":[]}"#);
         assert_eq!(output, br#"{"actions":[]}"#);
     }
 
     #[test]
     #[should_panic(expected = "the Input does not decode")]
     fn an_input_that_does_not_decode_panics_which_traps_the_instance() {
-        handle_json(&mut Echo, br#"{"timeMs":0,"events":[],"surprise":true}"#);
+        handle_json(&mut Echo, &mut Delivered::new(), br#"{"timeMs":0,"events":[],"surprise":true}"#);
     }
 
     #[test]
     #[should_panic(expected = "recon_handle: the Input is not UTF-8")]
     fn an_input_that_is_not_utf8_panics_before_it_is_parsed() {
-        handle_json(&mut Echo, b"{\"timeMs\":0,\"events\":[],\"x\":\"\xff\"}");
+        handle_json(&mut Echo, &mut Delivered::new(), b"{\"timeMs\":0,\"events\":[],\"x\":\"\xff\"}");
     }
 
     #[test]

@@ -134,7 +134,7 @@ pub fn listed(watch: usize, resource_version: &str, objects: Vec<Object>) -> Inp
 }
 
 fn watch_event(watch: usize, event_type: EventType, object: Object) -> InputEvent {
-    InputEvent::Watch { watch, event: WatchEvent { event_type, object: object.into() } }
+    InputEvent::Watch { watch, event: WatchEvent::new(event_type, object.into()) }
 }
 
 /// An ADDED watch event.

@@ -30,7 +30,7 @@ use crate::watchers::{Watcher, Watchers};
 fn bookmark_event(kind: &str, revision: u64) -> WatchEvent {
     let mut object = Object { kind: kind.to_string(), ..Default::default() };
     object.metadata.resource_version = revision.to_string();
-    WatchEvent { event_type: EventType::Bookmark, object: Arc::new(object) }
+    WatchEvent::new(EventType::Bookmark, Arc::new(object))
 }
 
 /// A read waiting for the cache to reach a revision.

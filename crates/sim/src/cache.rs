@@ -73,7 +73,7 @@ impl Filter {
             (true, false) => EventType::Deleted,
             (false, false) => return None,
         };
-        Some(WatchEvent { event_type, object: Arc::clone(&ev.object) })
+        Some(WatchEvent::new(event_type, Arc::clone(&ev.object)))
     }
 }
 

@@ -237,6 +237,7 @@ impl Reconciler for Databases {
             ],
             node_agent: false,
             list_mode: ListMode::Any,
+            ..Manifest::default()
         }
     }
 

@@ -215,6 +215,7 @@ impl Reconciler for Collector {
                 .collect(),
             node_agent: false,
             list_mode: ListMode::Any,
+            ..Manifest::default()
         }
     }
 

@@ -258,6 +258,7 @@ impl Reconciler for Grove {
             node_agent: false,
             // controller-runtime's informers list with resourceVersion="0".
             list_mode: ListMode::Any,
+            ..Manifest::default()
         }
     }
 

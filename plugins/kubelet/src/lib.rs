@@ -114,6 +114,7 @@ impl Reconciler for NodeSync {
             writes: vec![WritePermission { kind: "Pod".into(), verbs: vec![Verb::UpdateStatus, Verb::Delete] }],
             node_agent: true,
             list_mode: ListMode::Any,
+            ..Manifest::default()
         }
     }
 

@@ -178,6 +178,7 @@ impl Reconciler for Clusters {
             node_agent: false,
             // controller-runtime's informers list with resourceVersion="0".
             list_mode: ListMode::Any,
+            ..Manifest::default()
         }
     }
 

@@ -148,6 +148,7 @@ impl Reconciler for PodBinder {
             writes: vec![WritePermission { kind: "Pod".into(), verbs: vec![Verb::Update] }],
             node_agent: false,
             list_mode: ListMode::Any,
+            ..Manifest::default()
         }
     }
 

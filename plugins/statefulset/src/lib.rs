@@ -118,6 +118,7 @@ impl Reconciler for StatefulSets {
             ],
             node_agent: false,
             list_mode: ListMode::Any,
+            ..Manifest::default()
         }
     }
 

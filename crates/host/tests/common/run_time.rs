@@ -30,6 +30,7 @@ fn a_well_behaved_plugin_round_trips_manifest_input_output_and_logs() {
         writes: vec![WritePermission { kind: "Pod".into(), verbs: vec![Verb::Create, Verb::Delete] }],
         node_agent: true,
         list_mode: ListMode::Quorum,
+        ..Manifest::default()
     };
     assert_eq!(instance.init(&config()).unwrap(), expected);
     assert!(instance.fuel_used() > 0);
