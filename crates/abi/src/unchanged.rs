@@ -40,9 +40,9 @@ pub enum ObjectPart {
 /// watch delivered: what the host compares a new version against, and
 /// what the plugin fills left-out parts back in from.
 ///
-/// Both sides [`record`](Delivered::record) every list and watch event
-/// they send or receive, in order, so their tables agree; parts are
-/// shared, not copied.
+/// The host [`send`](Delivered::send)s and the plugin
+/// [`receive`](Delivered::receive)s every event through its table, in
+/// order, so the two agree; parts are shared, not copied.
 #[derive(Clone, Debug, Default)]
 pub struct Delivered {
     /// By watch index, then namespace, then name.
@@ -81,101 +81,135 @@ impl Delivered {
         &mut self.watches[watch]
     }
 
-    fn parts(&self, watch: usize, object: &Object) -> Option<&Parts> {
-        self.watches.get(watch)?.get(&object.metadata.namespace)?.get(&object.metadata.name)
+    /// The parts `watch` last delivered of `object`, to change in place.
+    fn parts_mut(&mut self, watch: usize, object: &Object) -> Option<&mut Parts> {
+        self.watches.get_mut(watch)?.get_mut(&object.metadata.namespace)?.get_mut(&object.metadata.name)
     }
 
-    /// Takes in what `event` delivers, whole (after
-    /// [`restore`](Delivered::restore) on the plugin's side): a list
-    /// replaces everything its watch delivered, ADDED and MODIFIED store
-    /// the object's parts, DELETED forgets them; bookmarks, results and
-    /// timers deliver no object.
-    pub fn record(&mut self, event: &InputEvent) {
-        match event {
-            InputEvent::Listed { watch, objects, .. } => {
-                let table = self.watch_mut(*watch);
-                table.clear();
-                for object in objects {
-                    let names = table.entry(object.metadata.namespace.clone()).or_default();
-                    names.insert(object.metadata.name.clone(), Parts::of(object));
-                }
+    /// Remembers `object`'s parts as the last `watch` delivered of it,
+    /// for an object it has not delivered (yet, or since it was deleted).
+    fn insert(&mut self, watch: usize, object: &Object) {
+        let table = self.watch_mut(watch);
+        let names = match table.get_mut(&object.metadata.namespace) {
+            Some(names) => names,
+            None => table.entry(object.metadata.namespace.clone()).or_default(),
+        };
+        names.insert(object.metadata.name.clone(), Parts::of(object));
+    }
+
+    /// Forgets what `watch` delivered of `object` (it was deleted).
+    fn remove(&mut self, watch: usize, object: &Object) {
+        if let Some(names) = self.watches.get_mut(watch).and_then(|t| t.get_mut(&object.metadata.namespace)) {
+            names.remove(&object.metadata.name);
+            if names.is_empty() {
+                self.watches[watch].remove(&object.metadata.namespace);
             }
-            InputEvent::Watch { watch, event } => {
-                let object = &event.object;
-                let (namespace, name) = (&object.metadata.namespace, &object.metadata.name);
-                let table = self.watch_mut(*watch);
-                match event.event_type {
-                    EventType::Added | EventType::Modified => {
-                        // Looked up before inserting: an update builds no key.
-                        let names = match table.get_mut(namespace) {
-                            Some(names) => names,
-                            None => table.entry(namespace.clone()).or_default(),
-                        };
-                        match names.get_mut(name) {
-                            Some(parts) => *parts = Parts::of(object),
-                            None => {
-                                names.insert(name.clone(), Parts::of(object));
-                            }
-                        }
-                    }
-                    EventType::Deleted => {
-                        if let Some(names) = table.get_mut(namespace) {
-                            names.remove(name);
-                            if names.is_empty() {
-                                table.remove(namespace);
-                            }
-                        }
-                    }
-                    EventType::Bookmark => {}
-                }
-            }
-            InputEvent::Result(_) | InputEvent::Timer { .. } => {}
         }
     }
 
-    /// The parts of `event`'s object that equal those of the last version
-    /// `watch` delivered of the same object, in the order `spec`, `status`:
-    /// what the host may leave out. Nothing for a bookmark or an object
-    /// the watch has not delivered.
-    pub fn unchanged(&self, watch: usize, event: &WatchEvent) -> Vec<ObjectPart> {
+    /// A list replaces everything its watch delivered.
+    fn list(&mut self, watch: usize, objects: &[Arc<Object>]) {
+        self.watch_mut(watch).clear();
+        for object in objects {
+            self.insert(watch, object);
+        }
+    }
+
+    /// Brings the table up to date with a watch event whose object is
+    /// whole, but for an update of an object it had (`known`), which the
+    /// caller made in place.
+    fn take_in(&mut self, watch: usize, event: &WatchEvent, known: bool) {
+        match event.event_type {
+            EventType::Added | EventType::Modified if !known => self.insert(watch, &event.object),
+            EventType::Deleted => self.remove(watch, &event.object),
+            EventType::Added | EventType::Modified | EventType::Bookmark => {}
+        }
+    }
+
+    /// Whether a watch event of this type stores its object's parts.
+    fn stores(event_type: EventType) -> bool {
+        matches!(event_type, EventType::Added | EventType::Modified)
+    }
+
+    /// The host's side: what it may leave out of `event` (for a watch
+    /// event, the parts of its object equal to those of the last version
+    /// its watch delivered of the same object, in the order `spec`,
+    /// `status`; for anything else, nothing), after which the table holds
+    /// what `event` delivers: a list replaces everything its watch
+    /// delivered, ADDED and MODIFIED store the object's parts, DELETED
+    /// forgets them; bookmarks, results and timers deliver no object.
+    pub fn send(&mut self, event: &InputEvent) -> Vec<ObjectPart> {
+        let (watch, event) = match event {
+            InputEvent::Listed { watch, objects, .. } => {
+                self.list(*watch, objects);
+                return Vec::new();
+            }
+            InputEvent::Watch { watch, event } => (*watch, event),
+            InputEvent::Result(_) | InputEvent::Timer { .. } => return Vec::new(),
+        };
         if event.event_type == EventType::Bookmark {
             return Vec::new();
         }
-        let Some(old) = self.parts(watch, &event.object) else {
-            return Vec::new();
-        };
         let mut parts = Vec::new();
-        if same(&event.object.spec, &old.spec) {
-            parts.push(ObjectPart::Spec);
+        let old = self.parts_mut(watch, &event.object);
+        let known = old.is_some();
+        if let Some(old) = old {
+            if same(&event.object.spec, &old.spec) {
+                parts.push(ObjectPart::Spec);
+            }
+            if same(&event.object.status, &old.status) {
+                parts.push(ObjectPart::Status);
+            }
+            if Delivered::stores(event.event_type) {
+                *old = Parts::of(&event.object);
+            }
         }
-        if same(&event.object.status, &old.status) {
-            parts.push(ObjectPart::Status);
-        }
+        self.take_in(watch, event, known);
         parts
     }
 
-    /// Puts back the parts `event.unchanged` names, from the last version
-    /// `watch` delivered of the same object, and empties the list: the
-    /// event as if nothing had been left out. Fails, changing nothing, if
-    /// the watch never delivered that object.
-    pub fn restore(&self, watch: usize, event: &mut WatchEvent) -> Result<(), String> {
-        if event.unchanged.is_empty() {
-            return Ok(());
-        }
-        let Some(old) = self.parts(watch, &event.object) else {
-            let meta = &event.object.metadata;
-            return Err(format!(
-                "a {} event for {}/{} on watch {watch} leaves out {:?}, but the watch never delivered that object",
-                event.event_type, meta.namespace, meta.name, event.unchanged
-            ));
-        };
-        let object = Arc::make_mut(&mut event.object);
-        for part in std::mem::take(&mut event.unchanged) {
-            match part {
-                ObjectPart::Spec => object.spec = old.spec.clone(),
-                ObjectPart::Status => object.status = old.status.clone(),
+    /// The plugin's side: puts back into a watch event the parts its
+    /// `unchanged` names, from the last version its watch delivered of the
+    /// same object, and empties the list, so that the event reads as if
+    /// nothing had been left out; then takes in what `event` delivers, as
+    /// [`send`](Delivered::send) does. Fails, changing nothing, if the
+    /// event leaves out a part of an object its watch never delivered.
+    pub fn receive(&mut self, event: &mut InputEvent) -> Result<(), String> {
+        let (watch, event) = match event {
+            InputEvent::Listed { watch, objects, .. } => {
+                self.list(*watch, objects);
+                return Ok(());
             }
+            InputEvent::Watch { watch, event } => (*watch, event),
+            InputEvent::Result(_) | InputEvent::Timer { .. } => return Ok(()),
+        };
+        let old = self.parts_mut(watch, &event.object);
+        let known = old.is_some();
+        match old {
+            Some(old) if event.event_type != EventType::Bookmark => {
+                if !event.unchanged.is_empty() {
+                    let object = Arc::make_mut(&mut event.object);
+                    for part in std::mem::take(&mut event.unchanged) {
+                        match part {
+                            ObjectPart::Spec => object.spec = old.spec.clone(),
+                            ObjectPart::Status => object.status = old.status.clone(),
+                        }
+                    }
+                }
+                if Delivered::stores(event.event_type) {
+                    *old = Parts::of(&event.object);
+                }
+            }
+            _ if !event.unchanged.is_empty() => {
+                let meta = &event.object.metadata;
+                return Err(format!(
+                    "a {} event for {}/{} on watch {watch} leaves out {:?}, but the watch never delivered that object",
+                    event.event_type, meta.namespace, meta.name, event.unchanged
+                ));
+            }
+            _ => {}
         }
+        self.take_in(watch, event, known);
         Ok(())
     }
 }
@@ -242,56 +276,73 @@ mod tests {
         );
     }
 
+    /// `event` as the plugin reads it off the wire: without the parts
+    /// its `unchanged` names.
+    fn on_the_wire(mut event: InputEvent, unchanged: Vec<ObjectPart>) -> InputEvent {
+        if let InputEvent::Watch { event, .. } = &mut event {
+            let object = Arc::make_mut(&mut event.object);
+            for part in &unchanged {
+                match part {
+                    ObjectPart::Spec => object.spec = SharedValue::default(),
+                    ObjectPart::Status => object.status = SharedValue::default(),
+                }
+            }
+            event.unchanged = unchanged;
+        }
+        event
+    }
+
+    /// Sends `event` through the host's table and the plugin's, as a call
+    /// does; returns what was left out and what the plugin's controller
+    /// sees.
+    fn deliver(host: &mut Delivered, plugin: &mut Delivered, event: InputEvent) -> (Vec<ObjectPart>, InputEvent) {
+        let unchanged = host.send(&event);
+        let mut received = on_the_wire(event, unchanged.clone());
+        plugin.receive(&mut received).expect("the plugin has what the host left out");
+        (unchanged, received)
+    }
+
     #[test]
     fn the_host_leaves_out_what_the_watch_delivered_and_the_plugin_puts_it_back() {
         let (mut host, mut plugin) = (Delivered::new(), Delivered::new());
         let first = pod("a", serde_json::json!({"n": 1}), serde_json::json!({"p": "Pending"}));
         // Nothing delivered yet: nothing left out.
-        let added = watch(EventType::Added, &first);
-        let InputEvent::Watch { event, .. } = &added else { unreachable!() };
-        assert!(host.unchanged(0, event).is_empty());
-        host.record(&added);
-        plugin.record(&added);
-        // A status change keeps the spec (an equal copy counts too).
+        let (left_out, _) = deliver(&mut host, &mut plugin, watch(EventType::Added, &first));
+        assert!(left_out.is_empty());
+        // A status change keeps the spec (an equal copy counts too), and
+        // the plugin's controller sees the whole object.
         let second = pod("a", serde_json::json!({"n": 1}), serde_json::json!({"p": "Running"}));
-        let mut modified = WatchEvent::new(EventType::Modified, Arc::clone(&second));
-        assert_eq!(host.unchanged(0, &modified), vec![ObjectPart::Spec]);
+        let (left_out, seen) = deliver(&mut host, &mut plugin, watch(EventType::Modified, &second));
+        assert_eq!(left_out, vec![ObjectPart::Spec]);
+        assert_eq!(seen, watch(EventType::Modified, &second));
         // On another watch, or for another object, nothing is known.
-        assert!(host.unchanged(1, &modified).is_empty());
-        let other = WatchEvent::new(EventType::Modified, pod("b", serde_json::json!({"n": 1}), serde_json::json!({})));
-        assert!(host.unchanged(0, &other).is_empty());
-        // The plugin gets the object without its spec and puts it back.
-        modified.unchanged = host.unchanged(0, &modified);
-        let mut received = modified.clone();
-        Arc::make_mut(&mut received.object).spec = SharedValue::default();
-        plugin.restore(0, &mut received).unwrap();
-        assert_eq!(received, WatchEvent::new(EventType::Modified, second.clone()));
-        // A deletion forgets the object: a later event for it has nothing
-        // left out, and a plugin told otherwise refuses it.
-        for table in [&mut host, &mut plugin] {
-            table.record(&watch(EventType::Deleted, &second));
-        }
-        let mut again = WatchEvent::new(EventType::Added, Arc::clone(&second));
-        assert!(host.unchanged(0, &again).is_empty());
-        again.unchanged = vec![ObjectPart::Status];
-        let error = plugin.restore(0, &mut again).unwrap_err();
+        let on_another = InputEvent::Watch { watch: 1, event: WatchEvent::new(EventType::Modified, second.clone()) };
+        assert!(host.send(&on_another).is_empty());
+        let other = pod("b", serde_json::json!({"n": 1}), serde_json::json!({"p": "Running"}));
+        assert!(host.send(&watch(EventType::Modified, &other)).is_empty());
+        // Unchanged again: both parts; then a deletion forgets the object.
+        let (left_out, seen) = deliver(&mut host, &mut plugin, watch(EventType::Deleted, &second));
+        assert_eq!(left_out, vec![ObjectPart::Spec, ObjectPart::Status]);
+        assert_eq!(seen, watch(EventType::Deleted, &second));
+        assert!(host.send(&watch(EventType::Added, &second)).is_empty());
+        // A plugin told it holds what it never got refuses the event.
+        let mut wrong = on_the_wire(watch(EventType::Added, &first), vec![ObjectPart::Status]);
+        let error = plugin.receive(&mut wrong).unwrap_err();
         assert!(error.contains("never delivered"), "{error}");
         // A list replaces what its watch delivered.
-        plugin.record(&InputEvent::Listed { watch: 0, resource_version: "9".into(), objects: vec![first.clone()] });
-        let mut listed_then = WatchEvent::new(EventType::Modified, Arc::clone(&first));
-        listed_then.unchanged = vec![ObjectPart::Spec, ObjectPart::Status];
-        Arc::make_mut(&mut listed_then.object).spec = SharedValue::default();
-        Arc::make_mut(&mut listed_then.object).status = SharedValue::default();
-        plugin.restore(0, &mut listed_then).unwrap();
-        assert_eq!(*listed_then.object, *first);
+        let listed = InputEvent::Listed { watch: 0, resource_version: "9".into(), objects: vec![first.clone()] };
+        deliver(&mut host, &mut plugin, listed);
+        let (left_out, seen) = deliver(&mut host, &mut plugin, watch(EventType::Modified, &first));
+        assert_eq!(left_out, vec![ObjectPart::Spec, ObjectPart::Status]);
+        assert_eq!(seen, watch(EventType::Modified, &first));
     }
 
     #[test]
     fn a_bookmark_or_a_null_part_is_never_left_out() {
         let mut host = Delivered::new();
         let bare = pod("a", serde_json::Value::Null, serde_json::json!({"p": 1}));
-        host.record(&watch(EventType::Added, &bare));
-        assert_eq!(host.unchanged(0, &WatchEvent::new(EventType::Modified, bare.clone())), vec![ObjectPart::Status]);
-        assert!(host.unchanged(0, &WatchEvent::new(EventType::Bookmark, bare)).is_empty());
+        host.send(&watch(EventType::Added, &bare));
+        assert!(host.send(&watch(EventType::Bookmark, &bare)).is_empty());
+        assert_eq!(host.send(&watch(EventType::Modified, &bare)), vec![ObjectPart::Status]);
     }
 }

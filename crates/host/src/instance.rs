@@ -103,20 +103,14 @@ impl<'a> WireInput<'a> {
                 .events
                 .iter()
                 .map(|event| {
-                    let wire = match event {
-                        InputEvent::Watch { watch, event: whole } => {
-                            let unchanged = delivered.unchanged(*watch, whole);
-                            if unchanged.is_empty() {
-                                Cow::Borrowed(event)
-                            } else {
-                                let event = recon_abi::WatchEvent { unchanged, ..whole.clone() };
-                                Cow::Owned(InputEvent::Watch { watch: *watch, event })
-                            }
+                    let unchanged = delivered.send(event);
+                    match event {
+                        InputEvent::Watch { watch, event: whole } if !unchanged.is_empty() => {
+                            let event = recon_abi::WatchEvent { unchanged, ..whole.clone() };
+                            Cow::Owned(InputEvent::Watch { watch: *watch, event })
                         }
                         _ => Cow::Borrowed(event),
-                    };
-                    delivered.record(event);
-                    wire
+                    }
                 })
                 .collect(),
         };

@@ -44,7 +44,7 @@
 
 use std::collections::BTreeMap;
 
-use recon_abi::{ABI_VERSION, ComponentConfig, Controller, Delivered, Input, InputEvent};
+use recon_abi::{ABI_VERSION, ComponentConfig, Controller, Delivered, Input};
 
 /// Builds the instance's controller; the macro passes a function that
 /// evaluates the expression it was given.
@@ -162,10 +162,7 @@ pub fn init_json(controller: &mut dyn Controller, delivered: &mut Delivered, inp
 pub fn handle_json(controller: &mut dyn Controller, delivered: &mut Delivered, input: &[u8]) -> Vec<u8> {
     let mut input: Input = decode("recon_handle", "Input", input);
     for event in &mut input.events {
-        if let InputEvent::Watch { watch, event } = event {
-            delivered.restore(*watch, event).unwrap_or_else(|e| panic!("recon_handle: {e}"));
-        }
-        delivered.record(event);
+        delivered.receive(event).unwrap_or_else(|e| panic!("recon_handle: {e}"));
     }
     let output = controller.handle(&input);
     serde_json::to_vec(&output).expect("an Output always encodes as JSON")
