@@ -16,6 +16,7 @@
 
 mod controller;
 pub mod event;
+mod namespaced;
 mod object;
 mod patch;
 #[cfg(feature = "schema")]
@@ -32,6 +33,7 @@ pub use controller::{
     PropagationPolicy, RequestId, ResourceVersionMatch, Status, StatusReason, Verb, WatchSpec, WritePermission,
     panic_message,
 };
+pub use namespaced::NamespacedMap;
 pub use object::{
     EventType, ManagedFieldsEntry, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent, is_cluster_scoped,
 };

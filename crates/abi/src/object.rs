@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::SharedValue;
-use crate::unchanged::{ObjectPart, ObjectWithout};
+use crate::unchanged::ObjectPart;
 
 /// A Kubernetes object: type information, metadata, `spec` and `status`, and
 /// whatever other top-level fields its kind has.
@@ -20,9 +20,12 @@ use crate::unchanged::{ObjectPart, ObjectWithout};
 /// and `status`; the rest (a ConfigMap's `data`, an Event's `involvedObject`
 /// and `reason`, a Secret's `type`) keep it in top-level fields of their
 /// own, which [`Object::other`] carries unchanged.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+// Encoded by hand (`ObjectWithout`, below), so that a watch event can
+// leave parts out; the `serde` attributes describe that encoding to the
+// JSON Schema.
+#[derive(Clone, Debug, Default, PartialEq)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "schema", serde(rename_all = "camelCase"))]
 pub struct Object {
     /// Group and version, e.g. `v1` or `apps/v1`.
     pub api_version: String,
@@ -31,17 +34,53 @@ pub struct Object {
     /// Identity, versions, labels, ownership and deletion state.
     pub metadata: ObjectMeta,
     /// Desired state, as written by users and controllers.
-    #[serde(skip_serializing_if = "SharedValue::is_null")]
+    #[cfg_attr(feature = "schema", serde(skip_serializing_if = "SharedValue::is_null"))]
     pub spec: SharedValue,
     /// Observed state, written through the status subresource.
-    #[serde(skip_serializing_if = "SharedValue::is_null")]
+    #[cfg_attr(feature = "schema", serde(skip_serializing_if = "SharedValue::is_null"))]
     pub status: SharedValue,
     /// Every other top-level field, by name (`data`, `involvedObject`, …).
     /// Serialized after `status`, in key order. Which names a kind may have
     /// is the scenario's concern (an unknown field of a built-in kind is a
     /// scenario error there); the wire carries them all.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "schema", serde(flatten))]
     pub other: BTreeMap<String, Value>,
+}
+
+impl Serialize for Object {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        ObjectWithout { object: self, omit: &[] }.serialize(serializer)
+    }
+}
+
+/// `object` as it is encoded, without the parts in `omit`: every object
+/// (nothing omitted), and a watch event that leaves parts out. The keys
+/// in order: `apiVersion`, `kind`, `metadata`, `spec` and `status` unless
+/// null or omitted, then the other top-level fields in key order.
+struct ObjectWithout<'a> {
+    object: &'a Object,
+    omit: &'a [ObjectPart],
+}
+
+impl Serialize for ObjectWithout<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Object { api_version, kind, metadata, spec, status, other } = self.object;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("apiVersion", api_version)?;
+        map.serialize_entry("kind", kind)?;
+        map.serialize_entry("metadata", metadata)?;
+        if !spec.is_null() && !self.omit.contains(&ObjectPart::Spec) {
+            map.serialize_entry("spec", spec)?;
+        }
+        if !status.is_null() && !self.omit.contains(&ObjectPart::Status) {
+            map.serialize_entry("status", status)?;
+        }
+        for (name, value) in other {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
 }
 
 /// Written by hand rather than derived: a derived `flatten` buffers every
@@ -410,10 +449,8 @@ impl Serialize for WatchEvent {
         let fields = if self.unchanged.is_empty() { 2 } else { 3 };
         let mut event = serializer.serialize_struct("WatchEvent", fields)?;
         event.serialize_field("type", &self.event_type)?;
-        if self.unchanged.is_empty() {
-            event.serialize_field("object", &self.object)?;
-        } else {
-            event.serialize_field("object", &ObjectWithout { object: &self.object, omit: &self.unchanged })?;
+        event.serialize_field("object", &ObjectWithout { object: &self.object, omit: &self.unchanged })?;
+        if !self.unchanged.is_empty() {
             event.serialize_field("unchanged", &self.unchanged)?;
         }
         event.end()

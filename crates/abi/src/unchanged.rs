@@ -17,12 +17,11 @@
 //! part before its controller sees the event, so a controller always sees
 //! whole objects.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{EventType, InputEvent, Object, SharedValue, WatchEvent};
+use crate::{EventType, InputEvent, NamespacedMap, Object, SharedValue, WatchEvent};
 
 /// A part of an object that a watch event may leave out when it is
 /// unchanged (see [`WatchEvent::unchanged`]).
@@ -45,8 +44,8 @@ pub enum ObjectPart {
 /// order, so the two agree; parts are shared, not copied.
 #[derive(Clone, Debug, Default)]
 pub struct Delivered {
-    /// By watch index, then namespace, then name.
-    watches: Vec<BTreeMap<String, BTreeMap<String, Parts>>>,
+    /// By watch index.
+    watches: Vec<NamespacedMap<Parts>>,
 }
 
 /// An object's spec and status, as last delivered.
@@ -74,36 +73,28 @@ impl Delivered {
         Delivered::default()
     }
 
-    fn watch_mut(&mut self, watch: usize) -> &mut BTreeMap<String, BTreeMap<String, Parts>> {
+    fn watch_mut(&mut self, watch: usize) -> &mut NamespacedMap<Parts> {
         if self.watches.len() <= watch {
-            self.watches.resize_with(watch + 1, BTreeMap::new);
+            self.watches.resize_with(watch + 1, NamespacedMap::new);
         }
         &mut self.watches[watch]
     }
 
     /// The parts `watch` last delivered of `object`, to change in place.
     fn parts_mut(&mut self, watch: usize, object: &Object) -> Option<&mut Parts> {
-        self.watches.get_mut(watch)?.get_mut(&object.metadata.namespace)?.get_mut(&object.metadata.name)
+        self.watches.get_mut(watch)?.get_mut(&object.metadata.namespace, &object.metadata.name)
     }
 
     /// Remembers `object`'s parts as the last `watch` delivered of it,
     /// for an object it has not delivered (yet, or since it was deleted).
     fn insert(&mut self, watch: usize, object: &Object) {
-        let table = self.watch_mut(watch);
-        let names = match table.get_mut(&object.metadata.namespace) {
-            Some(names) => names,
-            None => table.entry(object.metadata.namespace.clone()).or_default(),
-        };
-        names.insert(object.metadata.name.clone(), Parts::of(object));
+        self.watch_mut(watch).insert(&object.metadata.namespace, &object.metadata.name, Parts::of(object));
     }
 
     /// Forgets what `watch` delivered of `object` (it was deleted).
     fn remove(&mut self, watch: usize, object: &Object) {
-        if let Some(names) = self.watches.get_mut(watch).and_then(|t| t.get_mut(&object.metadata.namespace)) {
-            names.remove(&object.metadata.name);
-            if names.is_empty() {
-                self.watches[watch].remove(&object.metadata.namespace);
-            }
+        if let Some(table) = self.watches.get_mut(watch) {
+            table.remove(&object.metadata.namespace, &object.metadata.name);
         }
     }
 
@@ -214,36 +205,6 @@ impl Delivered {
     }
 }
 
-/// `object` encoded as [`Object`] encodes, without the parts in `omit`:
-/// what the host writes for a watch event that leaves them out.
-pub(crate) struct ObjectWithout<'a> {
-    pub(crate) object: &'a Object,
-    pub(crate) omit: &'a [ObjectPart],
-}
-
-impl Serialize for ObjectWithout<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        // The order and the omissions of `Object`'s derived encoding
-        // (a test compares the two).
-        let Object { api_version, kind, metadata, spec, status, other } = self.object;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("apiVersion", api_version)?;
-        map.serialize_entry("kind", kind)?;
-        map.serialize_entry("metadata", metadata)?;
-        if !spec.is_null() && !self.omit.contains(&ObjectPart::Spec) {
-            map.serialize_entry("spec", spec)?;
-        }
-        if !status.is_null() && !self.omit.contains(&ObjectPart::Status) {
-            map.serialize_entry("status", status)?;
-        }
-        for (name, value) in other {
-            map.serialize_entry(name, value)?;
-        }
-        map.end()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -256,24 +217,12 @@ mod tests {
             metadata: ObjectMeta { name: name.into(), namespace: "default".into(), ..ObjectMeta::default() },
             spec: spec.into(),
             status: status.into(),
-            other: BTreeMap::from([("extra".to_owned(), serde_json::json!(1))]),
+            other: std::collections::BTreeMap::from([("extra".to_owned(), serde_json::json!(1))]),
         })
     }
 
     fn watch(event_type: EventType, object: &Arc<Object>) -> InputEvent {
         InputEvent::Watch { watch: 0, event: WatchEvent::new(event_type, Arc::clone(object)) }
-    }
-
-    #[test]
-    fn nothing_left_out_encodes_as_the_object() {
-        let object = pod("a", serde_json::json!({"n": 1}), serde_json::json!({"p": "R"}));
-        let whole = ObjectWithout { object: &object, omit: &[] };
-        assert_eq!(serde_json::to_string(&whole).unwrap(), serde_json::to_string(&*object).unwrap());
-        let without = ObjectWithout { object: &object, omit: &[ObjectPart::Spec] };
-        assert_eq!(
-            serde_json::to_string(&without).unwrap(),
-            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"default"},"status":{"p":"R"},"extra":1}"#
-        );
     }
 
     /// `event` as the plugin reads it off the wire: without the parts

@@ -45,3 +45,21 @@ fn missing_metadata_spec_and_status_default() {
     let object: Object = serde_json::from_str(r#"{"apiVersion":"v1","kind":"Node"}"#).unwrap();
     assert_eq!(object, Object { api_version: "v1".into(), kind: "Node".into(), ..Object::default() });
 }
+
+/// A watch event that leaves parts out writes the object without them,
+/// other fields still after where `status` would be, then `unchanged`;
+/// one that leaves nothing out writes no `unchanged` at all.
+#[test]
+fn a_watch_event_writes_its_object_without_the_parts_it_leaves_out() {
+    use recon_abi::{EventType, ObjectPart, WatchEvent};
+    let text =
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},"spec":{"n":1},"status":{"p":"R"},"extra":1}"#;
+    let object: Object = serde_json::from_str(text).unwrap();
+    let mut event = WatchEvent::new(EventType::Modified, object.into());
+    assert_eq!(serde_json::to_string(&event).unwrap(), format!(r#"{{"type":"MODIFIED","object":{text}}}"#));
+    event.unchanged = vec![ObjectPart::Spec];
+    assert_eq!(
+        serde_json::to_string(&event).unwrap(),
+        r#"{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},"status":{"p":"R"},"extra":1},"unchanged":["spec"]}"#
+    );
+}

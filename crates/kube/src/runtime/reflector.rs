@@ -6,7 +6,6 @@
 //! as kube's reflector does at `InitDone`). Every clone of a [`Store`]
 //! reads the same objects, ordered by namespace and name.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::future::poll_fn;
 use std::hash::{Hash, Hasher};
@@ -15,6 +14,7 @@ use std::task::{Poll, Waker};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube_core::{DynamicObject, Resource};
+use recon_abi::NamespacedMap;
 
 /// Where an object lives: its namespace (empty if cluster-scoped) and name.
 pub(crate) type Key = (String, String);
@@ -162,7 +162,7 @@ struct Inner<K> {
     /// By namespace, then name: the order of [`Key`], and a lookup by
     /// `&str` needs no key built (a controller reads its store for every
     /// object it reconciles).
-    objects: BTreeMap<String, BTreeMap<String, Arc<K>>>,
+    objects: NamespacedMap<Arc<K>>,
     /// Whether the first list has arrived.
     ready: bool,
     /// Whether the store's [`Writer`] was dropped (a store without one,
@@ -198,7 +198,7 @@ impl<K: Resource> fmt::Debug for Store<K> {
 impl<K: Resource> Store<K> {
     /// An empty store, before its first list.
     pub(crate) fn empty() -> Self {
-        let inner = Inner { objects: BTreeMap::new(), ready: false, writer_dropped: false, waiting: Vec::new() };
+        let inner = Inner { objects: NamespacedMap::new(), ready: false, writer_dropped: false, waiting: Vec::new() };
         Store { inner: Arc::new(RwLock::new(inner)) }
     }
 
@@ -213,7 +213,7 @@ impl<K: Resource> Store<K> {
     /// The object `key` refers to, as the last list or event delivered it.
     pub fn get(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
         let inner = self.read();
-        let in_namespace = |namespace: &str| inner.objects.get(namespace)?.get(&key.name);
+        let in_namespace = |namespace: &str| inner.objects.get(namespace, &key.name);
         in_namespace(key.namespace.as_deref().unwrap_or_default())
             // A namespaced reference to a cluster-scoped object, as kube allows.
             .or_else(|| in_namespace(""))
@@ -222,17 +222,17 @@ impl<K: Resource> Store<K> {
 
     /// Every object, ordered by namespace and name.
     pub fn state(&self) -> Vec<Arc<K>> {
-        self.read().objects.values().flat_map(BTreeMap::values).cloned().collect()
+        self.read().objects.values().cloned().collect()
     }
 
     /// The first object (by namespace and name) that matches `predicate`.
     pub fn find<P: Fn(&K) -> bool>(&self, predicate: P) -> Option<Arc<K>> {
-        self.read().objects.values().flat_map(BTreeMap::values).find(|k| predicate(k)).cloned()
+        self.read().objects.values().find(|k| predicate(k)).cloned()
     }
 
     /// How many objects it holds.
     pub fn len(&self) -> usize {
-        self.read().objects.values().map(BTreeMap::len).sum()
+        self.read().objects.len()
     }
 
     /// Whether it holds nothing.
@@ -267,9 +267,9 @@ impl<K: Resource> Store<K> {
     /// A list: the objects replace everything.
     pub(crate) fn replace(&self, objects: Vec<(Key, K)>) {
         let mut inner = self.write();
-        inner.objects = BTreeMap::new();
+        inner.objects.clear();
         for ((namespace, name), k) in objects {
-            inner.objects.entry(namespace).or_default().insert(name, Arc::new(k));
+            inner.objects.insert(&namespace, &name, Arc::new(k));
         }
         inner.ready = true;
         inner.waiting.drain(..).for_each(Waker::wake);
@@ -277,18 +277,12 @@ impl<K: Resource> Store<K> {
 
     /// An added or modified object.
     pub(crate) fn apply(&self, (namespace, name): Key, object: K) {
-        self.write().objects.entry(namespace).or_default().insert(name, Arc::new(object));
+        self.write().objects.insert(&namespace, &name, Arc::new(object));
     }
 
     /// A deleted object.
     pub(crate) fn delete(&self, (namespace, name): &Key) {
-        let mut inner = self.write();
-        if let Some(names) = inner.objects.get_mut(namespace) {
-            names.remove(name);
-            if names.is_empty() {
-                inner.objects.remove(namespace);
-            }
-        }
+        self.write().objects.remove(namespace, name);
     }
 }
 
