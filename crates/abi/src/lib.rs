@@ -33,7 +33,7 @@ pub use controller::{
     PropagationPolicy, RequestId, ResourceVersionMatch, Status, StatusReason, Verb, WatchSpec, WritePermission,
     panic_message,
 };
-pub use namespaced::NamespacedMap;
+pub use namespaced::{KeyMap, NamespacedMap};
 pub use object::{
     EventType, ManagedFieldsEntry, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent, is_cluster_scoped,
 };

@@ -1,11 +1,13 @@
 //! The informer cache: what a controller knows about the cluster.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use recon_abi::{EventType, InputEvent, Object, ObjectKey, WatchSpec};
+use recon_abi::{EventType, InputEvent, NamespacedMap, Object, ObjectKey, WatchSpec};
 
 /// Objects per watch, as delivered by the host, keyed and iterated in key order.
+///
+/// A watch is of one kind: an object of another kind delivered to it is not
+/// the watch's and is left out (the host never sends one).
 ///
 /// The cache is the controller's only view of the cluster: it may be stale,
 /// and it is exactly as stale as the lists and watch events the host chose to
@@ -21,8 +23,18 @@ struct WatchState {
     synced: bool,
     resource_version: String,
     /// Shared with the input that brought them: linked natively, the very
-    /// versions the simulator holds.
-    objects: BTreeMap<ObjectKey, Arc<Object>>,
+    /// versions the simulator holds. By namespace and name: the kind is the
+    /// watch's.
+    objects: NamespacedMap<Arc<Object>>,
+}
+
+impl WatchState {
+    fn get(&self, key: &ObjectKey) -> Option<&Arc<Object>> {
+        if key.kind != self.kind {
+            return None;
+        }
+        self.objects.get(&key.namespace, &key.name)
+    }
 }
 
 /// One object that [`Cache::apply`] added, changed or removed.
@@ -82,15 +94,20 @@ impl Cache {
         state.resource_version = resource_version.to_string();
         let mut old = std::mem::take(&mut state.objects);
         let mut changes = Vec::new();
-        for object in objects {
-            let key = object.key();
-            let previous = old.remove(&key);
+        for object in objects.iter().filter(|o| o.kind == state.kind) {
+            let (namespace, name) = (&object.metadata.namespace, &object.metadata.name);
+            let previous = old.remove(namespace, name);
             if !previous.as_ref().is_some_and(|p| same(p, object)) {
-                changes.push(Change { watch, key: key.clone(), old: previous });
+                changes.push(Change { watch, key: object.key(), old: previous });
             }
-            state.objects.insert(key, Arc::clone(object));
+            state.objects.insert(namespace, name, Arc::clone(object));
         }
-        changes.extend(old.into_iter().map(|(key, object)| Change { watch, key, old: Some(object) }));
+        let kind = &state.kind;
+        changes.extend(old.into_iter_owned().map(|(namespace, name, object)| Change {
+            watch,
+            key: ObjectKey { kind: kind.clone(), namespace, name },
+            old: Some(object),
+        }));
         changes.sort_by(|a, b| a.key.cmp(&b.key));
         changes
     }
@@ -100,29 +117,31 @@ impl Cache {
         if !object.metadata.resource_version.is_empty() {
             state.resource_version = object.metadata.resource_version.clone();
         }
-        let key = object.key();
+        if event_type == EventType::Bookmark || object.kind != state.kind {
+            return None;
+        }
+        let (namespace, name) = (&object.metadata.namespace, &object.metadata.name);
         let old = match event_type {
-            EventType::Bookmark => return None,
             EventType::Added | EventType::Modified => {
-                let old = state.objects.insert(key.clone(), Arc::clone(object));
+                let old = state.objects.insert(namespace, name, Arc::clone(object));
                 if old.as_ref().is_some_and(|o| same(o, object)) {
                     return None;
                 }
                 old
             }
-            EventType::Deleted => Some(state.objects.remove(&key)?),
+            _ => Some(state.objects.remove(namespace, name)?),
         };
-        Some(Change { watch, key, old })
+        Some(Change { watch, key: object.key(), old })
     }
 
     /// The object with `key` in `watch`.
     pub fn get(&self, watch: usize, key: &ObjectKey) -> Option<&Object> {
-        self.watches.get(watch)?.objects.get(key).map(|o| &**o)
+        self.watches.get(watch)?.get(key).map(|o| &**o)
     }
 
     /// The object with `key` in any watch of its kind (the first that has it).
     pub fn find(&self, key: &ObjectKey) -> Option<&Object> {
-        self.watches.iter().filter(|w| w.kind == key.kind).find_map(|w| w.objects.get(key)).map(|o| &**o)
+        self.watches.iter().find_map(|w| w.get(key)).map(|o| &**o)
     }
 
     /// The objects of `watch`, in key order.
@@ -251,6 +270,17 @@ mod tests {
         assert!(cache.is_synced(0) && !cache.all_synced());
         cache.apply(&listed(1, "2", vec![]));
         assert!(cache.all_synced());
+    }
+
+    #[test]
+    fn an_object_of_another_kind_is_not_the_watchs() {
+        let mut cache = pods_cache();
+        let mut node = pod("", "n-1", "u", "3");
+        node.kind = "Node".into();
+        assert!(cache.apply(&listed(0, "3", vec![node.clone()])).is_empty());
+        assert!(cache.apply(&added(0, node)).is_empty());
+        assert!(cache.is_empty(0) && cache.get(0, &ObjectKey::new("Node", "", "n-1")).is_none());
+        assert_eq!(cache.resource_version(0), "3", "the version still moves, as for any event of the watch");
     }
 
     #[test]

@@ -1,8 +1,6 @@
 //! Writes a controller is waiting for.
 
-use std::collections::BTreeMap;
-
-use recon_abi::{ActionResult, Object, ObjectKey, Outcome, StatusReason, Verb};
+use recon_abi::{ActionResult, KeyMap, Object, ObjectKey, Outcome, StatusReason, Verb};
 
 /// How long a controller waits before retrying a write that failed for a
 /// reason other than a stale view (e.g. the API server could not reach the
@@ -35,7 +33,7 @@ pub const RETRY_AFTER_MS: u64 = 1_000;
 /// the controller stops looking at (a deleted pod) do not stay behind.
 #[derive(Clone, Debug, Default)]
 pub struct InFlight {
-    entries: BTreeMap<ObjectKey, Entry>,
+    entries: KeyMap<Entry>,
 }
 
 #[derive(Clone, Debug)]
@@ -64,6 +62,16 @@ fn version(object: Option<&Object>) -> Option<Version> {
     object.map(|o| Version { uid: o.metadata.uid.clone(), resource_version: o.metadata.resource_version.clone() })
 }
 
+/// Whether `object` is at `version` (both absent, or the same incarnation
+/// and resourceVersion), without copying either.
+fn is_version(object: Option<&Object>, version: Option<&Version>) -> bool {
+    match (object, version) {
+        (None, None) => true,
+        (Some(o), Some(v)) => o.metadata.uid == v.uid && o.metadata.resource_version == v.resource_version,
+        _ => false,
+    }
+}
+
 /// What a result means for the controller that sent the write.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answered {
@@ -85,7 +93,7 @@ impl InFlight {
     /// `basis` (`None`: the object was absent, as for a create). `wake` is
     /// the key to reconcile when the write is answered.
     pub fn record(&mut self, verb: Verb, key: ObjectKey, basis: Option<&Object>, wake: ObjectKey) {
-        self.entries.insert(key, Entry { verb, basis: version(basis), state: State::Sent, wake });
+        self.entries.insert(&key, Entry { verb, basis: version(basis), state: State::Sent, wake });
     }
 
     /// Whether a write to `key` is still in flight, given the object's
@@ -95,7 +103,7 @@ impl InFlight {
         let Some(entry) = self.entries.get(key) else {
             return false;
         };
-        let moved = || version(current) != entry.basis;
+        let moved = || !is_version(current, entry.basis.as_ref());
         let settled = match entry.state {
             State::Sent => false,
             State::AwaitChange => moved(),
@@ -140,7 +148,7 @@ impl InFlight {
         let rewrite = matches!(result.verb, Verb::Update | Verb::UpdateStatus | Verb::Patch | Verb::PatchStatus);
         if let Outcome::Ok(Some(object)) = &result.outcome
             && rewrite
-            && version(Some(object)) == entry.basis
+            && is_version(Some(object), entry.basis.as_ref())
         {
             // Nothing changed, so nothing will show in the cache.
             self.entries.remove(&result.key);

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use recon_abi::{Object, ObjectKey};
+use recon_abi::{KeyMap, Object, ObjectKey};
 
 /// Maps a value computed from each object (its owner's uid, its node) to the
 /// keys of the objects that have it, kept current from [`crate::Change`]s.
@@ -14,14 +14,14 @@ use recon_abi::{Object, ObjectKey};
 pub struct Index {
     extract: fn(&Object) -> Option<String>,
     members: BTreeMap<String, BTreeSet<ObjectKey>>,
-    values: BTreeMap<ObjectKey, String>,
+    values: KeyMap<String>,
 }
 
 impl Index {
     /// An empty index; `extract` returns the value an object is indexed
     /// under, or `None` to leave it out.
     pub fn new(extract: fn(&Object) -> Option<String>) -> Index {
-        Index { extract, members: BTreeMap::new(), values: BTreeMap::new() }
+        Index { extract, members: BTreeMap::new(), values: KeyMap::new() }
     }
 
     /// Re-indexes `key` given its current state (`None`: it is gone).
@@ -43,7 +43,7 @@ impl Index {
         }
         if let Some(value) = new {
             self.members.entry(value.clone()).or_default().insert(key.clone());
-            self.values.insert(key.clone(), value);
+            self.values.insert(key, value);
         }
         old
     }

@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use recon_abi::{
-    Action, ActionResult, ComponentConfig, EventType, Input, InputEvent, Manifest, Object, ObjectKey, ObjectList,
-    Outcome, PodRef, RequestId, Status, StatusReason, Verb, WatchEvent,
+    Action, ActionResult, ComponentConfig, EventType, Input, InputEvent, Manifest, NamespacedMap, Object, ObjectKey,
+    ObjectList, Outcome, PodRef, RequestId, Status, StatusReason, Verb, WatchEvent,
 };
 use recon_trace::text::short_uid;
 use recon_trace::{EntryId, Event, Interner, Line, Name};
@@ -98,8 +98,9 @@ pub(crate) struct Instance {
     inbox: Vec<Delivered>,
     wake_pending: bool,
     /// What the host has delivered, per watch: the instance's view of the
-    /// world, holding the API server's objects by reference.
-    pub view: Vec<BTreeMap<ObjectKey, Arc<Object>>>,
+    /// world, holding the API server's objects by reference, by namespace
+    /// and name (a watch is of one kind, its manifest's).
+    pub view: Vec<NamespacedMap<Arc<Object>>>,
     /// Its requests (writes and direct reads) not yet answered, by the
     /// host's number for them.
     requests: BTreeMap<u64, Pending>,
@@ -247,7 +248,8 @@ impl Component {
                 .collect();
             let view = instance.view.get(watch)?;
             let holds = |o: &Arc<Object>| {
-                view.get(&o.key()).is_some_and(|v| v.metadata.resource_version == o.metadata.resource_version)
+                view.get(&o.metadata.namespace, &o.metadata.name)
+                    .is_some_and(|v| v.metadata.resource_version == o.metadata.resource_version)
             };
             if view.len() != objects.len() || !objects.iter().all(holds) {
                 return None;
@@ -380,7 +382,7 @@ impl Component {
             reflectors,
             inbox: Vec::new(),
             wake_pending: false,
-            view: vec![BTreeMap::new(); watches],
+            view: (0..watches).map(|_| NamespacedMap::new()).collect(),
             requests: BTreeMap::new(),
             next_request: 0,
         };
@@ -634,7 +636,11 @@ impl Component {
         self.observe(env, served.revision, served.entry);
         let Some(instance) = self.instance_mut() else { return };
         instance.reflectors[w].listed(served.revision);
-        instance.view[w] = served.objects.iter().map(|o| (o.key(), Arc::clone(o))).collect();
+        let view = &mut instance.view[w];
+        view.clear();
+        for object in &served.objects {
+            view.insert(&object.metadata.namespace, &object.metadata.name, Arc::clone(object));
+        }
         // The controller shares the versions: a native one keeps them in its
         // cache as they are; a plugin's host encodes them.
         let event =
@@ -660,10 +666,10 @@ impl Component {
         let view = &mut instance.view[w];
         match event.event_type {
             EventType::Added | EventType::Modified => {
-                view.insert(event.object.key(), Arc::clone(&event.object));
+                view.insert(&event.object.metadata.namespace, &event.object.metadata.name, Arc::clone(&event.object));
             }
             EventType::Deleted => {
-                view.remove(&event.object.key());
+                view.remove(&event.object.metadata.namespace, &event.object.metadata.name);
             }
             // No object changes; the revision above is what it is for: a
             // watch restarted after it resumes from there, not from older
@@ -947,8 +953,10 @@ impl Component {
                     return self.refuse(env, &action, reason, entry);
                 };
                 if matches!(action, Action::StartContainer { .. }) {
-                    let object = instance.view.iter().find_map(|v| {
-                        v.get(&ObjectKey::new("Pod", &pod.namespace, &pod.name)).filter(|o| o.metadata.uid == pod.uid)
+                    let mut pod_views =
+                        instance.view.iter().zip(&instance.manifest.watches).filter(|(_, spec)| spec.kind == "Pod");
+                    let object = pod_views.find_map(|(view, _)| {
+                        view.get(&pod.namespace, &pod.name).filter(|o| o.metadata.uid == pod.uid)
                     });
                     start_container(env, n, pod, object.map(|o| Object::clone(o)), entry);
                 } else {

@@ -72,7 +72,8 @@ impl Sim {
                     view.held += held.len();
                     let Ok(filter) = crate::cache::Filter::new(&crate::reflector::selection(spec)) else { continue };
                     let selected = store.iter().filter(|kv| filter.matches(&kv.value));
-                    let held_now = |kv: &KeyValue| held.get(&kv.value.key()).map(|o| &**o);
+                    let held_now =
+                        |kv: &KeyValue| held.get(&kv.value.metadata.namespace, &kv.value.metadata.name).map(|o| &**o);
                     view.differences.extend(compare(selected, held.values().map(|o| &**o), held_now, &by_key));
                 }
                 view

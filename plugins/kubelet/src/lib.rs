@@ -41,11 +41,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use recon_abi::{
-    ABI_VERSION, Action, ComponentConfig, Container, Controller, Input, ListMode, Manifest, Object, ObjectKey, Output,
-    Verb, WatchSpec, WritePermission, format_timestamp,
+    ABI_VERSION, Action, ComponentConfig, Container, Controller, Input, ListMode, Manifest, NamespacedMap, Object,
+    ObjectKey, Output, PodRef, Verb, WatchSpec, WritePermission, format_timestamp,
 };
 use recon_sdk::meta::json_object_mut;
-use recon_sdk::pod::{self, Phase, pod_ref};
+use recon_sdk::pod::{self, Phase};
 use recon_sdk::reconcile::{Context, Reconciler, Requeue, Runtime};
 use recon_sdk::status::set_condition;
 use recon_sdk::{Cache, Change};
@@ -84,6 +84,43 @@ impl Controller for Kubelet {
 #[derive(Clone, Debug, Default)]
 pub struct NodeSync {
     node: Option<String>,
+    /// What a reconcile reads of each cached pod, by namespace and name (the
+    /// cache's order), kept from the cache's changes. The node compares
+    /// every one of its pods on every call; reading each pod's `spec` and
+    /// `status` (JSON) again on every call was most of the kubelet's cost,
+    /// and most of that waiting for memory in a large cluster.
+    pods: NamespacedMap<Digest>,
+}
+
+/// What a reconcile reads of one cached pod.
+#[derive(Clone, Debug)]
+struct Digest {
+    uid: String,
+    /// Bound to this kubelet's node.
+    on_node: bool,
+    terminating: bool,
+    phase: Phase,
+    /// Running with `Ready: True`: its status needs no write.
+    running_and_ready: bool,
+}
+
+impl Digest {
+    fn of(pod: &Object, node: Option<&str>) -> Digest {
+        let phase = pod::phase(pod);
+        Digest {
+            uid: pod.metadata.uid.clone(),
+            on_node: pod::node_name(pod) == node,
+            terminating: pod.is_terminating(),
+            phase,
+            running_and_ready: phase == Phase::Running && pod::is_ready(pod),
+        }
+    }
+
+    /// Whether this incarnation should have a running container here:
+    /// bound here, not terminating and not finished (`pod::is_active`).
+    fn is_wanted(&self) -> bool {
+        self.on_node && !self.terminating && !self.phase.is_terminal()
+    }
 }
 
 impl NodeSync {
@@ -95,7 +132,7 @@ impl NodeSync {
 
 impl Reconciler for NodeSync {
     fn init(&mut self, config: &ComponentConfig) -> Manifest {
-        *self = NodeSync { node: config.node.clone() };
+        *self = NodeSync { node: config.node.clone(), pods: NamespacedMap::new() };
         // Without a node there is nothing this agent may run: watch nothing
         // rather than every pod in the cluster.
         let watches: Vec<WatchSpec> = self
@@ -118,7 +155,18 @@ impl Reconciler for NodeSync {
         }
     }
 
-    fn keys_for(&mut self, _change: &Change, _cache: &Cache) -> Vec<ObjectKey> {
+    /// Every change to a pod makes the node dirty, and the pod's digest
+    /// follows the cache.
+    fn keys_for(&mut self, change: &Change, cache: &Cache) -> Vec<ObjectKey> {
+        let key = &change.key;
+        match cache.get(PODS, key).filter(|_| change.watch == PODS) {
+            Some(pod) => {
+                self.pods.insert(&key.namespace, &key.name, Digest::of(pod, self.node.as_deref()));
+            }
+            None => {
+                self.pods.remove(&key.namespace, &key.name);
+            }
+        }
         self.node_key()
     }
 
@@ -131,46 +179,37 @@ impl Reconciler for NodeSync {
 
     fn reconcile(&mut self, _node: &ObjectKey, ctx: &mut Context<'_>) -> Requeue {
         let now = ctx.now_ms();
-        let cache = ctx.cache();
         let mut running: BTreeMap<&str, &Container> = BTreeMap::new();
         for container in ctx.containers().unwrap_or(&[]) {
             running.insert(container.pod.uid.as_str(), container);
         }
 
-        // What this call needs of each cached pod, read once: the node sees
-        // every one of its pods on every call, and reading `spec` and
-        // `status` (JSON) twice per pod was an eighth of the kubelet's cost.
-        let pods: Vec<Cached<'_>> = cache
-            .list(PODS)
-            .map(|pod| Cached { pod, on_node: pod::node_name(pod) == self.node.as_deref(), phase: pod::phase(pod) })
-            .collect();
-        // By uid: a uid names one incarnation under one key, so this
-        // answers "is the pod at the container's key still this
-        // incarnation" without building a key per container.
-        let by_uid: BTreeMap<&str, &Cached<'_>> = pods.iter().map(|c| (c.pod.metadata.uid.as_str(), c)).collect();
-
         // Stops first, so that a replaced incarnation never overlaps its
         // successor on this node, and a terminating pod can be deleted below.
         let mut stopped: BTreeSet<&str> = BTreeSet::new();
         for (&uid, container) in &running {
-            let wanted = by_uid.get(uid).is_some_and(|c| c.is_wanted());
+            // The pod at the container's name, if it is still this
+            // incarnation (a uid names one incarnation under one name).
+            let pod = &container.pod;
+            let wanted = self.pods.get(&pod.namespace, &pod.name).is_some_and(|d| d.uid == uid && d.is_wanted());
             if !wanted {
                 ctx.push(Action::StopContainer { pod: container.pod.clone() });
                 stopped.insert(uid);
             }
         }
 
-        for &Cached { pod, on_node, phase } in &pods {
-            if !on_node {
+        for (namespace, name, digest) in self.pods.iter() {
+            if !digest.on_node {
                 continue;
             }
-            let uid = pod.metadata.uid.as_str();
+            let uid = digest.uid.as_str();
             let runs = running.contains_key(uid) && !stopped.contains(uid);
-            if pod.is_terminating() {
+            let key = || ObjectKey::new("Pod", namespace, name);
+            if digest.terminating {
                 if !runs {
                     // Sent unless the last delete is still in flight.
                     ctx.send(Action::Delete {
-                        key: pod.key(),
+                        key: key(),
                         uid: Some(uid.to_string()),
                         resource_version: None,
                         grace_period_seconds: Some(0),
@@ -180,37 +219,27 @@ impl Reconciler for NodeSync {
                 }
                 continue;
             }
-            if phase.is_terminal() {
+            if digest.phase.is_terminal() {
                 continue;
             }
             if !runs {
-                ctx.push(Action::StartContainer { pod: pod_ref(pod) });
+                let pod = PodRef { namespace: namespace.to_owned(), name: name.to_owned(), uid: uid.to_owned() };
+                ctx.push(Action::StartContainer { pod });
             }
             // Asked before the status is built: until the informer shows
             // the last status write, every call would build it only for the
             // SDK to hold it back.
-            let running_and_ready = phase == Phase::Running && pod::is_ready(pod);
-            if !running_and_ready && !ctx.is_pending(&pod.key()) {
-                ctx.update_status(running_status(pod, now));
+            if !digest.running_and_ready {
+                let key = key();
+                if !ctx.is_pending(&key)
+                    && let Some(pod) = ctx.cache().get(PODS, &key)
+                {
+                    let status = running_status(pod, now);
+                    ctx.update_status(status);
+                }
             }
         }
         Requeue::AwaitChange
-    }
-}
-
-/// A cached pod with what a call reads of it.
-struct Cached<'a> {
-    pod: &'a Object,
-    /// Bound to this kubelet's node.
-    on_node: bool,
-    phase: Phase,
-}
-
-impl Cached<'_> {
-    /// Whether this incarnation should have a running container here:
-    /// bound here, not terminating and not finished (`pod::is_active`).
-    fn is_wanted(&self) -> bool {
-        self.on_node && !self.pod.is_terminating() && !self.phase.is_terminal()
     }
 }
 

@@ -30,8 +30,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use recon_abi::{
-    ABI_VERSION, ActionResult, ComponentConfig, Controller, Input, ListMode, Manifest, Object, ObjectKey, Outcome,
-    Output, Verb, WatchSpec, WritePermission,
+    ABI_VERSION, ActionResult, ComponentConfig, Controller, Input, KeyMap, ListMode, Manifest, Object, ObjectKey,
+    Outcome, Output, Verb, WatchSpec, WritePermission,
 };
 use recon_sdk::meta::{int_field, json_object_mut};
 use recon_sdk::reconcile::{Context, Reconciler, Requeue, Runtime};
@@ -84,7 +84,7 @@ pub struct PodBinder {
     /// Pods that fit nowhere the last time they were tried.
     unschedulable: BTreeSet<ObjectKey>,
     /// Pods whose binding is in flight, with the node they were sent to.
-    assumed: BTreeMap<ObjectKey, String>,
+    assumed: KeyMap<String>,
     /// How many assumed pods each node has.
     assumed_per_node: BTreeMap<String, usize>,
     /// The nodes a pod may be bound to (schedulable, with room), by load
@@ -103,7 +103,7 @@ impl Default for PodBinder {
         PodBinder {
             bound: Index::new(occupied_node),
             unschedulable: BTreeSet::new(),
-            assumed: BTreeMap::new(),
+            assumed: KeyMap::new(),
             assumed_per_node: BTreeMap::new(),
             room: BTreeSet::new(),
             in_room: BTreeMap::new(),
@@ -218,7 +218,7 @@ impl Reconciler for PodBinder {
         ctx.update(binding(pod, &node));
         *self.assumed_per_node.entry(node.clone()).or_default() += 1;
         self.stale_room.insert(node.clone());
-        self.assumed.insert(key.clone(), node);
+        self.assumed.insert(key, node);
         Requeue::AwaitChange
     }
 }
