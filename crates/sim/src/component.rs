@@ -123,6 +123,10 @@ struct Delivered {
     /// The revision of the instance's view once it has this input (what
     /// a call that stops at it acted on).
     view_revision: u64,
+    /// Its line in the reconcile entry that hands it over: written as it
+    /// arrives, when its object's key and uid are at hand (a watch event's
+    /// are already shared for its delivery entry), not looked up again.
+    line: Line,
 }
 
 /// A request of an instance on its way: what the result will say it was.
@@ -650,13 +654,25 @@ impl Component {
 
     fn watch_event(&mut self, env: &mut Env<'_>, server: ServerId, w: usize, event: WatchEvent, cause: EntryId) {
         let revision = event.object.revision().unwrap_or(0);
+        let (key, uid) = (env.engine.key(&event.object), env.engine.name(&event.object.metadata.uid));
+        // The line `describe_input` would write, from the names just shared.
+        let line = match (u32::try_from(w), crate::component::revision(&event.object.metadata.resource_version)) {
+            (Ok(watch), Some(revision)) => Some(Line::Watched {
+                watch,
+                event_type: event.event_type,
+                key: key.clone(),
+                uid: uid.clone(),
+                revision,
+            }),
+            _ => None,
+        };
         let delivered = Event::WatchDelivered {
             component: self.name.clone(),
             api_server: env.servers[server.index()].name.clone(),
             watch: w,
             event_type: event.event_type,
-            key: env.engine.key(&event.object),
-            uid: env.engine.name(&event.object.metadata.uid),
+            key,
+            uid,
             revision,
         };
         let entry = env.engine.record(env.engine.lanes.component(self.id), delivered, vec![cause]);
@@ -676,7 +692,9 @@ impl Component {
             // history the window may have lost (no 410 and relist).
             EventType::Bookmark => {}
         }
-        self.deliver(env, InputEvent::Watch { watch: w, event }, Some(entry));
+        let event = InputEvent::Watch { watch: w, event };
+        let line = line.unwrap_or_else(|| describe_input(&event, &mut env.engine.names));
+        self.deliver_described(env, event, line, Some(entry));
     }
 
     fn reflector_failed(&mut self, env: &mut Env<'_>, w: usize, status: Status) {
@@ -730,9 +748,18 @@ impl Component {
     // ---- calling the controller ----
 
     fn deliver(&mut self, env: &mut Env<'_>, event: InputEvent, cause: Option<EntryId>) {
+        if self.instance().is_none() {
+            return;
+        }
+        let line = describe_input(&event, &mut env.engine.names);
+        self.deliver_described(env, event, line, cause);
+    }
+
+    /// [`Component::deliver`] with the event's line already written.
+    fn deliver_described(&mut self, env: &mut Env<'_>, event: InputEvent, line: Line, cause: Option<EntryId>) {
         let Some(instance) = self.instance_mut() else { return };
         let view_revision = instance.view_revision();
-        instance.inbox.push(Delivered { event, cause, view_revision });
+        instance.inbox.push(Delivered { event, cause, view_revision, line });
         self.wake_soon(env);
     }
 
@@ -754,9 +781,7 @@ impl Component {
 
     /// The inputs its next call would get, one line each (none if it is not running).
     pub fn inbox(&self) -> Vec<String> {
-        let names = &mut Interner::new();
-        let line = |d: &Delivered| describe_input(&d.event, names).to_string();
-        self.instance().map(|i| i.inbox.iter().map(line).collect()).unwrap_or_default()
+        self.instance().map(|i| i.inbox.iter().map(|d| d.line.to_string()).collect()).unwrap_or_default()
     }
 
     /// What of its state later events depend on, in words (for a state's
@@ -809,12 +834,11 @@ impl Component {
             (1.., Some(last)) => last.view_revision,
             _ => instance.view_revision(),
         };
-        let names = &mut env.engine.names;
-        let held: Vec<Line> = instance.inbox.iter().map(|d| describe_input(&d.event, names)).collect();
+        let held: Vec<Line> = instance.inbox.iter().map(|d| d.line.clone()).collect();
         let containers = (named_node && instance.manifest.node_agent)
             .then(|| node.map(|n| env.nodes[n.index()].containers()).unwrap_or_default());
         let causes: Vec<EntryId> = inbox.iter().filter_map(|d| d.cause).collect();
-        let inputs: Vec<Line> = inbox.iter().map(|d| describe_input(&d.event, names)).collect();
+        let inputs: Vec<Line> = inbox.iter().map(|d| d.line.clone()).collect();
         let input = Input { time_ms: now, events: inbox.into_iter().map(|d| d.event).collect(), containers };
         let output = instance.controller.handle(&input);
         let lines = instance.controller.take_logs();
