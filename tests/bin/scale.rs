@@ -27,11 +27,10 @@ use std::time::Instant;
 
 use recon_sim::Sim;
 
-/// mimalloc rather than the system allocator: glibc's malloc slows as the
-/// heap grows, which made the cost per event grow with the cluster
-/// (BENCHMARKS.md, "Scale").
+/// The allocator of the binaries that run big scenarios (`recon_alloc`:
+/// mimalloc, keeping what a run frees for the run).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: recon_alloc::Allocator = recon_alloc::Allocator;
 
 /// The sizes run by default: Kubernetes' published limits (5,000 nodes,
 /// 150,000 pods) and two steps below.
@@ -55,6 +54,7 @@ struct Measured {
 }
 
 fn main() {
+    recon_alloc::keep_freed_memory();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("--one") => one(&args[1..]),

@@ -19,16 +19,16 @@ use recon_scenario::Check;
 use recon_sim::{Event, Sim};
 use recon_tests::soak::{self, SoakSize};
 
-/// mimalloc rather than the system allocator: glibc's malloc slows as the
-/// heap grows, which made the cost per event grow with the cluster
-/// (BENCHMARKS.md, "Scale").
+/// The allocator of the binaries that run big scenarios (`recon_alloc`:
+/// mimalloc, keeping what a run frees for the run).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: recon_alloc::Allocator = recon_alloc::Allocator;
 
 /// Virtual minutes between progress lines.
 const REPORT_EVERY_MINUTES: u64 = 5;
 
 fn main() {
+    recon_alloc::keep_freed_memory();
     let mut size = SoakSize::default();
     let mut write = None;
     let mut checks = None;

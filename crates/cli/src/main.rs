@@ -13,11 +13,10 @@ use clap::{Parser, Subcommand};
 use recon_prepare::{Prepared, Preparer, ScenarioFile};
 use recon_sim::Trace;
 
-/// mimalloc rather than the system allocator: glibc's malloc slows as the
-/// heap grows, which made the cost per event grow with the cluster
-/// (BENCHMARKS.md, "Scale").
+/// The allocator of the binaries that run big scenarios (`recon_alloc`:
+/// mimalloc, keeping what a run frees for the run).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: recon_alloc::Allocator = recon_alloc::Allocator;
 
 /// Prints a line to standard output, like `println!`, except that a reader
 /// who stops reading (`recon run … | head`) ends the printing quietly
@@ -183,6 +182,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    recon_alloc::keep_freed_memory();
     let cli = Cli::parse();
     match cli.command {
         Command::Run { scenario, seed, trace, timeline, expect, plugins, fixes, mitigations, audit_log } => {
