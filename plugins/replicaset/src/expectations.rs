@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use kube::Resource;
+use kube::core::{PartialObjectMeta, PartialObjectMetaExt};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::Event;
 
@@ -139,10 +140,13 @@ impl Expectations {
     }
 
     /// One event of the pod watch, before it reaches `store`: lowers the
-    /// expectations it fulfils, and returns the pods whose owners must be
-    /// reconciled (before and after the change, and every pod a relist
-    /// found gone).
-    pub fn observe(&mut self, event: &Event<Pod>, store: &Store<Pod>) -> Vec<Pod> {
+    /// expectations it fulfils, and returns the metadata of the pods whose
+    /// owners must be reconciled (before and after the change, and every
+    /// pod a relist found gone): the owner references are all the trigger
+    /// reads, and a whole pod copied twice per event was most of this
+    /// function's cost in a large cluster.
+    pub fn observe(&mut self, event: &Event<Pod>, store: &Store<Pod>) -> Vec<PartialObjectMeta<Pod>> {
+        let meta = |pod: &Pod| pod.metadata.clone().into_response_partial();
         let cached = |pod: &Pod| store.get(&ObjectRef::from_obj(pod));
         match event {
             Event::Init => {
@@ -155,18 +159,18 @@ impl Expectations {
                 }
                 let old = cached(pod);
                 self.changed(old.as_deref(), Some(pod));
-                old.into_iter().map(Arc::unwrap_or_clone).chain([pod.clone()]).collect()
+                old.as_deref().into_iter().chain([pod]).map(meta).collect()
             }
             Event::Delete(pod) => {
                 let old = cached(pod);
                 self.changed(Some(old.as_deref().unwrap_or(pod)), None);
-                vec![pod.clone()]
+                vec![meta(pod)]
             }
             Event::InitDone => {
                 let listed = self.listing.take().unwrap_or_default();
                 let gone: Vec<Arc<Pod>> = store.state().into_iter().filter(|p| !listed.contains(&key(&**p))).collect();
                 gone.iter().for_each(|pod| self.changed(Some(pod), None));
-                gone.into_iter().map(Arc::unwrap_or_clone).collect()
+                gone.iter().map(|pod| meta(pod)).collect()
             }
         }
     }
