@@ -23,12 +23,18 @@ fn the_driver_repeats_small_sizes_and_compares_each_rate_with_the_first() {
         .map(|l| l.split('|').map(str::trim).collect())
         .collect();
     assert_eq!(rows.len(), 2, "one native row per size: {stdout}");
-    // | nodes | pods | engine | runs | build | fastest | slowest | entries | entries/s | ÷ first | peak | ratio |
+    // | nodes | pods | engine | runs | build | median | fastest | slowest | entries | entries/s | ÷ first | peak | ratio |
     let (first, second) = (&rows[0], &rows[1]);
     assert_eq!(first[3], "native");
     assert!(first[4].parse::<u32>().unwrap() > 1, "a run of a few milliseconds is repeated: {stdout}");
-    assert_eq!(first[10], "1.00", "the first size is the yardstick");
-    let share: f64 = second[10].parse().unwrap();
+    let seconds = |cell: &str| cell.trim_end_matches(" s").parse::<f64>().unwrap();
+    let (median, fastest, slowest) = (seconds(first[6]), seconds(first[7]), seconds(first[8]));
+    assert!(
+        fastest <= median && median <= slowest,
+        "the median run lies between the fastest and the slowest: {stdout}"
+    );
+    assert_eq!(first[11], "1.00", "the first size is the yardstick");
+    let share: f64 = second[11].parse().unwrap();
     assert!(share > 0.0, "{stdout}");
-    assert!(second[8].parse::<u64>().unwrap() > first[8].parse::<u64>().unwrap(), "twice the cluster, more entries");
+    assert!(second[9].parse::<u64>().unwrap() > first[9].parse::<u64>().unwrap(), "twice the cluster, more entries");
 }
