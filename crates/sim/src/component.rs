@@ -16,7 +16,7 @@ use recon_abi::{
     ObjectList, Outcome, PodRef, RequestId, Status, StatusReason, Verb, WatchEvent,
 };
 use recon_trace::text::short_uid;
-use recon_trace::{EntryId, Event, Interner, Line, Name};
+use recon_trace::{EntryId, Event, Interner, Key, Line, Name};
 
 use crate::admission::{Admitted, admit};
 use crate::api::{GetRequest, Request};
@@ -655,17 +655,8 @@ impl Component {
     fn watch_event(&mut self, env: &mut Env<'_>, server: ServerId, w: usize, event: WatchEvent, cause: EntryId) {
         let revision = event.object.revision().unwrap_or(0);
         let (key, uid) = (env.engine.key(&event.object), env.engine.name(&event.object.metadata.uid));
-        // The line `describe_input` would write, from the names just shared.
-        let line = match (u32::try_from(w), crate::component::revision(&event.object.metadata.resource_version)) {
-            (Ok(watch), Some(revision)) => Some(Line::Watched {
-                watch,
-                event_type: event.event_type,
-                key: key.clone(),
-                uid: uid.clone(),
-                revision,
-            }),
-            _ => None,
-        };
+        // Its input line, from the names just shared for its delivery entry.
+        let line = watched_line(w, &event, key.clone(), uid.clone());
         let delivered = Event::WatchDelivered {
             component: self.name.clone(),
             api_server: env.servers[server.index()].name.clone(),
@@ -692,9 +683,7 @@ impl Component {
             // history the window may have lost (no 410 and relist).
             EventType::Bookmark => {}
         }
-        let event = InputEvent::Watch { watch: w, event };
-        let line = line.unwrap_or_else(|| describe_input(&event, &mut env.engine.names));
-        self.deliver_described(env, event, line, Some(entry));
+        self.deliver_described(env, InputEvent::Watch { watch: w, event }, line, Some(entry));
     }
 
     fn reflector_failed(&mut self, env: &mut Env<'_>, w: usize, status: Status) {
@@ -1015,30 +1004,30 @@ fn stop_container(env: &mut Env<'_>, n: NodeId, pod: &PodRef, cause: EntryId) {
 
 /// One line per input, for the trace: the common ones as their parts
 /// (names and keys shared through `names`), the rest as text (see [`Line`]).
+/// A watch event's input line, given its object's shared key and uid.
+fn watched_line(watch: usize, event: &WatchEvent, key: Key, uid: Name) -> Line {
+    let object = &event.object;
+    match (u32::try_from(watch), revision(&object.metadata.resource_version)) {
+        (Ok(watch), Some(revision)) => Line::Watched { watch, event_type: event.event_type, key, uid, revision },
+        _ => format!(
+            "watch {watch}: {} {} (uid {}) at revision {}",
+            event.event_type,
+            object.key(),
+            short_uid(&object.metadata.uid),
+            object.metadata.resource_version
+        )
+        .into(),
+    }
+}
+
 fn describe_input(e: &InputEvent, names: &mut Interner) -> Line {
     match e {
         InputEvent::Listed { watch, resource_version, objects } => {
             format!("watch {watch}: listed {} objects at revision {resource_version}", objects.len()).into()
         }
         InputEvent::Watch { watch, event } => {
-            let object = &event.object;
-            match (u32::try_from(*watch), revision(&object.metadata.resource_version)) {
-                (Ok(watch), Some(revision)) => Line::Watched {
-                    watch,
-                    event_type: event.event_type,
-                    key: names.object_key(object),
-                    uid: names.name(&object.metadata.uid),
-                    revision,
-                },
-                _ => format!(
-                    "watch {watch}: {} {} (uid {}) at revision {}",
-                    event.event_type,
-                    object.key(),
-                    short_uid(&object.metadata.uid),
-                    object.metadata.resource_version
-                )
-                .into(),
-            }
+            let (key, uid) = (names.object_key(&event.object), names.name(&event.object.metadata.uid));
+            watched_line(*watch, event, key, uid)
         }
         InputEvent::Result(r) => match &r.outcome {
             Outcome::Ok(_) => Line::Succeeded { verb: r.verb, key: names.key(&r.key) },
