@@ -4,8 +4,7 @@
 //! concerns, and actors schedule, read the store and write the trace
 //! through it.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 
 use recon_abi::Object;
 use recon_store::Store;
@@ -15,13 +14,14 @@ use crate::ids::ComponentId;
 use crate::lanes::Lanes;
 use crate::message::{Client, Scheduled, client_component};
 use crate::network::Network;
+use crate::queue::Queue;
 
 /// Everything actors share: time, the queue, the store, the network, the trace.
 pub(crate) struct Engine {
     /// Virtual time in milliseconds.
     pub now: u64,
-    seq: u64,
-    queue: BinaryHeap<Reverse<Queued>>,
+    /// What is scheduled, earliest first.
+    queue: Queue<Scheduled>,
     /// The store (etcd).
     pub store: Store,
     /// Trace entry of the store write at each revision.
@@ -40,42 +40,12 @@ pub(crate) struct Engine {
     pub names: Interner,
 }
 
-/// An event in the queue: when, and its place among events at that time.
-///
-/// The event is held inline: a `Scheduled` is a few words (its large
-/// variants box their payload), so moving it as the heap sifts costs
-/// less than a separate allocation per event would.
-pub(crate) struct Queued {
-    pub time: u64,
-    seq: u64,
-    pub what: Scheduled,
-}
-
-impl PartialEq for Queued {
-    fn eq(&self, other: &Self) -> bool {
-        (self.time, self.seq) == (other.time, other.seq)
-    }
-}
-impl Eq for Queued {}
-impl PartialOrd for Queued {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for Queued {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        // Earliest first; ties in the order they were scheduled.
-        (self.time, self.seq).cmp(&(other.time, other.seq))
-    }
-}
-
 impl Engine {
     /// An engine at time 0 with an empty queue and store.
     pub fn new(network: Network, trace: Trace, lanes: Lanes) -> Engine {
         Engine {
             now: 0,
-            seq: 0,
-            queue: BinaryHeap::new(),
+            queue: Queue::default(),
             store: Store::new(),
             store_entries: BTreeMap::new(),
             network,
@@ -88,48 +58,41 @@ impl Engine {
 
     /// Schedules `what` at virtual time `time`.
     pub fn schedule(&mut self, time: u64, what: Scheduled) {
-        self.seq += 1;
-        self.queue.push(Reverse(Queued { time, seq: self.seq, what }));
+        self.queue.push(time, what);
     }
 
     /// When the next scheduled event is due, if any.
     pub fn next_due(&self) -> Option<u64> {
-        self.queue.peek().map(|Reverse(q)| q.time)
+        self.queue.next_due()
     }
 
     /// Takes the next scheduled event and moves the clock to it.
     pub fn pop(&mut self) -> Option<Scheduled> {
-        let Reverse(q) = self.queue.pop()?;
-        self.now = q.time;
-        Some(q.what)
+        let (time, what) = self.queue.pop()?;
+        self.now = time;
+        Some(what)
     }
 
     /// The next scheduled event, without taking it.
     pub fn peek(&self) -> Option<&Scheduled> {
-        self.queue.peek().map(|Reverse(q)| &q.what)
+        self.queue.peek()
     }
 
     /// Takes every event due at `time`, in the order they would be popped
     /// (for a choice among them; [`Engine::put_back`] returns the rest).
-    pub fn take_due_at(&mut self, time: u64) -> Vec<Queued> {
-        let mut due = Vec::new();
-        while self.queue.peek().is_some_and(|Reverse(q)| q.time == time) {
-            let Reverse(q) = self.queue.pop().expect("peeked");
-            due.push(q);
-        }
-        due
+    pub fn take_due_at(&mut self, time: u64) -> Vec<Scheduled> {
+        self.queue.take_due_at(time)
     }
 
     /// Everything scheduled, in the order it will be handled.
     pub fn queued(&self) -> Vec<(u64, &Scheduled)> {
-        let mut all: Vec<&Queued> = self.queue.iter().map(|Reverse(q)| q).collect();
-        all.sort();
-        all.into_iter().map(|q| (q.time, &q.what)).collect()
+        self.queue.iter().collect()
     }
 
-    /// Returns events taken with [`Engine::take_due_at`], each at its old place.
-    pub fn put_back(&mut self, due: Vec<Queued>) {
-        self.queue.extend(due.into_iter().map(Reverse));
+    /// Returns events taken with [`Engine::take_due_at`] at `time`, each to
+    /// its old place.
+    pub fn put_back(&mut self, time: u64, due: Vec<Scheduled>) {
+        self.queue.put_back(time, due);
     }
 
     /// Writes an entry on `lane` now; returns its id.

@@ -35,6 +35,7 @@ pub mod network;
 mod node;
 pub mod ordering;
 pub mod patch;
+mod queue;
 mod reflector;
 pub mod rng;
 mod watchers;

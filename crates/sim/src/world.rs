@@ -315,8 +315,8 @@ impl Sim {
         let mut due = self.engine.take_due_at(now);
         // The live reconciles due now, one per component, in queue order.
         let mut wakes: Vec<(usize, ComponentId)> = Vec::new();
-        for (i, queued) in due.iter().enumerate() {
-            if let Some(c) = live_wake(self, &queued.what)
+        for (i, what) in due.iter().enumerate() {
+            if let Some(c) = live_wake(self, what)
                 && wakes.iter().all(|(_, seen)| *seen != c)
             {
                 wakes.push((i, c));
@@ -331,9 +331,9 @@ impl Sim {
             pick = wakes.get(chooser(&moment)).map_or(0, |(i, _)| *i);
         }
         let chosen = due.remove(pick);
-        self.engine.put_back(due);
-        self.engine.now = chosen.time;
-        chosen.what
+        self.engine.put_back(now, due);
+        self.engine.now = now;
+        chosen
     }
 
     /// Runs to the end of the scenario's duration.
