@@ -369,8 +369,11 @@ pub enum InputEvent {
         event: WatchEvent,
     },
     /// The result of a write the controller asked for earlier.
+    // Boxed: a result can carry a whole object, and inline it made every
+    // input (most are watch events of a few words) that size as it moved
+    // through the host's inbox (472 bytes).
     #[serde(rename_all = "camelCase")]
-    Result(ActionResult),
+    Result(Box<ActionResult>),
     /// A requeue asked for with [`Action::RequeueAfter`] is due.
     #[serde(rename_all = "camelCase")]
     Timer {
@@ -721,7 +724,6 @@ pub enum Action {
 /// [`InputEvent`]'s variants and fields as serde decodes them once the
 /// tag is read (`tagged.rs`): the same names, defaults and refusals.
 #[derive(Deserialize)]
-#[allow(clippy::large_enum_variant, reason = "never built: serde decodes through it into an `InputEvent`")]
 #[serde(remote = "InputEvent", rename_all = "camelCase", deny_unknown_fields)]
 enum InputEventByName {
     #[serde(rename_all = "camelCase")]
@@ -735,7 +737,7 @@ enum InputEventByName {
         watch: usize,
         event: WatchEvent,
     },
-    Result(ActionResult),
+    Result(Box<ActionResult>),
     #[serde(rename_all = "camelCase")]
     Timer {
         key: String,

@@ -641,7 +641,7 @@ impl recon_abi::Controller for Plugin {
                     state.own_writes.written(result.id, result);
                     // A result without a slot was given up on (or is not ours).
                     if let Some(pending) = result.id.and_then(|id| state.pending.get_mut(&id)) {
-                        pending.result = Some(result.clone());
+                        pending.result = Some(ActionResult::clone(result));
                         if let Some(waker) = pending.waker.take() {
                             waker.wake();
                         }

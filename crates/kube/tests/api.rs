@@ -60,7 +60,12 @@ fn drive(
         for (i, action) in output.actions.iter().enumerate() {
             let (verb, key) = action.request_target().expect("only requests");
             let id = output.request_id(i).expect("every request has an id");
-            events.push(InputEvent::Result(ActionResult { verb, key, outcome: answer(action), id: Some(id) }));
+            events.push(InputEvent::Result(Box::new(ActionResult {
+                verb,
+                key,
+                outcome: answer(action),
+                id: Some(id),
+            })));
             requests.push(action.clone());
         }
         if events.is_empty() {

@@ -57,7 +57,7 @@ fn run(plugin: &mut Plugin) -> Vec<(u64, Wire)> {
                     ..Object::default()
                 },
             };
-            events.push(InputEvent::Result(ActionResult { verb, key, outcome: Outcome::Ok(Some(stored)), id: Some(id) }));
+            events.push(InputEvent::Result(Box::new(ActionResult { verb, key, outcome: Outcome::Ok(Some(stored)), id: Some(id) })));
             requests.push((time_ms, action.clone()));
         }
         if events.is_empty() {

@@ -98,7 +98,7 @@ fn merge_patch(output: &recon_abi::Output) -> (u64, serde_json::Value) {
 
 fn patched(id: u64, outcome: Outcome) -> InputEvent {
     let key = recon_abi::ObjectKey::new("ConfigMap", "default", "a");
-    InputEvent::Result(ActionResult { verb: Verb::Patch, key, outcome, id: Some(id) })
+    InputEvent::Result(Box::new(ActionResult { verb: Verb::Patch, key, outcome, id: Some(id) }))
 }
 
 #[test]

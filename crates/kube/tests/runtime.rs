@@ -118,7 +118,7 @@ fn secret_result(id: u64, name: &str, found: bool) -> InputEvent {
     } else {
         recon_abi::Outcome::Err(Status::new(StatusReason::NotFound, format!("secrets \"{name}\" not found")))
     };
-    InputEvent::Result(ActionResult { verb: Verb::Get, key, outcome, id: Some(id) })
+    InputEvent::Result(Box::new(ActionResult { verb: Verb::Get, key, outcome, id: Some(id) }))
 }
 
 /// The gets in an output, as (request id, name).

@@ -459,7 +459,7 @@ impl<R: Reconciler> Runtime<R> {
             InputEvent::Result(result) => {
                 if let Some(wake) = result.id.and_then(|id| self.requests.reads.remove(&id)) {
                     let id = result.id.expect("matched by id");
-                    self.requests.results.insert(id, result.clone());
+                    self.requests.results.insert(id, ActionResult::clone(result));
                     self.dirty.insert(wake);
                 }
                 let current = self.cache.find(&result.key);
@@ -618,7 +618,7 @@ mod tests {
         // The result arrives, then the watch event: settled, and nothing left to do.
         let mut written = a.clone().at_version("4");
         written.status = json!({"seen": 1}).into();
-        runtime.handle(&input(2, vec![InputEvent::Result(succeeded(Verb::UpdateStatus, &written))]));
+        runtime.handle(&input(2, vec![InputEvent::Result(Box::new(succeeded(Verb::UpdateStatus, &written)))]));
         let out = runtime.handle(&input(3, vec![modified(0, written)]));
         assert_eq!(out.actions, vec![]);
     }
@@ -629,7 +629,7 @@ mod tests {
         let a = thing("a", 1, "2");
         runtime.handle(&input(0, vec![listed(0, "2", vec![a.clone()]), listed(1, "2", vec![])]));
         let result = failed(Verb::UpdateStatus, &a.key(), StatusReason::ServiceUnavailable);
-        let out = runtime.handle(&input(10, vec![InputEvent::Result(result)]));
+        let out = runtime.handle(&input(10, vec![InputEvent::Result(Box::new(result))]));
         assert_eq!(out.actions, vec![Action::RequeueAfter { key: "Thing/default/a".into(), after_ms: 1_000 }]);
         let out = runtime.handle(&input(1_010, vec![timer("Thing/default/a")]));
         assert_eq!(out.actions, vec![status_write(&a, 1)]);
@@ -743,7 +743,7 @@ mod tests {
 
         // No name to match on: the runtime sets no retry, the hook decides.
         let result = failed(Verb::Create, &ObjectKey::new("Pod", "default", ""), StatusReason::ServiceUnavailable);
-        let out = runtime.handle(&input(1, vec![InputEvent::Result(result)]));
+        let out = runtime.handle(&input(1, vec![InputEvent::Result(Box::new(result))]));
         assert_eq!(out.actions, vec![]);
         assert_eq!(runtime.reconciler().results, vec![Verb::Create]);
         assert_eq!(runtime.reconciler().reconciled, vec!["a", "created"]);
@@ -790,7 +790,7 @@ mod tests {
         assert_eq!(runtime.handle(&input(1, vec![timer("Thing/default/a")])).actions, vec![]);
         // A transient failure is retried by the runtime, with the same options.
         let result = failed(Verb::Delete, &a.key(), StatusReason::ServiceUnavailable);
-        let out = runtime.handle(&input(2, vec![InputEvent::Result(result)]));
+        let out = runtime.handle(&input(2, vec![InputEvent::Result(Box::new(result))]));
         assert_eq!(out.actions, vec![Action::RequeueAfter { key: "Thing/default/a".into(), after_ms: 1_000 }]);
         let out = runtime.handle(&input(1_002, vec![timer("Thing/default/a")]));
         assert_eq!(out.actions, vec![delete_with_grace(&a, 0)]);
@@ -832,11 +832,11 @@ mod tests {
         // Another request's result (by id) does not wake the key; its own does.
         let mut other = succeeded(Verb::Get, &a);
         other.id = Some(id + 100);
-        runtime.handle(&input(1, vec![InputEvent::Result(other)]));
+        runtime.handle(&input(1, vec![InputEvent::Result(Box::new(other))]));
         assert!(runtime.reconciler().got.is_empty());
         let mut mine = succeeded(Verb::Get, &a);
         mine.id = Some(id);
-        runtime.handle(&input(2, vec![InputEvent::Result(mine.clone())]));
+        runtime.handle(&input(2, vec![InputEvent::Result(Box::new(mine.clone()))]));
         assert_eq!(runtime.reconciler().got, vec![mine], "handed to the reconcile of the key that asked");
     }
 }

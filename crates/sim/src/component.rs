@@ -604,7 +604,7 @@ impl Component {
             Reply::Failed(status) => (key, Outcome::Err(status), None),
             Reply::WatchOpened { .. } | Reply::Events { .. } => return,
         };
-        self.deliver(env, InputEvent::Result(ActionResult { verb, key, outcome, id }), cause);
+        self.deliver(env, InputEvent::Result(Box::new(ActionResult { verb, key, outcome, id })), cause);
     }
 
     fn on_reflector_reply(&mut self, env: &mut Env<'_>, server: ServerId, w: usize, reply: Reply) {

@@ -484,8 +484,9 @@ impl Instance for Creator {
                         actions.push(Action::RequeueAfter { key: "delete".into(), after_ms });
                     }
                 }
-                InputEvent::Result(recon_abi::ActionResult { outcome: recon_abi::Outcome::Ok(Some(set)), .. })
-                    if set.kind == "ReplicaSet" =>
+                InputEvent::Result(result)
+                    if let recon_abi::Outcome::Ok(Some(set)) = &result.outcome
+                        && set.kind == "ReplicaSet" =>
                 {
                     let replicas = set.spec["replicas"].as_u64().unwrap_or(1) as usize;
                     actions.extend(self.pods_for(set, replicas));

@@ -51,7 +51,7 @@ impl Instance for Reader {
         }
         for event in &input.events {
             match event {
-                InputEvent::Result(r) => self.results.borrow_mut().push((input.time_ms, r.clone())),
+                InputEvent::Result(r) => self.results.borrow_mut().push((input.time_ms, ActionResult::clone(r))),
                 InputEvent::Timer { key } => {
                     let i: usize = key.parse().expect("the reader's own timers");
                     let planned = &self.plan[i].1;

@@ -57,8 +57,10 @@ fn after_a_conflict_it_decides_again_on_the_newer_widget_and_then_leaves_it() {
     let theirs = widget("6", json!([{ "type": "Ready", "status": "False" }]));
     let out = c.handle(&input(1, vec![modified(0, theirs)]));
     assert_eq!(out.actions, vec![], "the first write has no answer yet");
-    let out =
-        c.handle(&input(2, vec![InputEvent::Result(failed(Verb::UpdateStatus, &first.key(), StatusReason::Conflict))]));
+    let out = c.handle(&input(
+        2,
+        vec![InputEvent::Result(Box::new(failed(Verb::UpdateStatus, &first.key(), StatusReason::Conflict)))],
+    ));
     assert_eq!(out.actions, vec![], "the newer widget is decided: nothing to write");
 }
 

@@ -71,7 +71,7 @@ fn answers(out: &Output, version: &str) -> Vec<InputEvent> {
         };
         let mut result: ActionResult = succeeded(verb, &object.clone().at_version(version));
         result.id = Some(out.request_id(i).expect("a request has an id"));
-        Some(InputEvent::Result(result))
+        Some(InputEvent::Result(Box::new(result)))
     });
     requests.collect()
 }

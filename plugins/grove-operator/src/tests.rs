@@ -74,7 +74,7 @@ fn with_the_lock_a_copy_older_than_its_own_write_is_not_trusted() {
         vec![json!({ "status": { "availableReplicas": 0 }, "metadata": { "resourceVersion": "5" } })]
     );
     let written = set(0, "11");
-    let woken = c.handle(&input(2, vec![InputEvent::Result(succeeded(Verb::PatchStatus, &written))])).actions;
+    let woken = c.handle(&input(2, vec![InputEvent::Result(Box::new(succeeded(Verb::PatchStatus, &written)))])).actions;
     // The clique is back: the status equals the stale cached copy (rv 5),
     // older than the write (rv 11), so it is not trusted; the locked patch
     // waits for the first write to settle and the key is requeued.
@@ -109,6 +109,6 @@ fn with_the_live_read_the_no_op_check_uses_the_object_read_from_the_api_server()
     // baseline differs, so the status goes out.
     let mut read = succeeded(Verb::Get, &set(0, "11"));
     read.id = Some(0);
-    let actions = c.handle(&input(1, vec![InputEvent::Result(read)])).actions;
+    let actions = c.handle(&input(1, vec![InputEvent::Result(Box::new(read))])).actions;
     assert_eq!(status_patches(&actions), vec![json!({ "status": { "availableReplicas": 1 } })]);
 }

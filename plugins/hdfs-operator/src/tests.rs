@@ -57,7 +57,8 @@ fn applies_after_first_list(params: Value) -> Vec<Vec<String>> {
         );
         let id = output.request_ids.first().copied().flatten();
         let result = ActionResult { verb: Verb::Patch, key: key.clone(), outcome: Outcome::Ok(None), id };
-        input = Input { time_ms: input.time_ms + 10, events: vec![InputEvent::Result(result)], containers: None };
+        input =
+            Input { time_ms: input.time_ms + 10, events: vec![InputEvent::Result(Box::new(result))], containers: None };
     }
     applies
 }

@@ -98,7 +98,7 @@ fn kubelet_does_not_repeat_a_status_update_while_it_is_in_flight() {
     let running = vec![container_of(&p)];
     assert_eq!(kubelet.handle(&node_input(1, vec![], running.clone())).actions, vec![]);
     let stored = p.clone().at_version("6").running_ready();
-    let answer = InputEvent::Result(succeeded(Verb::UpdateStatus, &stored));
+    let answer = InputEvent::Result(Box::new(succeeded(Verb::UpdateStatus, &stored)));
     assert_eq!(kubelet.handle(&node_input(2, vec![answer], running.clone())).actions, vec![]);
     assert_eq!(kubelet.handle(&node_input(3, vec![modified(0, stored)], running)).actions, vec![]);
 }
@@ -136,12 +136,12 @@ fn kubelet_deletes_a_terminating_pod_once_its_container_stopped() {
 
     // The container is gone now; the delete is in flight and not sent again.
     assert_eq!(kubelet.handle(&node_input(2, vec![], vec![])).actions, vec![]);
-    let answer = InputEvent::Result(recon_abi::ActionResult {
+    let answer = InputEvent::Result(Box::new(recon_abi::ActionResult {
         verb: Verb::Delete,
         key: dying.key(),
         outcome: recon_abi::Outcome::Ok(None),
         id: None,
-    });
+    }));
     assert_eq!(kubelet.handle(&node_input(3, vec![answer], vec![])).actions, vec![]);
     assert_eq!(kubelet.handle(&node_input(4, vec![deleted(0, dying.at_version("9"))], vec![])).actions, vec![]);
 }
@@ -160,7 +160,7 @@ fn kubelet_retries_a_failed_delete_after_a_delay_but_not_before() {
     let dying = web0("uid-1", "5").terminating();
     kubelet.handle(&node_input(0, vec![listed(0, "5", vec![dying.clone()])], vec![]));
 
-    let answer = InputEvent::Result(failed(Verb::Delete, &dying.key(), StatusReason::ServiceUnavailable));
+    let answer = InputEvent::Result(Box::new(failed(Verb::Delete, &dying.key(), StatusReason::ServiceUnavailable)));
     let out = kubelet.handle(&node_input(10, vec![answer], vec![]));
     // The runtime's retry: a requeue of the kubelet's one key, its node.
     let retry = "Node//node-1";
@@ -176,7 +176,7 @@ fn kubelet_waits_for_a_newer_version_after_a_status_conflict() {
     let p = web0("uid-1", "5");
     kubelet.handle(&node_input(0, vec![listed(0, "5", vec![p.clone()])], vec![]));
     let running = vec![container_of(&p)];
-    let answer = InputEvent::Result(failed(Verb::UpdateStatus, &p.key(), StatusReason::Conflict));
+    let answer = InputEvent::Result(Box::new(failed(Verb::UpdateStatus, &p.key(), StatusReason::Conflict)));
     assert_eq!(kubelet.handle(&node_input(5, vec![answer], running.clone())).actions, vec![]);
     assert_eq!(kubelet.handle(&node_input(60_000, vec![], running.clone())).actions, vec![]);
 

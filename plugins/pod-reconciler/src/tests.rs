@@ -56,12 +56,12 @@ fn timers(output: &recon_abi::Output) -> Vec<u64> {
 }
 
 fn refused(id: u64, reason: StatusReason) -> InputEvent {
-    InputEvent::Result(ActionResult {
+    InputEvent::Result(Box::new(ActionResult {
         verb: Verb::Update,
         key: ObjectKey::new("Pod", "default", "web"),
         outcome: Outcome::Err(Status::new(reason, "the object has been modified")),
         id: Some(id),
-    })
+    }))
 }
 
 #[test]
@@ -110,7 +110,7 @@ fn each_refused_replace_in_a_row_backs_off_twice_as_long_and_a_success_resyncs()
     let mut stored = pod("9");
     stored.metadata.annotations.insert(ANNOTATION.into(), "app=web,tier=frontend".into());
     let done = ActionResult { verb: Verb::Update, key: stored.key(), outcome: Outcome::Ok(Some(stored)), id: Some(id) };
-    let output = call(&mut plugin, now, vec![InputEvent::Result(done)]);
+    let output = call(&mut plugin, now, vec![InputEvent::Result(Box::new(done))]);
     assert_eq!(timers(&output), [RESYNC.as_millis() as u64]);
     // A failure after the success starts again from the first back-off.
     let retry = call(&mut plugin, now + 5_000, vec![InputEvent::Timer { key: format!("kube-timer/{}", now + 5_000) }]);

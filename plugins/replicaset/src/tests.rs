@@ -91,7 +91,7 @@ fn status_answers(out: &Output) -> Vec<InputEvent> {
 /// The answer `result` to the request `id`.
 fn answer(id: u64, mut result: ActionResult) -> InputEvent {
     result.id = Some(id);
-    InputEvent::Result(result)
+    InputEvent::Result(Box::new(result))
 }
 
 /// The timer a requeue asked for, firing at `time_ms`.
@@ -376,7 +376,7 @@ fn with_expired_expectations_relist_the_set_acts_on_a_quorum_list_issue_129795()
         outcome: Outcome::Listed(list),
         id: out.request_id(0),
     };
-    let out = c.handle(&input(5_010, vec![InputEvent::Result(result)]));
+    let out = c.handle(&input(5_010, vec![InputEvent::Result(Box::new(result))]));
     assert_eq!(creates(&out), 0);
     assert_eq!(creates(&c.handle(&input(6_000, vec![added(1, created)]))), 0);
 }

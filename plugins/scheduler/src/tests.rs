@@ -105,7 +105,10 @@ fn scheduler_counts_a_pod_once_when_the_cache_shows_its_binding() {
     let (mut s, actions) = start(vec![p.clone()], vec![node("node-1", 2)]);
     assert_eq!(actions, vec![bind(&p, "node-1")]);
     let stored = p.clone().on_node("node-1").at_version("11");
-    s.handle(&input(1, vec![modified(0, stored.clone()), InputEvent::Result(succeeded(Verb::Update, &stored))]));
+    s.handle(&input(
+        1,
+        vec![modified(0, stored.clone()), InputEvent::Result(Box::new(succeeded(Verb::Update, &stored)))],
+    ));
 
     // Capacity 2: one bound pod leaves room for exactly one more.
     let (q, r) = (pending("web-1"), pending("web-2"));
@@ -119,7 +122,7 @@ fn scheduler_forgets_the_assumption_when_a_bind_fails_and_retries_after_a_second
     let p = pending("web-0");
     let (mut s, _) = start(vec![p.clone()], vec![node("node-1", 1)]);
 
-    let answer = InputEvent::Result(failed(Verb::Update, &p.key(), StatusReason::ServiceUnavailable));
+    let answer = InputEvent::Result(Box::new(failed(Verb::Update, &p.key(), StatusReason::ServiceUnavailable)));
     let out = s.handle(&input(5, vec![answer]));
     assert_eq!(out.actions, vec![Action::RequeueAfter { key: "Pod/default/web-0".into(), after_ms: 1_000 }]);
 
@@ -132,7 +135,7 @@ fn scheduler_forgets_the_assumption_when_a_bind_fails_and_retries_after_a_second
 fn scheduler_waits_for_a_newer_version_after_a_bind_conflict() {
     let p = pending("web-0");
     let (mut s, _) = start(vec![p.clone()], vec![node("node-1", 10)]);
-    let answer = InputEvent::Result(failed(Verb::Update, &p.key(), StatusReason::Conflict));
+    let answer = InputEvent::Result(Box::new(failed(Verb::Update, &p.key(), StatusReason::Conflict)));
     assert_eq!(s.handle(&input(5, vec![answer])).actions, vec![]);
 
     let newer = p.clone().at_version("12").with_label("edited", "yes");

@@ -131,7 +131,7 @@ fn statefulset_does_not_create_a_pod_twice_while_the_create_is_in_flight() {
     let stored = set.clone().at_version("4").with_status(json!({"replicas": 0}));
     assert_eq!(created_names(&c.handle(&input(1, vec![modified(0, stored)])).actions), Vec::<String>::new());
     let pod0 = member(&set, 0);
-    let answer = InputEvent::Result(succeeded(Verb::Create, &pod0));
+    let answer = InputEvent::Result(Box::new(succeeded(Verb::Create, &pod0)));
     assert_eq!(created_names(&c.handle(&input(2, vec![answer])).actions), Vec::<String>::new());
 
     // Seen in the cache, Running and Ready: the next ordinal.
@@ -144,7 +144,7 @@ fn statefulset_retries_a_failed_create_after_a_delay() {
     let set = web(1, "web:1");
     let (mut c, _) = start(&set, vec![]);
     let key = ObjectKey::new("Pod", "default", "web-0");
-    let answer = InputEvent::Result(failed(Verb::Create, &key, StatusReason::ServiceUnavailable));
+    let answer = InputEvent::Result(Box::new(failed(Verb::Create, &key, StatusReason::ServiceUnavailable)));
     let out = c.handle(&input(10, vec![answer]));
     assert_eq!(
         pod_actions(out.actions),
@@ -186,7 +186,7 @@ fn statefulset_scales_down_from_the_highest_ordinal_one_at_a_time() {
 
     assert_eq!(pod_actions(c.handle(&input(1, vec![])).actions), vec![]);
     let dying = pods[2].clone().at_version("31").terminating();
-    let answer = InputEvent::Result(succeeded(Verb::Delete, &dying));
+    let answer = InputEvent::Result(Box::new(succeeded(Verb::Delete, &dying)));
     assert_eq!(pod_actions(c.handle(&input(2, vec![modified(1, dying.clone()), answer])).actions), vec![]);
     let out = c.handle(&input(3, vec![deleted(1, dying)]));
     assert_eq!(pod_actions(out.actions), vec![delete(&pods[1])]);
@@ -201,7 +201,7 @@ fn statefulset_rolling_update_deletes_highest_outdated_ordinal() {
     assert_eq!(pod_actions(actions), vec![delete(&pods[2])]);
 
     let dying = pods[2].clone().at_version("41").terminating();
-    let answer = InputEvent::Result(succeeded(Verb::Delete, &dying));
+    let answer = InputEvent::Result(Box::new(succeeded(Verb::Delete, &dying)));
     assert_eq!(pod_actions(c.handle(&input(1, vec![answer, modified(1, dying.clone())])).actions), vec![]);
     let out = c.handle(&input(2, vec![deleted(1, dying)]));
     let [Action::Create { object: recreated, dry_run: false }] = &pod_actions(out.actions)[..] else {
@@ -213,7 +213,7 @@ fn statefulset_rolling_update_deletes_highest_outdated_ordinal() {
 
     // Only once the new web-2 is seen Running and Ready does web-1 go.
     let web2 = member(&new, 2);
-    let answer = InputEvent::Result(succeeded(Verb::Create, &web2));
+    let answer = InputEvent::Result(Box::new(succeeded(Verb::Create, &web2)));
     let out = c.handle(&input(3, vec![answer, added(1, web2)]));
     assert_eq!(pod_actions(out.actions), vec![delete(&pods[1])]);
 }
@@ -255,8 +255,10 @@ fn statefulset_writes_status_only_when_it_changed() {
     assert_eq!(written.metadata.resource_version, "3", "status writes are compare-and-swap");
 
     let stored = written.clone().at_version("50");
-    let out =
-        c.handle(&input(1, vec![InputEvent::Result(succeeded(Verb::UpdateStatus, &stored)), modified(0, stored)]));
+    let out = c.handle(&input(
+        1,
+        vec![InputEvent::Result(Box::new(succeeded(Verb::UpdateStatus, &stored))), modified(0, stored)],
+    ));
     assert_eq!(out.actions, vec![]);
 }
 

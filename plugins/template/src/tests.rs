@@ -43,7 +43,7 @@ fn the_label_is_not_written_twice_while_the_first_write_is_in_flight() {
     let out = controller.handle(&input(1, vec![modified(0, running.clone())]));
     assert_eq!(out.actions, vec![], "the first write has no result yet");
     let conflict = failed(Verb::Update, &bound.key(), StatusReason::Conflict);
-    let out = controller.handle(&input(2, vec![InputEvent::Result(conflict)]));
+    let out = controller.handle(&input(2, vec![InputEvent::Result(Box::new(conflict))]));
     assert_eq!(out.actions, vec![labelled(&running, "node-1")], "retried on the newer pod");
 }
 
