@@ -377,7 +377,7 @@ impl ApiServer {
         };
         let cause = match from {
             ServedFrom::Cache => self.cache.revision_entry,
-            ServedFrom::Store => engine.store_entries.range(..=revision).next_back().map(|(_, e)| *e),
+            ServedFrom::Store => engine.store_writes.entry_at_or_before(revision),
         };
         // kubectl's reads are drawn on the API server that answered them.
         let (lane, component) = match client_component(client) {
@@ -657,10 +657,11 @@ impl ApiServer {
                     && event.prev.as_ref().is_some_and(|p| !p.is_terminating());
                 // The stored key: a create by generateName has its name now.
                 let key = event.value.key();
+                let (shared_key, uid) = (engine.key(&event.value), engine.name(&event.value.metadata.uid));
                 let write = Event::StoreWrite {
                     verb,
-                    key: engine.key(&event.value),
-                    uid: engine.name(&event.value.metadata.uid),
+                    key: shared_key.clone(),
+                    uid: uid.clone(),
                     revision: event.revision,
                     removed,
                     terminating,
@@ -669,7 +670,7 @@ impl ApiServer {
                     patch,
                 };
                 let entry = engine.record(engine.lanes.store, write, cause.into_iter().collect());
-                engine.store_entries.insert(event.revision, entry);
+                engine.store_writes.insert(event.revision, entry, shared_key, uid);
                 if !removed && event.value.kind == EVENT_KIND {
                     self.event_published(engine, &client, &event.value, entry);
                 }
@@ -750,14 +751,19 @@ impl ApiServer {
         if event.revision != self.cache.revision + 1 {
             return; // a duplicate after a resync, or a gap a resync will fill
         }
-        let key = engine.names.object_key(&event.value);
+        // The names its store write shared, if the trace recorded it.
+        let key = match engine.store_writes.names(revision) {
+            Some((key, _)) => key.clone(),
+            None => engine.names.object_key(&event.value),
+        };
+        debug_assert!(*key == event.value.key(), "the key recorded for revision {revision} is another object's");
         let event_type = match (event.kind, &event.prev) {
             (recon_store::EventKind::Delete, _) => EventType::Deleted,
             (_, None) => EventType::Added,
             _ => EventType::Modified,
         };
         let api_server = self.name.clone();
-        let cause = engine.store_entries.get(&revision).copied();
+        let cause = engine.store_writes.entry(revision);
         let entry = engine.record(
             engine.lanes.cache(self.id),
             Event::CacheApply { api_server, revision, key, event_type },
@@ -812,7 +818,7 @@ impl ApiServer {
                 let revision = engine.store.revision();
                 let state = engine.store.range("/", None).expect("current reads cannot fail");
                 let api_server = self.name.clone();
-                let cause = engine.store_entries.get(&revision).copied();
+                let cause = engine.store_writes.entry(revision);
                 let entry = engine.record(
                     engine.lanes.cache(self.id),
                     Event::CacheRelist { api_server, revision },
@@ -848,7 +854,7 @@ fn etcd_backlog(engine: &Engine, filter: &Filter, after: u64) -> Result<Vec<(Wat
     Ok(events
         .iter()
         .filter_map(|e| {
-            let entry = *engine.store_entries.get(&e.revision)?;
+            let entry = engine.store_writes.entry(e.revision)?;
             let event = CachedEvent {
                 revision: e.revision,
                 object: e.value.clone(),

@@ -654,7 +654,10 @@ impl Component {
 
     fn watch_event(&mut self, env: &mut Env<'_>, server: ServerId, w: usize, event: WatchEvent, cause: EntryId) {
         let revision = event.object.revision().unwrap_or(0);
-        let (key, uid) = (env.engine.key(&event.object), env.engine.name(&event.object.metadata.uid));
+        let (key, uid) = match env.engine.stored_names(revision, &event.object) {
+            Some((key, uid)) => (key.clone(), uid.clone()),
+            None => (env.engine.key(&event.object), env.engine.name(&event.object.metadata.uid)),
+        };
         // Its input line, from the names just shared for its delivery entry.
         let line = watched_line(w, &event, key.clone(), uid.clone());
         let delivered = Event::WatchDelivered {

@@ -172,13 +172,16 @@ impl Sim {
                 patch: None,
             };
             let entry = self.engine.trace.push(0, self.engine.lanes.store, write, vec![]);
-            self.engine.store_entries.insert(event.revision, entry);
+            // The stored object's names (its key may differ from `key` by
+            // a generated name).
+            let (stored_key, uid) = (self.engine.key(&event.value), self.engine.name(&event.value.metadata.uid));
+            self.engine.store_writes.insert(event.revision, entry, stored_key, uid);
             let commit = Commit { event: &event, entry, writer: None };
             self.checks.committed(&mut self.engine, &self.nodes, &commit);
         }
         let revision = self.engine.store.revision();
         let state = self.engine.store.range("/", None).expect("reading the current state cannot fail");
-        let entry = self.engine.store_entries.get(&revision).copied();
+        let entry = self.engine.store_writes.entry(revision);
         for server in &mut self.servers {
             server.cache.replace(revision, state.iter().map(|kv| (kv.key.clone(), kv.value.clone())), entry);
         }
@@ -522,7 +525,7 @@ impl Sim {
             && mark > self.engine.store.compacted()
         {
             self.engine.store.compact(mark);
-            let entry = self.engine.store_entries.get(&mark).copied();
+            let entry = self.engine.store_writes.entry(mark);
             self.engine.record(
                 self.engine.lanes.store,
                 Event::Compaction { revision: mark },
