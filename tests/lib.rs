@@ -68,7 +68,8 @@ pub fn wasm_plugins() -> BTreeMap<String, CompiledPlugin> {
 
 /// [`wasm_plugins`], loaded under `limits` rather than the defaults.
 pub fn wasm_plugins_under(limits: &Limits) -> BTreeMap<String, CompiledPlugin> {
-    let (dir, engine) = (plugin_dir(), Engine::new().expect("wasmtime starts"));
+    // Pooled, as the CLI's: the traces the tests pin are the shipped engine's.
+    let (dir, engine) = (plugin_dir(), Engine::pooled(recon_host::MAX_POOL_SLOTS).expect("wasmtime starts"));
     let compile = |b: &recon_catalog::Builtin| compile(&engine, &dir, b.crate_name, b.name, limits);
     recon_catalog::BUILTINS.iter().map(|b| (b.name.to_string(), compile(b))).collect()
 }

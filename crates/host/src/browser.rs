@@ -89,6 +89,18 @@ impl Engine {
         }
     }
 
+    /// [`Engine::new`]: the page's `WebAssembly` gives each instance its own
+    /// memory and has no pool of slots; this is here so that code shared
+    /// with the native engine compiles for both.
+    pub fn pooled(_slots: u32) -> Result<Engine, PluginError> {
+        Engine::new()
+    }
+
+    /// Never: see [`Engine::pooled`].
+    pub fn is_pooled(&self) -> bool {
+        false
+    }
+
     /// Compiles a loaded module's instrumented bytes, synchronously.
     pub fn compile(&self, module: &Module) -> Result<CompiledPlugin, PluginError> {
         let bytes = Uint8Array::from(module.bytes());

@@ -12,18 +12,32 @@
 //! on, as a check: the fuzz target `plugin_module` runs every module with it
 //! and fails if wasmtime's fuel ever runs out before the instrumented
 //! counter.
+//!
+//! [`Engine::pooled`] starts instances in slots of wasmtime's pooling
+//! allocator, reserved once, rather than mapping and unmapping a memory
+//! for each: about half the cost of starting one, which a short run pays
+//! for every component and restart. The pool has a fixed number of slots,
+//! but what a run does must not depend on what else the process runs: when
+//! an instance does not get a slot (every slot taken, or a module beyond
+//! the pool's bounds) it starts the way [`Engine::new`]'s do, in an engine
+//! of that kind kept beside the pool, and behaves the same.
 
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use recon_abi::Crash;
+use std::sync::OnceLock;
+
 use wasmtime::{
-    Caller, Config, Extern, Global, InstancePre, Linker, Memory, Store, StoreLimits, StoreLimitsBuilder, TypedFunc, Val,
+    Caller, Config, Extern, Global, Instance, InstanceAllocationStrategy, InstancePre, Linker, Memory,
+    PoolingAllocationConfig, Store, StoreLimits, StoreLimitsBuilder, TypedFunc, Val,
 };
 
 use crate::call::{Call, Logs, in_bounds, one_line};
 use crate::instance::{Machine, lost_export, not_instantiated};
-use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, Meters, Module, PluginError, STACK_EXPORT, Trap, WasmInstance};
+use crate::{
+    DEPTH_EXPORT, FUEL_EXPORT, Limits, MAX_POOL_SLOTS, Meters, Module, PluginError, STACK_EXPORT, Trap, WasmInstance,
+};
 
 /// The most native stack a call may use. Calls must run on a thread with
 /// more than this (Rust's main thread has 8 MiB, spawned threads 2 MiB).
@@ -39,6 +53,12 @@ const MAX_WASM_STACK: usize = 1 << 20;
 /// trips first; wasmtime's only catches host bugs.
 const BACKSTOP_FACTOR: u64 = 64;
 
+/// What a slot keeps of its memory between instances, zeroing it in place
+/// rather than giving it back to the kernel and faulting it in again:
+/// about what a small plugin touches (the built-in controllers' memories
+/// start at 1.1 to 1.3 MiB).
+const KEEP_RESIDENT_BYTES: usize = 2 << 20;
+
 /// The wasmtime engine, configured for deterministic plugins. Create one per
 /// process and share it: compiled plugins belong to the engine that compiled
 /// them. Cloning is cheap.
@@ -47,6 +67,9 @@ pub struct Engine {
     engine: wasmtime::Engine,
     linker: Arc<Linker<HostState>>,
     fuel_backstop: bool,
+    /// For a pooled engine: the engine without a pool that starts what
+    /// does not get a slot.
+    overflow: Option<Arc<Engine>>,
 }
 
 /// A module compiled by an [`Engine`]: compile once, instantiate for every
@@ -57,6 +80,17 @@ pub struct CompiledPlugin {
     limits: Limits,
     pre: InstancePre<HostState>,
     fuel_backstop: bool,
+    /// For a plugin compiled by a pooled engine: the same module for its
+    /// overflow engine, compiled the first time an instance needs it.
+    overflow: Option<Arc<Overflow>>,
+}
+
+/// A pooled engine's way out for one plugin: its instrumented bytes and
+/// the overflow engine, to compile from when first needed.
+struct Overflow {
+    engine: Arc<Engine>,
+    module: Module,
+    compiled: OnceLock<Result<InstancePre<HostState>, String>>,
 }
 
 /// The wasmtime side of a [`WasmInstance`]: its store and exports.
@@ -86,7 +120,7 @@ impl Engine {
     /// no memory64 or multi-memory, and a 1 MiB wasm stack as a backstop.
     /// The instrumented fuel counter is the only fuel.
     pub fn new() -> Result<Engine, PluginError> {
-        Engine::build(false)
+        Engine::build(false, None)
     }
 
     /// [`Engine::new`] with wasmtime's own fuel on as well, at 64 times the
@@ -94,11 +128,43 @@ impl Engine {
     /// counter always runs out first (a call that exhausts wasmtime's fuel
     /// crashes with `ran past the engine's fuel backstop (a host bug)`).
     pub fn with_fuel_backstop() -> Result<Engine, PluginError> {
-        Engine::build(true)
+        Engine::build(true, None)
     }
 
-    fn build(fuel_backstop: bool) -> Result<Engine, PluginError> {
+    /// [`Engine::new`] with `slots` instances (at most [`MAX_POOL_SLOTS`])
+    /// started in a pool rather than each mapping its own memory; an
+    /// instance that finds no free slot starts as [`Engine::new`]'s do. The
+    /// same trace either way: only where an instance's memory lives
+    /// differs. If the pool's address space cannot be reserved, this is
+    /// [`Engine::new`].
+    pub fn pooled(slots: u32) -> Result<Engine, PluginError> {
+        let overflow = Arc::new(Engine::new()?);
+        let slots = slots.clamp(1, MAX_POOL_SLOTS);
+        match Engine::build(false, Some(slots)) {
+            Ok(pooled) => Ok(Engine { overflow: Some(overflow), ..pooled }),
+            Err(_) => Ok(Arc::unwrap_or_clone(overflow)),
+        }
+    }
+
+    /// Whether instances start in a pool of slots ([`Engine::pooled`]).
+    pub fn is_pooled(&self) -> bool {
+        self.overflow.is_some()
+    }
+
+    fn build(fuel_backstop: bool, pool_slots: Option<u32>) -> Result<Engine, PluginError> {
         let mut config = Config::new();
+        if let Some(slots) = pool_slots {
+            let mut pool = PoolingAllocationConfig::new();
+            pool.total_core_instances(slots)
+                .total_memories(slots)
+                .total_tables(slots)
+                // A 32-bit memory can grow to 4 GiB; the store's limiter
+                // stops it at the plugin's cap first, as without a pool.
+                .max_memory_size(1 << 32)
+                .table_elements(crate::instrument::TABLE_ELEMENTS as usize)
+                .linear_memory_keep_resident(KEEP_RESIDENT_BYTES);
+            config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        }
         config
             .cranelift_nan_canonicalization(true)
             .wasm_relaxed_simd(false)
@@ -113,7 +179,7 @@ impl Engine {
         let engine = wasmtime::Engine::new(&config).map_err(failed)?;
         let mut linker = Linker::new(&engine);
         linker.func_wrap("recon", "log", log).map_err(failed)?;
-        Ok(Engine { engine, linker: Arc::new(linker), fuel_backstop })
+        Ok(Engine { engine, linker: Arc::new(linker), fuel_backstop, overflow: None })
     }
 
     /// Compiles a loaded module's instrumented bytes.
@@ -121,11 +187,15 @@ impl Engine {
         let host = |e: wasmtime::Error| PluginError::Host { name: module.name().to_owned(), reason: one_line(&e) };
         let compiled = wasmtime::Module::from_binary(&self.engine, module.bytes()).map_err(host)?;
         let pre = self.linker.instantiate_pre(&compiled).map_err(host)?;
+        let overflow = self.overflow.as_ref().map(|engine| {
+            Arc::new(Overflow { engine: Arc::clone(engine), module: module.clone(), compiled: OnceLock::new() })
+        });
         Ok(CompiledPlugin {
             name: module.name().into(),
             limits: *module.limits(),
             pre,
             fuel_backstop: self.fuel_backstop,
+            overflow,
         })
     }
 }
@@ -139,16 +209,16 @@ impl CompiledPlugin {
     /// A fresh instance, after checking that `recon_abi_version` returns 1.
     /// Failing here is a crash of the component, like failing later.
     pub fn instantiate(&self) -> Result<WasmInstance, Crash> {
-        let cap = self.limits.memory_pages() * crate::limits::PAGE_BYTES;
-        let limiter = StoreLimitsBuilder::new()
-            .memory_size(usize::try_from(cap).unwrap_or(usize::MAX))
-            .memories(1)
-            .instances(1)
-            .build();
-        let state = HostState { limiter, logs: Logs::default() };
-        let mut store = Store::new(self.pre.module().engine(), state);
-        store.limiter(|state| &mut state.limiter);
-        let instance = self.pre.instantiate(&mut store).map_err(|e| not_instantiated(&self.name, &e))?;
+        let (mut store, instance) = match (self.instantiate_in(&self.pre), &self.overflow) {
+            (Ok(started), _) => started,
+            (Err(e), None) => return Err(not_instantiated(&self.name, &e)),
+            // No slot for it: it starts without the pool, as it would in
+            // an engine that has none (and fails there if it fails there).
+            (Err(_), Some(overflow)) => {
+                let pre = overflow.compiled().map_err(|reason| not_instantiated(&self.name, &reason))?;
+                self.instantiate_in(pre).map_err(|e| not_instantiated(&self.name, &e))?
+            }
+        };
         // Validation checked every export, so these only fail on a host bug.
         let missing = |what: &str| lost_export(&self.name, what);
         let memory = instance.get_memory(&mut store, "memory").ok_or_else(|| missing("memory"))?;
@@ -165,6 +235,34 @@ impl CompiledPlugin {
         let fuel_backstop = self.fuel_backstop;
         let machine = Wasmtime { store, memory, version, alloc, init, handle, fuel, depth, stack, fuel_backstop };
         WasmInstance::start(self.name.clone(), self.limits, machine)
+    }
+
+    /// A store capped at the plugin's limits, and the module instantiated
+    /// in it by `pre`.
+    fn instantiate_in(&self, pre: &InstancePre<HostState>) -> Result<(Store<HostState>, Instance), wasmtime::Error> {
+        let cap = self.limits.memory_pages() * crate::limits::PAGE_BYTES;
+        let limiter = StoreLimitsBuilder::new()
+            .memory_size(usize::try_from(cap).unwrap_or(usize::MAX))
+            .memories(1)
+            .instances(1)
+            .build();
+        let state = HostState { limiter, logs: Logs::default() };
+        let mut store = Store::new(pre.module().engine(), state);
+        store.limiter(|state| &mut state.limiter);
+        let instance = pre.instantiate(&mut store)?;
+        Ok((store, instance))
+    }
+}
+
+impl Overflow {
+    /// The module compiled for the overflow engine (once).
+    fn compiled(&self) -> Result<&InstancePre<HostState>, String> {
+        let compile = || {
+            let compiled =
+                wasmtime::Module::from_binary(&self.engine.engine, self.module.bytes()).map_err(|e| one_line(&e))?;
+            self.engine.linker.instantiate_pre(&compiled).map_err(|e| one_line(&e))
+        };
+        self.compiled.get_or_init(compile).as_ref().map_err(Clone::clone)
     }
 }
 

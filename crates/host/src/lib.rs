@@ -66,6 +66,12 @@ pub use browser::{CompiledPlugin, Engine};
 #[cfg(not(target_arch = "wasm32"))]
 pub use engine::{CompiledPlugin, Engine};
 pub use error::PluginError;
+
+/// The most slots [`Engine::pooled`] reserves natively: each is a 4 GiB
+/// range of address space (a 32-bit memory and its guard, so that
+/// Cranelift needs no bounds checks), reserved, not committed, so a process
+/// of a few such engines stays far inside a 47-bit address space.
+pub const MAX_POOL_SLOTS: u32 = 1024;
 pub use instance::{FUEL_PER_INPUT_OBJECT, WasmInstance, check};
 pub use limits::{Limits, MAX_FRAME_BYTES};
 pub use module::{DEPTH_EXPORT, FUEL_EXPORT, Module, STACK_EXPORT};

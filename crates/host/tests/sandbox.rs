@@ -179,3 +179,43 @@ fn with_wasmtimes_fuel_on_as_well_the_instrumented_counter_still_stops_a_loop_fi
     assert_eq!(crashes[0], ("test.wasm: recon_handle ran out of fuel (budget 50000 per call)".to_owned(), 50_000));
     assert_eq!(crashes[1], crashes[0]);
 }
+
+// --- the pool of instance slots ----------------------------------------------
+
+/// `Engine::pooled` starts instances in a fixed number of slots; one that
+/// finds them all taken starts without the pool, and a run must not be able
+/// to tell: each instance here grows its memory a page at a time until the
+/// plugin's cap refuses a page, checks that it reached exactly the cap, and
+/// answers, with the same output and the same fuel in every engine.
+#[test]
+fn an_instance_that_finds_every_slot_taken_starts_without_the_pool_and_behaves_the_same() {
+    let limits = Limits { memory_bytes: 40 << 16, ..Limits::default() };
+    let handle = format!(
+        "(loop $more (br_if $more (i32.ne (memory.grow (i32.const 1)) (i32.const -1))))
+         (if (i32.ne (memory.size) (i32.const 40)) (then unreachable))
+         i64.const {}",
+        packed(OUTPUT_AT, OUTPUT.len())
+    );
+    let module = Module::load("test.wasm", &Plugin::handling(handle).bytes(), &limits).unwrap();
+    let answer = |instance: &mut recon_host::WasmInstance| {
+        instance.init(&config()).unwrap();
+        let output = instance.handle(&input(0)).map_err(|c| c.reason);
+        (output.map(|o| o.actions.len()), instance.fuel_used())
+    };
+    let plain = recon_host::Engine::new().unwrap();
+    assert!(!plain.is_pooled());
+    let expected = answer(&mut plain.compile(&module).unwrap().instantiate().unwrap());
+    assert_eq!(expected.0, Ok(0), "the plugin reached its cap and answered");
+
+    let pooled = recon_host::Engine::pooled(2).unwrap();
+    assert!(pooled.is_pooled(), "this machine can reserve a pool of two slots");
+    let plugin = pooled.compile(&module).unwrap();
+    // Two in the pool's slots, two more outside it, all alive at once.
+    let mut instances: Vec<_> = (0..4).map(|i| plugin.instantiate().unwrap_or_else(|e| panic!("{i}: {e:?}"))).collect();
+    for (i, instance) in instances.iter_mut().enumerate() {
+        assert_eq!(answer(instance), expected, "instance {i}");
+    }
+    // Slots freed are taken again.
+    instances.clear();
+    assert_eq!(answer(&mut plugin.instantiate().unwrap()), expected, "an instance in a freed slot");
+}

@@ -142,7 +142,8 @@ pub struct Preparer {
 impl Preparer {
     /// A preparer with a fresh engine.
     pub fn new() -> Result<Preparer, PrepareError> {
-        Ok(Preparer { engine: Engine::new().map_err(PrepareError::Engine)?, compiled: BTreeMap::new() })
+        let engine = Engine::pooled(recon_host::MAX_POOL_SLOTS).map_err(PrepareError::Engine)?;
+        Ok(Preparer { engine, compiled: BTreeMap::new() })
     }
 
     /// Validates a plugin, instruments it under `limits` and compiles it,

@@ -49,9 +49,12 @@ pub fn run_with(plugin: CompiledPlugin) -> Trace {
     sim.into_trace()
 }
 
+/// Natively, in a pool of one slot: a crashed instance's successor starts
+/// in the slot it leaves, or without the pool while the slot is still
+/// taken, and either way the run must be the pinned one.
 fn compile(name: &str, bytes: &[u8], limits: &Limits) -> CompiledPlugin {
     let module = Module::load(name, bytes, limits).unwrap_or_else(|e| panic!("{e}"));
-    Engine::new().unwrap().compile(&module).unwrap_or_else(|e| panic!("{e}"))
+    Engine::pooled(1).unwrap().compile(&module).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// A plain plugin with [`MANIFEST`] whose `recon_init` (`Stage::Init`) or
