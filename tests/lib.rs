@@ -69,8 +69,13 @@ pub fn wasm_plugins() -> BTreeMap<String, CompiledPlugin> {
 /// [`wasm_plugins`], loaded under `limits` rather than the defaults.
 pub fn wasm_plugins_under(limits: &Limits) -> BTreeMap<String, CompiledPlugin> {
     // Pooled, as the CLI's: the traces the tests pin are the shipped engine's.
-    let (dir, engine) = (plugin_dir(), Engine::pooled(recon_host::MAX_POOL_SLOTS).expect("wasmtime starts"));
-    let compile = |b: &recon_catalog::Builtin| compile(&engine, &dir, b.crate_name, b.name, limits);
+    wasm_plugins_in(&Engine::pooled(recon_host::MAX_POOL_SLOTS).expect("wasmtime starts"), limits)
+}
+
+/// [`wasm_plugins_under`], compiled by `engine`.
+pub fn wasm_plugins_in(engine: &Engine, limits: &Limits) -> BTreeMap<String, CompiledPlugin> {
+    let dir = plugin_dir();
+    let compile = |b: &recon_catalog::Builtin| compile(engine, &dir, b.crate_name, b.name, limits);
     recon_catalog::BUILTINS.iter().map(|b| (b.name.to_string(), compile(b))).collect()
 }
 

@@ -65,6 +65,36 @@ fn scenario_case(
     report(name, "entry", entries, times);
 }
 
+/// The same sandboxed runs with every plugin started in a slot of
+/// wasmtime's pooling allocator (`Engine::pooled`, as the CLI runs them)
+/// and each mapping its own memory (`Engine::new`); alternating, medians.
+fn pool_case(pooled: &std::collections::BTreeMap<String, recon_host::CompiledPlugin>) {
+    let plain = recon_tests::wasm_plugins_in(&recon_host::Engine::new().unwrap(), &recon_host::Limits::default());
+    for (name, scenario) in [
+        ("pod-safety-59848", recon_tests::load("pod-safety-59848")),
+        ("kube pod-reconciler, 1 pod", scaled_pod_reconciler(1)),
+    ] {
+        let trace = recon_tests::run_wasm(&scenario, pooled);
+        assert_eq!(recon_tests::run_wasm(&scenario, &plain).hash(), trace.hash(), "{name}: same run both ways");
+        let (with, without) = compare(
+            || {
+                recon_tests::run_wasm(&scenario, pooled);
+            },
+            || {
+                recon_tests::run_wasm(&scenario, &plain);
+            },
+        );
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / trace.entries.len() as f64;
+        println!(
+            "{:<34} pooled {:>8.2} µs/entry  unpooled {:>8.2} µs/entry  pooled/unpooled time {:.2}",
+            format!("pool: {name}"),
+            per(with),
+            per(without),
+            with.as_secs_f64() / without.as_secs_f64()
+        );
+    }
+}
+
 /// The kube-rs pod reconciler's scenario with `pods` labelled pods
 /// instead of one: each is created, then edited twice a second apart,
 /// so each goes through the same conflicts and back-offs as `web` does.
@@ -290,6 +320,9 @@ fn main() {
     }
     if wanted("call") {
         call_case(&plugins);
+    }
+    if wanted("pool") {
+        pool_case(&plugins);
     }
     for pods in [1, 100, 1_000] {
         if wanted(&format!("kube pod-reconciler, {pods} pods")) {
