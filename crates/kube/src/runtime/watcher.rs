@@ -16,7 +16,7 @@ use std::task::{Poll, Waker};
 
 use futures::Stream;
 use kube_core::Resource;
-use recon_abi::{EventType, WatchSpec};
+use recon_abi::{EventType, Object, WatchSpec};
 use serde::de::DeserializeOwned;
 
 use crate::Api;
@@ -49,9 +49,29 @@ pub enum Event<K> {
 }
 
 /// Events delivered and not yet taken, and who waits for them.
-struct Channel<K> {
-    events: VecDeque<Event<K>>,
+///
+/// An event waits as the version the host shared and is decoded into `K`
+/// when the stream yields it: a burst of thousands of events (a relist, a
+/// rollout) would otherwise hold that many typed objects at once, each
+/// slot of the buffer the size of one (2,448 bytes for a `Pod`), where a
+/// version is one pointer. Decoding is pure, so the stream yields the same
+/// events either way.
+struct Channel {
+    events: VecDeque<Event<Arc<Object>>>,
     waker: Option<Waker>,
+}
+
+impl<T> Event<T> {
+    /// The same step with its object turned into another type.
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Event<U> {
+        match self {
+            Event::Apply(o) => Event::Apply(f(o)),
+            Event::Delete(o) => Event::Delete(f(o)),
+            Event::Init => Event::Init,
+            Event::InitApply(o) => Event::InitApply(f(o)),
+            Event::InitDone => Event::InitDone,
+        }
+    }
 }
 
 /// Watches `api`'s objects selected by `watcher_config`, as kube's
@@ -71,16 +91,14 @@ where
             match input {
                 WatchInput::Listed(objects) => {
                     channel.events.push_back(Event::Init);
-                    channel.events.extend(objects.iter().map(|o| Event::InitApply(crate::convert::decode(o))));
+                    channel.events.extend(objects.iter().map(|o| Event::InitApply(Arc::clone(o))));
                     channel.events.push_back(Event::InitDone);
                 }
                 WatchInput::Event(event) => match event.event_type {
                     EventType::Added | EventType::Modified => {
-                        channel.events.push_back(Event::Apply(crate::convert::decode(&event.object)))
+                        channel.events.push_back(Event::Apply(Arc::clone(&event.object)))
                     }
-                    EventType::Deleted => {
-                        channel.events.push_back(Event::Delete(crate::convert::decode(&event.object)))
-                    }
+                    EventType::Deleted => channel.events.push_back(Event::Delete(Arc::clone(&event.object))),
                     EventType::Bookmark => return,
                 },
             }
@@ -92,11 +110,10 @@ where
     futures::stream::poll_fn(move |cx| {
         let mut channel = channel.lock().unwrap_or_else(PoisonError::into_inner);
         match channel.events.pop_front() {
-            Some(event) => Poll::Ready(Some(Ok(event))),
+            Some(event) => Poll::Ready(Some(Ok(event.map(|o| crate::convert::decode::<K>(&o))))),
             None => {
                 // A burst (a relist of thousands of objects) leaves its
-                // capacity behind, each slot the size of a typed object:
-                // give it back once the stream has caught up.
+                // capacity behind: give it back once the stream has caught up.
                 if channel.events.capacity() > 1024 {
                     channel.events = VecDeque::new();
                 }
