@@ -257,7 +257,7 @@ fn write_object(
         {
             let field = object.metadata.annotations[PATCH_MARK].clone();
             let current = current(store, &object.key())?;
-            let mut next = current.clone();
+            let mut next = Object::clone(&current);
             if !next.spec.is_object() {
                 next.spec = Value::Object(Default::default()).into();
             }
@@ -464,7 +464,7 @@ fn delete(
     dry_run: bool,
 ) -> Result<Admitted, Status> {
     let DeleteOptions { uid, resource_version, grace_period_seconds, propagation_policy } = options;
-    let mut current = current(store, &key)?;
+    let mut current = Arc::unwrap_or_clone(current(store, &key)?);
     if let Some(uid) = uid.filter(|u| *u != current.metadata.uid) {
         return Err(Status::new(
             StatusReason::Conflict,
@@ -592,9 +592,10 @@ pub(crate) fn not_served(kind: &str) -> Status {
     )
 }
 
-fn current(store: &Store, key: &ObjectKey) -> Result<Object, Status> {
+/// The stored object, shared with the store: most writes only read it.
+fn current(store: &Store, key: &ObjectKey) -> Result<Arc<Object>, Status> {
     match store.get(key, None).map_err(status_of)? {
-        Some(kv) => Ok(Arc::unwrap_or_clone(kv.value)),
+        Some(kv) => Ok(kv.value),
         None => Err(Status::new(StatusReason::NotFound, format!("{key} not found"))),
     }
 }
