@@ -23,11 +23,9 @@
 //! of that kind kept beside the pool, and behaves the same.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use recon_abi::Crash;
-use std::sync::OnceLock;
-
 use wasmtime::{
     Caller, Config, Extern, Global, Instance, InstanceAllocationStrategy, InstancePre, Linker, Memory,
     PoolingAllocationConfig, Store, StoreLimits, StoreLimitsBuilder, TypedFunc, Val,

@@ -142,6 +142,7 @@ impl Engine {
         names
     }
 }
+
 /// What the trace recorded of each store write, by revision: its entry,
 /// and the shared names of the object written. Revisions are dense from 1,
 /// so this is a table, not a map.
@@ -199,6 +200,31 @@ impl StoreWrites {
 
 #[cfg(test)]
 mod tests {
+    use super::StoreWrites;
+    use recon_trace::Interner;
+
+    /// Writes are found by their revision; a read of the store at a
+    /// revision without a recorded write is caused by the last write
+    /// before it.
+    #[test]
+    fn store_writes_are_found_by_revision_and_the_last_at_or_before_one() {
+        let mut names = Interner::new();
+        let mut writes = StoreWrites::default();
+        let (key, uid) = (names.key_of("Pod", "default", "a"), names.name("u-1"));
+        writes.insert(2, 20, key.clone(), uid.clone());
+        writes.insert(5, 50, key, uid);
+        assert_eq!((writes.entry(1), writes.entry(2), writes.entry(3), writes.entry(6)), (None, Some(20), None, None));
+        assert_eq!(writes.entry_at_or_before(1), None);
+        assert_eq!(writes.entry_at_or_before(4), Some(20));
+        assert_eq!(writes.entry_at_or_before(5), Some(50));
+        assert_eq!(writes.entry_at_or_before(99), Some(50));
+        let (key, uid) = writes.names(5).expect("recorded");
+        assert_eq!((key.name.as_str(), &**uid), ("a", "u-1"));
+        assert!(writes.names(4).is_none());
+        writes.insert(0, 1, names.key_of("Pod", "default", "b"), names.name("u-2"));
+        assert_eq!(writes.entry_at_or_before(1), None, "there is no revision 0");
+    }
+
     /// What the queue holds per event: most events are small (cache
     /// feeds, wakes), so their size, not a request's, is what a large
     /// run's queue costs.
