@@ -32,9 +32,12 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Runs a library scenario with `--audit-log` and returns the directory of its logs.
+/// Runs a library scenario with `--audit-log` and returns the directory of its logs:
+/// a directory of this call's own, as tests running at once log the same scenario.
 fn logs_of(name: &str) -> PathBuf {
-    let dir = scratch(name);
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch(&format!("{name}-{call}"));
     let out = recon(&["run", &scenario(&format!("{name}.yaml")), "--audit-log", dir.to_str().unwrap()]);
     assert!(matches!(out.status.code(), Some(0 | 1)), "{name}: {}", stderr(&out));
     dir
