@@ -38,8 +38,6 @@
 //! arrives, so a restarted kubelet never stops containers on the strength of
 //! an empty cache (as the real one waits for its pod sources to be ready).
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use recon_abi::{
     ABI_VERSION, Action, ComponentConfig, Container, Controller, Input, ListMode, Manifest, NamespacedMap, Object,
     ObjectKey, Output, PodRef, Verb, WatchSpec, WritePermission, format_timestamp,
@@ -90,6 +88,9 @@ pub struct NodeSync {
     /// `status` (JSON) again on every call was most of the kubelet's cost,
     /// and most of that waiting for memory in a large cluster.
     pods: NamespacedMap<Digest>,
+    /// Reconciles so far: a digest whose `running_in` is the current one
+    /// has a container that stays.
+    reconciles: u64,
 }
 
 /// What a reconcile reads of one cached pod.
@@ -102,6 +103,9 @@ struct Digest {
     phase: Phase,
     /// Running with `Ready: True`: its status needs no write.
     running_and_ready: bool,
+    /// The reconcile that found its container running and wanted (0:
+    /// none yet).
+    running_in: u64,
 }
 
 impl Digest {
@@ -113,6 +117,7 @@ impl Digest {
             terminating: pod.is_terminating(),
             phase,
             running_and_ready: phase == Phase::Running && pod::is_ready(pod),
+            running_in: 0,
         }
     }
 
@@ -132,7 +137,7 @@ impl NodeSync {
 
 impl Reconciler for NodeSync {
     fn init(&mut self, config: &ComponentConfig) -> Manifest {
-        *self = NodeSync { node: config.node.clone(), pods: NamespacedMap::new() };
+        *self = NodeSync { node: config.node.clone(), ..NodeSync::default() };
         // Without a node there is nothing this agent may run: watch nothing
         // rather than every pod in the cluster.
         let watches: Vec<WatchSpec> = self
@@ -179,23 +184,25 @@ impl Reconciler for NodeSync {
 
     fn reconcile(&mut self, _node: &ObjectKey, ctx: &mut Context<'_>) -> Requeue {
         let now = ctx.now_ms();
-        let mut running: BTreeMap<&str, &Container> = BTreeMap::new();
+        self.reconciles += 1;
+        let this = self.reconciles;
+        // Each container stays if the pod at its name is still its
+        // incarnation (a uid names one incarnation under one name) and is
+        // wanted here: marked on that pod's digest. The others stop.
+        let mut unwanted: Vec<&Container> = Vec::new();
         for container in ctx.containers().unwrap_or(&[]) {
-            running.insert(container.pod.uid.as_str(), container);
-        }
-
-        // Stops first, so that a replaced incarnation never overlaps its
-        // successor on this node, and a terminating pod can be deleted below.
-        let mut stopped: BTreeSet<&str> = BTreeSet::new();
-        for (&uid, container) in &running {
-            // The pod at the container's name, if it is still this
-            // incarnation (a uid names one incarnation under one name).
             let pod = &container.pod;
-            let wanted = self.pods.get(&pod.namespace, &pod.name).is_some_and(|d| d.uid == uid && d.is_wanted());
-            if !wanted {
-                ctx.push(Action::StopContainer { pod: container.pod.clone() });
-                stopped.insert(uid);
+            match self.pods.get_mut(&pod.namespace, &pod.name) {
+                Some(digest) if digest.uid == pod.uid && digest.is_wanted() => digest.running_in = this,
+                _ => unwanted.push(container),
             }
+        }
+        // Stops first, in uid order, so that a replaced incarnation never
+        // overlaps its successor on this node, and a terminating pod can be
+        // deleted below.
+        unwanted.sort_by(|a, b| a.pod.uid.cmp(&b.pod.uid));
+        for container in unwanted {
+            ctx.push(Action::StopContainer { pod: container.pod.clone() });
         }
 
         for (namespace, name, digest) in self.pods.iter() {
@@ -203,7 +210,7 @@ impl Reconciler for NodeSync {
                 continue;
             }
             let uid = digest.uid.as_str();
-            let runs = running.contains_key(uid) && !stopped.contains(uid);
+            let runs = digest.running_in == this;
             let key = || ObjectKey::new("Pod", namespace, name);
             if digest.terminating {
                 if !runs {

@@ -114,6 +114,23 @@ fn kubelet_stops_a_container_whose_pod_was_deleted() {
     assert_eq!(out.actions, vec![stop(&p)]);
 }
 
+/// Containers whose pods are gone stop in uid order, whatever order the
+/// runtime reports them in; a wanted pod's container stays and its pod is
+/// not started again, call after call.
+#[test]
+fn kubelet_stops_unwanted_containers_in_uid_order_and_keeps_the_wanted_one() {
+    let (mut kubelet, _) = kubelet_on("node-1");
+    let kept = web0("uid-5", "5").running_ready();
+    let gone_b = pod("default", "web-b", "uid-9", "3").on_node("node-1");
+    let gone_a = pod("default", "web-a", "uid-2", "4").on_node("node-1");
+    let running = vec![container_of(&gone_b), container_of(&kept), container_of(&gone_a)];
+    let listed_kept = listed(0, "5", vec![kept.clone()]);
+    let out = kubelet.handle(&node_input(0, vec![listed_kept], running.clone()));
+    assert_eq!(out.actions, vec![stop(&gone_a), stop(&gone_b)]);
+    let out = kubelet.handle(&node_input(1, vec![], vec![container_of(&kept)]));
+    assert_eq!(out.actions, vec![], "the kept container is still wanted on the next call");
+}
+
 #[test]
 fn kubelet_stops_the_old_incarnation_before_starting_the_new_one_with_the_same_name() {
     let (mut kubelet, _) = kubelet_on("node-1");
