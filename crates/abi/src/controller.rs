@@ -744,6 +744,14 @@ enum InputEventByName {
     },
 }
 
+/// A result as the input it arrives as: `succeeded(..).into()` in a test
+/// rather than `InputEvent::Result(Box::new(..))`.
+impl From<ActionResult> for InputEvent {
+    fn from(result: ActionResult) -> Self {
+        InputEvent::Result(Box::new(result))
+    }
+}
+
 impl<'de> Deserialize<'de> for InputEvent {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         crate::tagged::deserialize(deserializer)

@@ -98,7 +98,7 @@ fn kubelet_does_not_repeat_a_status_update_while_it_is_in_flight() {
     let running = vec![container_of(&p)];
     assert_eq!(kubelet.handle(&node_input(1, vec![], running.clone())).actions, vec![]);
     let stored = p.clone().at_version("6").running_ready();
-    let answer = InputEvent::Result(Box::new(succeeded(Verb::UpdateStatus, &stored)));
+    let answer = InputEvent::from(succeeded(Verb::UpdateStatus, &stored));
     assert_eq!(kubelet.handle(&node_input(2, vec![answer], running.clone())).actions, vec![]);
     assert_eq!(kubelet.handle(&node_input(3, vec![modified(0, stored)], running)).actions, vec![]);
 }
@@ -177,7 +177,7 @@ fn kubelet_retries_a_failed_delete_after_a_delay_but_not_before() {
     let dying = web0("uid-1", "5").terminating();
     kubelet.handle(&node_input(0, vec![listed(0, "5", vec![dying.clone()])], vec![]));
 
-    let answer = InputEvent::Result(Box::new(failed(Verb::Delete, &dying.key(), StatusReason::ServiceUnavailable)));
+    let answer = InputEvent::from(failed(Verb::Delete, &dying.key(), StatusReason::ServiceUnavailable));
     let out = kubelet.handle(&node_input(10, vec![answer], vec![]));
     // The runtime's retry: a requeue of the kubelet's one key, its node.
     let retry = "Node//node-1";
