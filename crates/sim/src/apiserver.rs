@@ -751,12 +751,11 @@ impl ApiServer {
         if event.revision != self.cache.revision + 1 {
             return; // a duplicate after a resync, or a gap a resync will fill
         }
-        // The names its store write shared, if the trace recorded it.
-        let key = match engine.store_writes.names(revision) {
+        // The key its store write shared, if the trace recorded it.
+        let key = match engine.stored_names(revision, &event.value) {
             Some((key, _)) => key.clone(),
             None => engine.names.object_key(&event.value),
         };
-        debug_assert!(*key == event.value.key(), "the key recorded for revision {revision} is another object's");
         let event_type = match (event.kind, &event.prev) {
             (recon_store::EventKind::Delete, _) => EventType::Deleted,
             (_, None) => EventType::Added,

@@ -1005,8 +1005,6 @@ fn stop_container(env: &mut Env<'_>, n: NodeId, pod: &PodRef, cause: EntryId) {
     }
 }
 
-/// One line per input, for the trace: the common ones as their parts
-/// (names and keys shared through `names`), the rest as text (see [`Line`]).
 /// A watch event's input line, given its object's shared key and uid.
 fn watched_line(watch: usize, event: &WatchEvent, key: Key, uid: Name) -> Line {
     let object = &event.object;
@@ -1023,6 +1021,8 @@ fn watched_line(watch: usize, event: &WatchEvent, key: Key, uid: Name) -> Line {
     }
 }
 
+/// One line per input, for the trace: the common ones as their parts
+/// (names and keys shared through `names`), the rest as text (see [`Line`]).
 fn describe_input(e: &InputEvent, names: &mut Interner) -> Line {
     match e {
         InputEvent::Listed { watch, resource_version, objects } => {
