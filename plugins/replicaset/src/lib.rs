@@ -191,11 +191,7 @@ impl Data {
     /// by namespace and name: found through the owner index, so a sync
     /// costs its own pods, not every pod in the cluster.
     fn owned_pods(&self, owner: &str) -> Vec<Arc<Pod>> {
-        let by_owner = self.by_owner();
-        let cached = by_owner
-            .owned_by(owner)
-            .filter_map(|(namespace, name)| self.pods.get(&ObjectRef::new(name).within(namespace)));
-        cached.collect()
+        self.by_owner().owned_by(owner).cloned().collect()
     }
 }
 
@@ -458,7 +454,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map_ok(move |event| {
             let touched = observer.expectations().observe(&event, &observer.pods);
             writer.apply_watcher_event(&event);
-            observer.by_owner().apply_watcher_event(&event);
+            observer.by_owner().apply_watcher_event(&event, &observer.pods);
             futures::stream::iter(touched.into_iter().map(Ok))
         })
         .try_flatten();

@@ -6,12 +6,18 @@
 //! sync looks up the set's uid there (plus the orphans of its namespace,
 //! which this controller does not adopt) rather than listing every pod.
 //! kube-rs's `Store` has no indexes, so the index lives here, written by the
-//! same watcher events as the store and in the same way: an `Apply` or
-//! `Delete` at once, a relist as a whole at `InitDone`.
+//! same watcher events as the store, right after the store's writer, and in
+//! the same way: an `Apply` or `Delete` at once, a relist as a whole at
+//! `InitDone`. It holds the very objects the store holds (taken from the
+//! store once per event), so a reconcile, which reads every pod of its set,
+//! looks none of them up: a set's sync reads its thousand pods far more
+//! often than a pod changes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::Event;
 
 use crate::controller_uid;
@@ -20,53 +26,61 @@ use crate::expectations::{Key, key};
 /// Which pods each controlling owner (by uid) has, as the store holds them.
 #[derive(Debug, Default)]
 pub struct PodsByOwner {
-    /// The index: owner uid to its pods' keys, ordered as the store is.
+    /// The index: owner uid to its pods, by key, ordered as the store is.
     owned: Owners,
-    /// A relist in progress: the index its objects make, swapped in at `InitDone`.
-    relist: Option<Owners>,
 }
 
-/// Owner uid to pod keys, and each indexed pod's owner (to move or drop it).
+/// Owner uid to pods by key, and each indexed pod's owner (to move or drop it).
 #[derive(Debug, Default)]
 struct Owners {
-    pods: BTreeMap<String, BTreeSet<Key>>,
+    pods: BTreeMap<String, BTreeMap<Key, Arc<Pod>>>,
     owner_of: BTreeMap<Key, String>,
 }
 
 impl Owners {
-    /// Records that the pod at `pod` is now owned by `owner` (or by nobody).
-    fn set(&mut self, pod: Key, owner: Option<&str>) {
-        if let Some(previous) = self.owner_of.remove(&pod)
+    /// Records the pod at `key` as the store now holds it (`None`: gone),
+    /// under its controlling owner, if it has one.
+    fn set(&mut self, key: Key, pod: Option<Arc<Pod>>) {
+        if let Some(previous) = self.owner_of.remove(&key)
             && let Some(pods) = self.pods.get_mut(&previous)
         {
-            pods.remove(&pod);
+            pods.remove(&key);
             if pods.is_empty() {
                 self.pods.remove(&previous);
             }
         }
-        if let Some(owner) = owner {
-            self.pods.entry(owner.to_owned()).or_default().insert(pod.clone());
-            self.owner_of.insert(pod, owner.to_owned());
+        let Some(pod) = pod else { return };
+        if let Some(owner) = controller_uid(&*pod).map(str::to_owned) {
+            self.owner_of.insert(key.clone(), owner.clone());
+            self.pods.entry(owner).or_default().insert(key, pod);
         }
     }
 }
 
 impl PodsByOwner {
-    /// Applies one watcher event, as the store's writer does.
-    pub fn apply_watcher_event(&mut self, event: &Event<Pod>) {
+    /// Applies one watcher event after the store's writer has: the pod it
+    /// names as `store` now holds it, or the whole store after a relist.
+    pub fn apply_watcher_event(&mut self, event: &Event<Pod>, store: &Store<Pod>) {
         match event {
-            Event::Apply(pod) => self.owned.set(key(pod), controller_uid(pod)),
-            Event::Delete(pod) => self.owned.set(key(pod), None),
-            Event::Init => self.relist = Some(Owners::default()),
-            Event::InitApply(pod) => self.relist.get_or_insert_with(Owners::default).set(key(pod), controller_uid(pod)),
-            Event::InitDone => self.owned = self.relist.take().unwrap_or_default(),
+            Event::Apply(pod) | Event::Delete(pod) => {
+                self.owned.set(key(pod), store.get(&ObjectRef::from_obj(pod)));
+            }
+            // The store keeps what it held until the relist is done.
+            Event::Init | Event::InitApply(_) => {}
+            Event::InitDone => {
+                let mut owned = Owners::default();
+                for pod in store.state() {
+                    owned.set(key(&*pod), Some(pod));
+                }
+                self.owned = owned;
+            }
         }
     }
 
-    /// The keys of the pods whose controlling owner has uid `owner`, by
-    /// namespace and name.
-    pub fn owned_by(&self, owner: &str) -> impl Iterator<Item = &Key> {
-        self.owned.pods.get(owner).into_iter().flatten()
+    /// The pods whose controlling owner has uid `owner`, by namespace and
+    /// name, as the store holds them.
+    pub fn owned_by(&self, owner: &str) -> impl Iterator<Item = &Arc<Pod>> {
+        self.owned.pods.get(owner).into_iter().flat_map(BTreeMap::values)
     }
 }
 
@@ -97,41 +111,80 @@ mod tests {
         Pod { metadata, ..Pod::default() }
     }
 
-    fn names(index: &PodsByOwner, owner: &str) -> Vec<String> {
-        index.owned_by(owner).map(|(_, name)| name.clone()).collect()
+    /// The pod store and its index, fed the same events in the plugin's
+    /// order: the store's writer first.
+    struct Indexed {
+        store: Store<Pod>,
+        writer: kube::runtime::reflector::Writer<Pod>,
+        index: PodsByOwner,
+    }
+
+    impl Indexed {
+        fn new() -> Self {
+            let (store, writer) = kube::runtime::reflector::store();
+            Indexed { store, writer, index: PodsByOwner::default() }
+        }
+
+        fn apply(&mut self, event: Event<Pod>) {
+            self.writer.apply_watcher_event(&event);
+            self.index.apply_watcher_event(&event, &self.store);
+        }
+
+        fn names(&self, owner: &str) -> Vec<String> {
+            self.index.owned_by(owner).map(|pod| pod.metadata.name.clone().unwrap_or_default()).collect()
+        }
     }
 
     #[test]
     fn applies_and_deletes_follow_the_controlling_owner() {
-        let mut index = PodsByOwner::default();
-        index.apply_watcher_event(&Event::Apply(pod("b", Some("rs-1"))));
-        index.apply_watcher_event(&Event::Apply(pod("a", Some("rs-1"))));
-        index.apply_watcher_event(&Event::Apply(pod("c", Some("rs-2"))));
-        index.apply_watcher_event(&Event::Apply(pod("orphan", None)));
-        assert_eq!(names(&index, "rs-1"), ["a", "b"], "ordered by name, as the store is");
-        assert_eq!(names(&index, "rs-2"), ["c"]);
+        let mut indexed = Indexed::new();
+        indexed.apply(Event::Init);
+        indexed.apply(Event::InitDone);
+        indexed.apply(Event::Apply(pod("b", Some("rs-1"))));
+        indexed.apply(Event::Apply(pod("a", Some("rs-1"))));
+        indexed.apply(Event::Apply(pod("c", Some("rs-2"))));
+        indexed.apply(Event::Apply(pod("orphan", None)));
+        assert_eq!(indexed.names("rs-1"), ["a", "b"], "ordered by name, as the store is");
+        assert_eq!(indexed.names("rs-2"), ["c"]);
 
         // Released by one owner and adopted by another: it moves.
-        index.apply_watcher_event(&Event::Apply(pod("b", Some("rs-2"))));
-        assert_eq!(names(&index, "rs-1"), ["a"]);
-        assert_eq!(names(&index, "rs-2"), ["b", "c"]);
+        indexed.apply(Event::Apply(pod("b", Some("rs-2"))));
+        assert_eq!(indexed.names("rs-1"), ["a"]);
+        assert_eq!(indexed.names("rs-2"), ["b", "c"]);
 
         // Orphaned, then deleted.
-        index.apply_watcher_event(&Event::Apply(pod("a", None)));
-        index.apply_watcher_event(&Event::Delete(pod("c", Some("rs-2"))));
-        assert!(names(&index, "rs-1").is_empty());
-        assert_eq!(names(&index, "rs-2"), ["b"]);
+        indexed.apply(Event::Apply(pod("a", None)));
+        indexed.apply(Event::Delete(pod("c", Some("rs-2"))));
+        assert!(indexed.names("rs-1").is_empty());
+        assert_eq!(indexed.names("rs-2"), ["b"]);
+    }
+
+    #[test]
+    fn the_index_holds_the_objects_the_store_holds() {
+        let mut indexed = Indexed::new();
+        indexed.apply(Event::Init);
+        indexed.apply(Event::InitApply(pod("a", Some("rs-1"))));
+        indexed.apply(Event::InitDone);
+        let mut changed = pod("a", Some("rs-1"));
+        changed.metadata.labels = Some([("v".to_owned(), "2".to_owned())].into());
+        indexed.apply(Event::Apply(changed));
+        let held = indexed.index.owned_by("rs-1").next().cloned().expect("a is indexed");
+        let stored = indexed.store.get(&ObjectRef::new("a").within("default")).expect("a is stored");
+        assert!(Arc::ptr_eq(&held, &stored), "the same version, not a copy");
+        assert!(held.metadata.labels.is_some(), "the latest version");
     }
 
     #[test]
     fn a_relist_replaces_the_index_when_it_is_done() {
-        let mut index = PodsByOwner::default();
-        index.apply_watcher_event(&Event::Apply(pod("gone", Some("rs-1"))));
-        index.apply_watcher_event(&Event::Init);
-        index.apply_watcher_event(&Event::InitApply(pod("new", Some("rs-1"))));
+        let mut indexed = Indexed::new();
+        indexed.apply(Event::Init);
+        indexed.apply(Event::InitDone);
+        indexed.apply(Event::Apply(pod("gone", Some("rs-1"))));
+        indexed.apply(Event::Init);
+        indexed.apply(Event::InitApply(pod("new", Some("rs-1"))));
         // Until InitDone the store still holds what it held, and so does the index.
-        assert_eq!(names(&index, "rs-1"), ["gone"]);
-        index.apply_watcher_event(&Event::InitDone);
-        assert_eq!(names(&index, "rs-1"), ["new"]);
+        assert_eq!(indexed.names("rs-1"), ["gone"]);
+        indexed.apply(Event::InitDone);
+        assert_eq!(indexed.names("rs-1"), ["new"]);
     }
 }
