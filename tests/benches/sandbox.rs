@@ -168,7 +168,7 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
     let listed = Input {
         time_ms: 0,
         events: vec![InputEvent::Listed { watch: 0, resource_version: "1".into(), objects: vec![pod(1).into()] }],
-        containers: Some(vec![]),
+        containers: Some(Vec::new().into()),
     };
     let calls = 2_000;
     let inputs: Vec<Input> = (0..calls)
@@ -178,7 +178,7 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
                 watch: 0,
                 event: recon_abi::WatchEvent::new(recon_abi::EventType::Modified, pod(i + 2).into()),
             }],
-            containers: Some(vec![]),
+            containers: Some(Vec::new().into()),
         })
         .collect();
     let drive = |instance: &mut dyn Instance| {

@@ -90,7 +90,7 @@ struct WireInput<'a> {
     time_ms: u64,
     events: Vec<Cow<'a, InputEvent>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    containers: Option<&'a Vec<Container>>,
+    containers: Option<&'a [Container]>,
 }
 
 impl<'a> WireInput<'a> {
@@ -114,7 +114,7 @@ impl<'a> WireInput<'a> {
                 })
                 .collect(),
         };
-        WireInput { time_ms: input.time_ms, events, containers: input.containers.as_ref() }
+        WireInput { time_ms: input.time_ms, events, containers: input.containers.as_deref() }
     }
 }
 
@@ -408,7 +408,7 @@ mod wire_tests {
     }
 
     fn input(events: Vec<InputEvent>) -> Input {
-        Input { time_ms: 3, events, containers: Some(Vec::new()) }
+        Input { time_ms: 3, events, containers: Some(Vec::new().into()) }
     }
 
     fn watch(object: Arc<Object>) -> InputEvent {

@@ -181,7 +181,7 @@ pub fn input(time_ms: u64, events: Vec<InputEvent>) -> Input {
 
 /// One call's input for a node agent, with the containers running on its node.
 pub fn node_input(time_ms: u64, events: Vec<InputEvent>, containers: Vec<Container>) -> Input {
-    Input { time_ms, events, containers: Some(containers) }
+    Input { time_ms, events, containers: Some(containers.into()) }
 }
 
 /// A container running for this pod incarnation, started at 0.

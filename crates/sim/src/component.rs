@@ -28,7 +28,7 @@ use crate::engine::Engine;
 use crate::ids::{ComponentId, NodeId, ServerId};
 use crate::message::{Client, Reply, Scheduled, Served};
 use crate::network::Endpoint;
-use crate::node::{NodeRuntime, Running};
+use crate::node::NodeRuntime;
 use crate::reflector::Reflector;
 use crate::rng::Rng;
 
@@ -991,14 +991,14 @@ fn start_container(env: &mut Env<'_>, n: NodeId, pod: &PodRef, object: Option<Ob
     }
     let started = Event::ContainerStarted { node: env.engine.name(&env.nodes[n.index()].name), pod: pod.clone() };
     let entry = env.engine.record(env.engine.lanes.node(n), started, vec![cause]);
-    env.nodes[n.index()].running.insert(pod.clone(), Running { started_at: env.engine.now });
+    env.nodes[n.index()].start(pod, env.engine.now);
     let start = ContainerStart { node: n, pod, object: object.as_ref(), entry };
     env.checks.container_started(env.engine, env.nodes, &start);
 }
 
 /// A node agent stopped a container.
 fn stop_container(env: &mut Env<'_>, n: NodeId, pod: &PodRef, cause: EntryId) {
-    if env.nodes[n.index()].running.remove(pod).is_some() {
+    if env.nodes[n.index()].stop(pod) {
         let stopped = Event::ContainerStopped { node: env.engine.name(&env.nodes[n.index()].name), pod: pod.clone() };
         env.engine.record(env.engine.lanes.node(n), stopped, vec![cause]);
         env.checks.container_stopped(n, pod);

@@ -24,7 +24,7 @@ impl Observer for Convergence {
         // Every container running at the end, by pod (uid, name): looked up
         // per pod rather than searched for on every node.
         let running_pods: BTreeSet<(&str, &str)> =
-            truth.nodes.iter().flat_map(|n| n.running.keys()).map(|r| (r.uid.as_str(), r.name.as_str())).collect();
+            truth.nodes.iter().flat_map(|n| n.pods()).map(|r| (r.uid.as_str(), r.name.as_str())).collect();
         let mut findings = Vec::new();
         for set in sets {
             let want = spec_replicas(&set);
