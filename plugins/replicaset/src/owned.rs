@@ -41,6 +41,16 @@ impl Owners {
     /// Records the pod at `key` as the store now holds it (`None`: gone),
     /// under its controlling owner, if it has one.
     fn set(&mut self, key: Key, pod: Option<Arc<Pod>>) {
+        let owner = pod.as_deref().and_then(controller_uid);
+        // Most changes keep the owner: the new version takes the old one's place.
+        if let Some(owner) = owner
+            && self.owner_of.get(&key).is_some_and(|previous| previous == owner)
+            && let Some(slot) = self.pods.get_mut(owner).and_then(|pods| pods.get_mut(&key))
+            && let Some(pod) = pod
+        {
+            *slot = pod;
+            return;
+        }
         if let Some(previous) = self.owner_of.remove(&key)
             && let Some(pods) = self.pods.get_mut(&previous)
         {
@@ -49,11 +59,10 @@ impl Owners {
                 self.pods.remove(&previous);
             }
         }
+        let Some(owner) = owner.map(str::to_owned) else { return };
         let Some(pod) = pod else { return };
-        if let Some(owner) = controller_uid(&*pod).map(str::to_owned) {
-            self.owner_of.insert(key.clone(), owner.clone());
-            self.pods.entry(owner).or_default().insert(key, pod);
-        }
+        self.owner_of.insert(key.clone(), owner.clone());
+        self.pods.entry(owner).or_default().insert(key, pod);
     }
 }
 
