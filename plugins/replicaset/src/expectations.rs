@@ -184,9 +184,15 @@ impl Expectations {
 
     /// A pod went from `old` to `new` (`None`: not there) in the informer.
     fn changed(&mut self, old: Option<&Pod>, new: Option<&Pod>) {
+        // Nothing expected (most of the time): nothing to lower.
+        if self.sets.is_empty() {
+            return;
+        }
         let Some(pod) = new.or(old).map(key) else { return };
-        let owners: BTreeSet<Key> = old.into_iter().chain(new).filter_map(owning_set).collect();
-        for set in owners {
+        let (old_owner, new_owner) = (old.and_then(owning_set), new.and_then(owning_set));
+        // Each owning set once: usually the old and the new version name the same.
+        let moved = new_owner.filter(|set| old_owner.as_ref() != Some(set));
+        for set in old_owner.into_iter().chain(moved) {
             let Some(e) = self.sets.get_mut(&set) else { continue };
             let appeared = old.is_none() && new.is_some_and(|p| controller_uid(p) == Some(e.uid.as_str()));
             if appeared && !e.seen_live.remove(&pod) {
