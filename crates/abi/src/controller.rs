@@ -339,8 +339,8 @@ pub struct Input {
     pub events: Vec<InputEvent>,
     /// For node agents: the containers really running on the node now (what
     /// a kubelet learns from its container runtime). `None` for others.
-    /// Shared: a node's list is made once per change, not once per call
-    /// (on the wire it is a plain list).
+    // Shared, so that a node's list is made once per change rather than
+    // once per call; on the wire it is a plain list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub containers: Option<Arc<[Container]>>,
 }
