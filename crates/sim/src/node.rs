@@ -10,9 +10,9 @@ use recon_abi::{Container, PodRef};
 
 /// A container running on a node.
 #[derive(Clone, Debug)]
-pub(crate) struct Running {
+struct Running {
     /// When it started.
-    pub started_at: u64,
+    started_at: u64,
 }
 
 /// One node's runtime.
