@@ -31,6 +31,7 @@
 
 mod browser;
 mod c_plugins;
+mod disk;
 mod fuzz;
 mod phases;
 mod serve;
@@ -145,6 +146,7 @@ fn test(args: &[String]) -> Result<(), String> {
 /// test` costs").
 fn test_phases(args: &[String], phases: &mut phases::Phases) -> Result<(), String> {
     let root = workspace_root();
+    disk::ensure_room(&target_dir(&root))?;
     let (plugins, chromium, dist) = phases.time("tools, plugins and the playground's build", || {
         tools::ensure_clang(&clang_scratch(&root));
         let plugins = build_plugins()?;
