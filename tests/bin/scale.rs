@@ -57,7 +57,7 @@ struct Measured {
 }
 
 fn main() {
-    recon_alloc::keep_freed_memory();
+    recon_alloc::tune_for_long_runs();
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("--one") => one(&args[1..]),

@@ -28,7 +28,7 @@ static ALLOCATOR: recon_alloc::Allocator = recon_alloc::Allocator;
 const REPORT_EVERY_MINUTES: u64 = 5;
 
 fn main() {
-    recon_alloc::keep_freed_memory();
+    recon_alloc::tune_for_long_runs();
     let mut size = SoakSize::default();
     let mut write = None;
     let mut checks = None;

@@ -11,72 +11,110 @@
 //!   once. A process that runs one simulation and exits has no use for
 //!   giving memory back; its peak memory does not grow (it reuses what it
 //!   keeps).
+//! - **The heap is swept rarely.** Every 10,000 allocations that miss its
+//!   fast path, mimalloc visits every page of the thread's heap to free the
+//!   empty ones: a cost that grows with the heap, 5 % of a 5,000-node run's
+//!   time. Sweeping a hundred times less often leaves the peak memory as it
+//!   was (the pages are reused by the next allocations of their size).
 //!
-//! Measurements for both: `BENCHMARKS.md`, "Scale". Libraries, test
+//! Measurements for each: `BENCHMARKS.md`, "Scale". Libraries, test
 //! binaries and the playground's worker keep their own allocators.
 
-// One call into mimalloc's C interface, to set one of its options.
+// One call into mimalloc's C interface per option.
 #![allow(unsafe_code)]
 
 /// The global allocator: `#[global_allocator] static ALLOCATOR:
 /// recon_alloc::Allocator = recon_alloc::Allocator;`.
 pub use mimalloc::MiMalloc as Allocator;
 
-/// mimalloc's `mi_option_purge_delay`: how long freed memory waits before it
-/// is given back to the operating system, in milliseconds; -1 is never. The
-/// binding names no constant for it; its number is its place in
-/// `mi_option_e` in `mimalloc.h`, and a test checks that it is the option
-/// mimalloc reads from `MIMALLOC_PURGE_DELAY`.
-const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+/// One of mimalloc's options, as this crate sets it.
+struct Setting {
+    /// Its number: its place in `mi_option_e` in `mimalloc.h` (the binding
+    /// names no constant for these; a test checks each number against the
+    /// environment variable mimalloc reads for it).
+    option: libmimalloc_sys::mi_option_t,
+    /// The environment variable that sets it; when present, it wins.
+    env: &'static str,
+    /// The value for a process that runs simulations and exits.
+    value: std::ffi::c_long,
+}
 
-/// Keeps the memory the process frees for its own reuse: call it first
-/// thing in `main`. An explicit `MIMALLOC_PURGE_DELAY` in the environment
-/// still wins.
-pub fn keep_freed_memory() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: `mi_option_set` stores a value in mimalloc's option table;
-        // it checks the option number and accepts any value, and may be
-        // called at any time from any thread.
-        unsafe { libmimalloc_sys::mi_option_set(PURGE_DELAY, -1) }
+/// `mi_option_purge_delay`: how long freed memory waits before it is given
+/// back to the operating system, in milliseconds; -1 is never.
+const PURGE_DELAY: Setting = Setting { option: 15, env: "MIMALLOC_PURGE_DELAY", value: -1 };
+
+/// `mi_option_generic_collect`: after how many allocations off the fast
+/// path the heap is swept (mimalloc's default 10,000; 1,000,000 is the
+/// largest it takes).
+const GENERIC_COLLECT: Setting = Setting { option: 34, env: "MIMALLOC_GENERIC_COLLECT", value: 1_000_000 };
+
+const SETTINGS: [Setting; 2] = [PURGE_DELAY, GENERIC_COLLECT];
+
+/// Sets mimalloc for a process that runs big simulations and exits: freed
+/// memory kept, the heap swept rarely. Call it first thing in `main`. An
+/// option's variable in the environment (`MIMALLOC_PURGE_DELAY`,
+/// `MIMALLOC_GENERIC_COLLECT`) still wins.
+pub fn tune_for_long_runs() {
+    for setting in &SETTINGS {
+        if std::env::var_os(setting.env).is_none() {
+            // SAFETY: `mi_option_set` stores a value in mimalloc's option
+            // table; it checks the option number and accepts any value, and
+            // may be called at any time from any thread.
+            unsafe { libmimalloc_sys::mi_option_set(setting.option, setting.value) }
+        }
     }
+}
+
+/// The value mimalloc is using for an option.
+// `c_long` is 32 bits on some targets, so the conversion is not useless there.
+#[allow(clippy::useless_conversion)]
+fn current(setting: &Setting) -> i64 {
+    // SAFETY: `mi_option_get` reads mimalloc's option table (reading the
+    // environment the first time); it checks the option number.
+    i64::from(unsafe { libmimalloc_sys::mi_option_get(setting.option) })
 }
 
 /// The purge delay mimalloc is using, in milliseconds (-1: never).
 pub fn purge_delay_ms() -> i64 {
-    // SAFETY: `mi_option_get` reads mimalloc's option table (reading the
-    // environment the first time); it checks the option number.
-    i64::from(unsafe { libmimalloc_sys::mi_option_get(PURGE_DELAY) })
+    current(&PURGE_DELAY)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Run again in a child process with `MIMALLOC_PURGE_DELAY` set: the
+    /// Run again in a child process with each option's variable set: the
     /// option this crate sets must be the one mimalloc reads from it.
     #[test]
-    fn the_option_set_is_the_one_mimalloc_reads_from_mimalloc_purge_delay() {
+    fn each_option_set_is_the_one_mimalloc_reads_from_its_variable() {
         if let Some(expected) = std::env::var_os("RECON_ALLOC_EXPECT") {
-            assert_eq!(purge_delay_ms().to_string(), expected.to_string_lossy());
-            keep_freed_memory();
-            assert_eq!(purge_delay_ms().to_string(), expected.to_string_lossy(), "the environment wins");
+            let expected: i64 = expected.to_string_lossy().parse().expect("a number");
+            for setting in &SETTINGS {
+                assert_eq!(current(setting), expected, "{}", setting.env);
+            }
+            tune_for_long_runs();
+            for setting in &SETTINGS {
+                assert_eq!(current(setting), expected, "the environment wins: {}", setting.env);
+            }
             return;
         }
-        let status = std::process::Command::new(std::env::current_exe().expect("the test binary's path"))
-            .args(["--exact", "tests::the_option_set_is_the_one_mimalloc_reads_from_mimalloc_purge_delay"])
-            .env("RECON_ALLOC_EXPECT", "4321")
-            .env("MIMALLOC_PURGE_DELAY", "4321")
-            .status()
-            .expect("the test binary runs again");
-        assert!(status.success(), "the child saw another purge delay");
+        let mut child = std::process::Command::new(std::env::current_exe().expect("the test binary's path"));
+        child.args(["--exact", "tests::each_option_set_is_the_one_mimalloc_reads_from_its_variable"]);
+        // A value each option takes as it is (within its clamp).
+        child.env("RECON_ALLOC_EXPECT", "4321");
+        for setting in &SETTINGS {
+            child.env(setting.env, "4321");
+        }
+        assert!(child.status().expect("the test binary runs again").success(), "the child saw other values");
     }
 
     #[test]
-    fn keeping_freed_memory_sets_the_purge_delay_to_never() {
-        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+    fn tuning_sets_every_option_the_environment_leaves_alone() {
+        if SETTINGS.iter().any(|s| std::env::var_os(s.env).is_some()) {
             return; // the environment wins; the test above checks that
         }
-        keep_freed_memory();
+        tune_for_long_runs();
         assert_eq!(purge_delay_ms(), -1);
+        assert_eq!(current(&GENERIC_COLLECT), 1_000_000);
     }
 }

@@ -182,7 +182,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    recon_alloc::keep_freed_memory();
+    recon_alloc::tune_for_long_runs();
     let cli = Cli::parse();
     match cli.command {
         Command::Run { scenario, seed, trace, timeline, expect, plugins, fixes, mitigations, audit_log } => {
