@@ -16,10 +16,14 @@ const FILE_STEM: &str = "recon_plugin_c_team_config";
 const NAME: &str = "c-team-config.wasm";
 const SCENARIO: &str = include_str!("../../plugins/c-team-config/scenario.yaml");
 
-/// What a run of the scenario left: each namespace's `team-info` data (if
-/// it has the map) with its `managed-by` label, and the trace.
+/// A namespace's `team-info` map, if it has one: its data and its
+/// `managed-by` label.
+type TeamInfo = Option<(serde_json::Value, Option<String>)>;
+
+/// What a run of the scenario left: each namespace's `team-info` map, and
+/// the trace.
 struct Run {
-    maps: Vec<(&'static str, Option<(serde_json::Value, Option<String>)>)>,
+    maps: Vec<(&'static str, TeamInfo)>,
     trace: Trace,
 }
 

@@ -30,8 +30,13 @@ fn mitigated(scenario: &Scenario, component: &str, mitigation: Mitigation) -> Sc
     s
 }
 
-/// Each wait a component reported: (held at, released at, since, revision waited for).
-fn waits(trace: &Trace, component: &str) -> (Vec<(u64, u64)>, Vec<(u64, u64, u64)>) {
+/// A wait's start: (held at, revision waited for).
+type Held = (u64, u64);
+/// A wait's end: (released at, since, revision waited for).
+type Released = (u64, u64, u64);
+
+/// Each wait a component reported: when it was held, and when released.
+fn waits(trace: &Trace, component: &str) -> (Vec<Held>, Vec<Released>) {
     let (mut held, mut released) = (Vec::new(), Vec::new());
     for entry in &trace.entries {
         let Event::SyncHeld { component: c, held: h } = &entry.event else { continue };
@@ -105,10 +110,7 @@ fn read_your_own_writes_cannot_help_a_restarted_controller_reading_a_stale_cache
             trace.violations().find(|(_, check, _)| *check == Check::ReplicaCount).expect("the overshoot");
         let why = recon_trace::explain::explain(&trace, overshoot.id).expect("explained");
         let said = why.steps.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join("\n");
-        assert!(
-            said.contains(&format!("runs with {mitigation} on, yet held nothing before its decision")),
-            "{said}"
-        );
+        assert!(said.contains(&format!("runs with {mitigation} on, yet held nothing before its decision")), "{said}");
     }
 }
 

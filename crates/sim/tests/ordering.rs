@@ -55,7 +55,9 @@ fn a_scenario_ordering_puts_another_component_first_at_its_moment() {
 
 #[test]
 fn a_chooser_is_asked_only_where_several_reconciles_are_due_and_picking_the_default_changes_nothing() {
-    let asked: Rc<RefCell<Vec<(u64, Vec<String>)>>> = Rc::default();
+    // What the chooser was asked: each moment and the components due then.
+    type Asked = Rc<RefCell<Vec<(u64, Vec<String>)>>>;
+    let asked: Asked = Rc::default();
     let seen = Rc::clone(&asked);
     let mut sim = Sim::new(&race(), builtins()).unwrap();
     sim.set_chooser(Box::new(move |m| {

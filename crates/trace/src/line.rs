@@ -115,7 +115,19 @@ impl PartialEq<str> for Line {
     fn eq(&self, other: &str) -> bool {
         match self {
             Line::Text(text) => text == other,
-            _ => self.to_string() == other,
+            _ => {
+                // The text it displays, compared piece by piece as it is
+                // written, without building it.
+                struct Rest<'a>(&'a str);
+                impl fmt::Write for Rest<'_> {
+                    fn write_str(&mut self, piece: &str) -> fmt::Result {
+                        self.0 = self.0.strip_prefix(piece).ok_or(fmt::Error)?;
+                        Ok(())
+                    }
+                }
+                let mut rest = Rest(other);
+                fmt::write(&mut rest, format_args!("{self}")).is_ok() && rest.0.is_empty()
+            }
         }
     }
 }
@@ -179,8 +191,14 @@ mod tests {
                 Line::Write { verb: Verb::Update, key: pod(), if_at: Some(7) },
                 "update Pod default/web-0 if at revision 7",
             ),
-            (Line::Container { start: true, pod: pod(), uid: uid.clone() }, "start container default/web-0 (uid 1a2b3c4d)"),
-            (Line::Container { start: false, pod: pod(), uid: "short".into() }, "stop container default/web-0 (uid short)"),
+            (
+                Line::Container { start: true, pod: pod(), uid: uid.clone() },
+                "start container default/web-0 (uid 1a2b3c4d)",
+            ),
+            (
+                Line::Container { start: false, pod: pod(), uid: "short".into() },
+                "stop container default/web-0 (uid short)",
+            ),
             (Line::from("requeue Pod default/web-0 after 5ms"), "requeue Pod default/web-0 after 5ms"),
         ];
         for (line, text) in cases {
@@ -191,6 +209,11 @@ mod tests {
             assert!(matches!(back, Line::Text(_)), "read back as text");
             assert_eq!(back, line, "text and parts compare as the string");
             assert_eq!(line, text);
+            // Compared without being written out: a string it merely starts
+            // with, or that starts with it, is another string.
+            assert_ne!(line, &text[..text.len() - 1]);
+            assert_ne!(line, format!("{text}!").as_str());
+            assert_ne!(line, format!("{}x", &text[..text.len() - 1]).as_str());
         }
     }
 }

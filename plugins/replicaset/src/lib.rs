@@ -318,28 +318,31 @@ async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Data>) -> Result<Action, Error>
         status?;
         return Ok(writes);
     }
-    let mut expectations = ctx.expectations();
-    let action = if !not_cached.is_empty() {
-        // The live read agreed with the set, but the store has yet to show
-        // those pods: until it does, it must not be acted on.
-        let expires_ms = now + ctx.settings.expectations_timeout_ms;
-        expectations.expect(&set, &uid, expires_ms, 0, BTreeMap::new(), not_cached);
-        Action::requeue(Duration::from_millis(ctx.settings.expectations_timeout_ms))
-    } else if fulfilled {
-        expectations.forget(&set);
-        Action::await_change()
-    } else {
-        // Make sure a timer wakes the set when it may act again, whatever
-        // earlier timers were for; once expired and waiting for the
-        // informer, its events wake the set.
-        match expectations.wake_at(&set, now) {
-            Some(wake) if wake > now || ctx.settings.on_expiry != OnExpiry::Wait => {
-                Action::requeue(Duration::from_millis(wake.saturating_sub(now)))
+    // The guard is scoped, not dropped by hand, so that it is plainly not
+    // held across the await below.
+    let action = {
+        let mut expectations = ctx.expectations();
+        if !not_cached.is_empty() {
+            // The live read agreed with the set, but the store has yet to show
+            // those pods: until it does, it must not be acted on.
+            let expires_ms = now + ctx.settings.expectations_timeout_ms;
+            expectations.expect(&set, &uid, expires_ms, 0, BTreeMap::new(), not_cached);
+            Action::requeue(Duration::from_millis(ctx.settings.expectations_timeout_ms))
+        } else if fulfilled {
+            expectations.forget(&set);
+            Action::await_change()
+        } else {
+            // Make sure a timer wakes the set when it may act again, whatever
+            // earlier timers were for; once expired and waiting for the
+            // informer, its events wake the set.
+            match expectations.wake_at(&set, now) {
+                Some(wake) if wake > now || ctx.settings.on_expiry != OnExpiry::Wait => {
+                    Action::requeue(Duration::from_millis(wake.saturating_sub(now)))
+                }
+                _ => Action::await_change(),
             }
-            _ => Action::await_change(),
         }
     };
-    drop(expectations);
     status.await?;
     Ok(action)
 }

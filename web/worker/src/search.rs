@@ -118,7 +118,7 @@ pub(crate) fn orderings(runner: &mut Runner, request: &OrderingRequest, progress
     let scenario = prepared.scenario();
     let bounds = Bounds { max_runs: request.max_runs.max(1), stale_views: request.stale_views };
     let mut tell = |runs: usize| {
-        if runs % ORDERING_PROGRESS_EVERY == 0 {
+        if runs.is_multiple_of(ORDERING_PROGRESS_EVERY) {
             progress.report(FromWorker::Search(SearchReport::OrderingProgress { id, runs }));
         }
     };

@@ -155,7 +155,7 @@ fn the_objects_an_input_brings_add_to_the_budget_of_their_second() {
             .map(|i| {
                 recon_abi::InputEvent::Result(Box::new(recon_abi::ActionResult {
                     verb: recon_abi::Verb::Get,
-                    key: recon_abi::ObjectKey::new("Pod", "default", &format!("p{i}")),
+                    key: recon_abi::ObjectKey::new("Pod", "default", format!("p{i}")),
                     outcome: recon_abi::Outcome::Ok(None),
                     id: None,
                 }))

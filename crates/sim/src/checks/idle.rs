@@ -140,7 +140,7 @@ fn skipped_after<'t>(
     written: u64,
 ) -> Option<(&'t Entry, u64)> {
     let entries = &truth.trace.entries;
-    let stale_calls = entries.iter().skip(own as usize + 1).filter_map(|e| match &e.event {
+    let mut stale_calls = entries.iter().skip(own as usize + 1).filter_map(|e| match &e.event {
         Event::Reconcile { component: c, view_revision, .. } if c == component && *view_revision < written => {
             Some((e, *view_revision))
         }
@@ -151,5 +151,6 @@ fn skipped_after<'t>(
             e.causes.first() == Some(&call) && matches!(&e.event, Event::StoreWrite { key: k, .. } if k == key)
         })
     };
-    stale_calls.filter(|(call, _)| !wrote_from(call.id)).last()
+    // From the end: the last such call is the answer, and each test scans the trace.
+    stale_calls.rfind(|(call, _)| !wrote_from(call.id))
 }
