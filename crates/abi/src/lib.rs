@@ -30,7 +30,7 @@ mod unchanged;
 pub use controller::{
     Action, ActionResult, ComponentConfig, Container, Controller, Crash, FOREGROUND_FINALIZER, HeldSync, Input,
     InputEvent, Instance, ListMode, Manifest, Mitigation, ORPHAN_FINALIZER, ObjectList, Outcome, Output,
-    PropagationPolicy, RequestId, ResourceVersionMatch, Status, StatusReason, Verb, WatchSpec, WritePermission,
+    PropagationPolicy, RequestId, ResourceVersionMatch, Status, StatusReason, Target, Verb, WatchSpec, WritePermission,
     panic_message,
 };
 pub use namespaced::{KeyMap, NamespacedMap};

@@ -339,7 +339,7 @@ impl<'a> Context<'a> {
     /// tracks itself). A request (a write or a direct read) gets the next
     /// [`RequestId`], which its result carries ([`Context::last_request_id`]).
     pub fn push(&mut self, action: Action) {
-        if action.request_target().is_none() {
+        if action.target().is_none() {
             self.output.actions.push(action);
             return;
         }

@@ -152,9 +152,9 @@ pub(crate) fn admit(
     limit: u64,
     action: Action,
 ) -> Result<Admitted, Status> {
-    let (_, key) = action.write_target().expect("only writes are admitted");
-    if kinds.get(&key.kind).is_none() {
-        return Err(not_served(&key.kind));
+    let kind = action.write().expect("only writes are admitted").kind;
+    if kinds.get(kind).is_none() {
+        return Err(not_served(kind));
     }
     let dry_run = action.is_dry_run();
     let action = match action {

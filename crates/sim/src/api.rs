@@ -296,8 +296,8 @@ impl fmt::Display for Request {
                 }
                 Ok(())
             }
-            Request::Write(a) => match a.write_target() {
-                Some((verb, key)) => write!(f, "{verb} {key}"),
+            Request::Write(a) => match a.write() {
+                Some(target) => write!(f, "{target}"),
                 None => write!(f, "{a:?}"),
             },
         }
