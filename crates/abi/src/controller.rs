@@ -961,14 +961,14 @@ impl Action {
         }
     }
 
-    /// [`Action::target`] of a write, `None` for other actions.
-    pub fn write(&self) -> Option<Target<'_>> {
+    /// The action as a write: its [`Target`]; `None` for direct reads and other actions.
+    pub fn as_write(&self) -> Option<Target<'_>> {
         self.target().filter(|t| !t.verb.is_read())
     }
 
     /// The verb and object key of a write, owned; `None` for other actions.
     pub fn write_target(&self) -> Option<(Verb, ObjectKey)> {
-        self.write().map(|t| (t.verb, t.key()))
+        self.as_write().map(|t| (t.verb, t.key()))
     }
 
     /// The verb and object key of a direct read (for a list: the kind and
@@ -1051,7 +1051,7 @@ mod tests {
             let (verb, key) = a.request_target().expect("a request");
             assert_eq!((verb, format!("{verb} {key}")), (target.verb, shown.to_owned()));
             assert_eq!(target.key(), key);
-            assert_eq!(a.write().is_some(), !verb.is_read());
+            assert_eq!(a.as_write().is_some(), !verb.is_read());
             assert_eq!(a.write_target().is_some(), !verb.is_read());
             assert_eq!(a.read_target().is_some(), verb.is_read());
         }

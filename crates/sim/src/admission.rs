@@ -152,7 +152,7 @@ pub(crate) fn admit(
     limit: u64,
     action: Action,
 ) -> Result<Admitted, Status> {
-    let kind = action.write().expect("only writes are admitted").kind;
+    let kind = action.as_write().expect("only writes are admitted").kind;
     if kinds.get(kind).is_none() {
         return Err(not_served(kind));
     }

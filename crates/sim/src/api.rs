@@ -296,7 +296,7 @@ impl fmt::Display for Request {
                 }
                 Ok(())
             }
-            Request::Write(a) => match a.write() {
+            Request::Write(a) => match a.as_write() {
                 Some(target) => write!(f, "{target}"),
                 None => write!(f, "{a:?}"),
             },

@@ -270,7 +270,7 @@ impl Component {
         fresh.init(&config).ok()?;
         let output = fresh.handle(&Input { time_ms: now, events, containers: None }).ok()?;
         let changes_store = |action: &Action| {
-            let is_write = action.write().is_some_and(|t| t.kind != "Event");
+            let is_write = action.as_write().is_some_and(|t| t.kind != "Event");
             let mut copy = store.clone();
             let mut rng = self.rng.clone();
             is_write
@@ -295,7 +295,7 @@ impl Component {
     pub fn forbidden(&self, epoch: u64, request: &Request) -> Option<Status> {
         let manifest = &self.instance().filter(|_| self.epoch == epoch)?.manifest;
         let (verb, kind) = match request {
-            Request::Write(action) => action.write().map(|t| (t.verb, t.kind))?,
+            Request::Write(action) => action.as_write().map(|t| (t.verb, t.kind))?,
             Request::Get(r) => (Verb::Get, r.key.kind.as_str()),
             Request::List(r) => (Verb::List, r.selection.kind.as_str()),
             Request::Watch(_) => return None,
