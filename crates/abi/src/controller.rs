@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::object::{Object, ObjectKey, PodRef, WatchEvent};
+use crate::object::{Object, ObjectKey, PodRef, WatchEvent, write_key};
 use crate::patch::{Patch, PatchParams};
 
 /// A controller: the one interface through which the simulator drives every
@@ -924,11 +924,8 @@ impl Target<'_> {
 /// shows it.
 impl fmt::Display for Target<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.namespace.is_empty() {
-            write!(f, "{} {} {}", self.verb, self.kind, self.name)
-        } else {
-            write!(f, "{} {} {}/{}", self.verb, self.kind, self.namespace, self.name)
-        }
+        write!(f, "{} ", self.verb)?;
+        write_key(f, self.kind, self.namespace, self.name)
     }
 }
 

@@ -297,12 +297,14 @@ impl ObjectKey {
 
 impl fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.namespace.is_empty() {
-            write!(f, "{} {}", self.kind, self.name)
-        } else {
-            write!(f, "{} {}/{}", self.kind, self.namespace, self.name)
-        }
+        write_key(f, &self.kind, &self.namespace, &self.name)
     }
+}
+
+/// `Pod default/web-0`, or `Node node-1` without a namespace: how a key
+/// shows, owned ([`ObjectKey`]) or borrowed ([`crate::Target`]).
+pub(crate) fn write_key(f: &mut fmt::Formatter<'_>, kind: &str, namespace: &str, name: &str) -> fmt::Result {
+    if namespace.is_empty() { write!(f, "{kind} {name}") } else { write!(f, "{kind} {namespace}/{name}") }
 }
 
 /// Identifies one incarnation of a pod: the unit a node runs containers for.

@@ -49,6 +49,27 @@ fn plain(align: usize, size: usize) -> bool {
     align <= PLAIN_ALIGN && align <= size
 }
 
+/// Allocates `layout` with mimalloc's `plain` function when its blocks
+/// already have the alignment, else with its `aligned` one.
+///
+/// # Safety
+/// As for the two functions: any size and alignment are accepted.
+#[inline(always)]
+unsafe fn allocate(
+    layout: Layout,
+    plain_fn: unsafe extern "C" fn(usize) -> *mut c_void,
+    aligned_fn: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+) -> *mut u8 {
+    // SAFETY: forwarded to the caller.
+    unsafe {
+        if plain(layout.align(), layout.size()) {
+            plain_fn(layout.size()).cast()
+        } else {
+            aligned_fn(layout.size(), layout.align()).cast()
+        }
+    }
+}
+
 // SAFETY: each method forwards to the mimalloc function that allocates,
 // frees or resizes with at least the layout's alignment (checked by
 // `plain` before the unaligned functions are used), and mimalloc frees any
@@ -57,25 +78,13 @@ unsafe impl GlobalAlloc for Allocator {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: mimalloc's allocation functions take any size and alignment.
-        unsafe {
-            if plain(layout.align(), layout.size()) {
-                mi::mi_malloc(layout.size()).cast()
-            } else {
-                mi::mi_malloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        unsafe { allocate(layout, mi::mi_malloc, mi::mi_malloc_aligned) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         // SAFETY: as for `alloc`.
-        unsafe {
-            if plain(layout.align(), layout.size()) {
-                mi::mi_zalloc(layout.size()).cast()
-            } else {
-                mi::mi_zalloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        unsafe { allocate(layout, mi::mi_zalloc, mi::mi_zalloc_aligned) }
     }
 
     #[inline]
@@ -103,7 +112,7 @@ struct Setting {
     /// Its number: its place in `mi_option_e` in `mimalloc.h` (the binding
     /// names no constant for these; a test checks each number against the
     /// environment variable mimalloc reads for it).
-    option: libmimalloc_sys::mi_option_t,
+    option: mi::mi_option_t,
     /// The environment variable that sets it; when present, it wins.
     env: &'static str,
     /// The value for a process that runs simulations and exits.
@@ -131,7 +140,7 @@ pub fn tune_for_long_runs() {
             // SAFETY: `mi_option_set` stores a value in mimalloc's option
             // table; it checks the option number and accepts any value, and
             // may be called at any time from any thread.
-            unsafe { libmimalloc_sys::mi_option_set(setting.option, setting.value) }
+            unsafe { mi::mi_option_set(setting.option, setting.value) }
         }
     }
 }
@@ -142,7 +151,7 @@ pub fn tune_for_long_runs() {
 fn current(setting: &Setting) -> i64 {
     // SAFETY: `mi_option_get` reads mimalloc's option table (reading the
     // environment the first time); it checks the option number.
-    i64::from(unsafe { libmimalloc_sys::mi_option_get(setting.option) })
+    i64::from(unsafe { mi::mi_option_get(setting.option) })
 }
 
 /// The purge delay mimalloc is using, in milliseconds (-1: never).
