@@ -16,6 +16,7 @@
 
 mod controller;
 pub mod event;
+mod name_map;
 mod namespaced;
 mod object;
 mod patch;
@@ -33,6 +34,7 @@ pub use controller::{
     PropagationPolicy, RequestId, ResourceVersionMatch, Status, StatusReason, Target, Verb, WatchSpec, WritePermission,
     panic_message,
 };
+pub use name_map::NameMap;
 pub use namespaced::{KeyMap, NamespacedMap};
 pub use object::{
     EventType, ManagedFieldsEntry, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent, is_cluster_scoped,

@@ -7,9 +7,14 @@
 //! full) and then the name, each behind a pointer of its own. In a cluster
 //! of 150,000 pods those searches were a large share of a run's time. Here
 //! each level compares one string, and the iteration order is the same.
+//!
+//! Within a namespace the names are a [`NameMap`]: a lookup by name
+//! hashes it rather than searching a tree of names.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
+use crate::NameMap;
 use crate::ObjectKey;
 
 /// Values by namespace, then name: iterated in the order of
@@ -17,9 +22,16 @@ use crate::ObjectKey;
 /// `&str`s without building a key (an informer's store is read once per
 /// object reconciled, a table of what a watch delivered once per event).
 /// A namespace left empty is removed, so the map holds no empty entries.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct NamespacedMap<V> {
-    namespaces: BTreeMap<String, BTreeMap<String, V>>,
+    namespaces: BTreeMap<String, NameMap<V>>,
+}
+
+impl<V: fmt::Debug> fmt::Debug for NamespacedMap<V> {
+    /// In iteration order, like the `BTreeMap` it stands for.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter().map(|(namespace, name, v)| ((namespace, name), v))).finish()
+    }
 }
 
 impl<V> Default for NamespacedMap<V> {
@@ -51,10 +63,7 @@ impl<V> NamespacedMap<V> {
             Some(names) => names,
             None => self.namespaces.entry(namespace.to_owned()).or_default(),
         };
-        match names.get_mut(name) {
-            Some(slot) => Some(std::mem::replace(slot, value)),
-            None => names.insert(name.to_owned(), value),
-        }
+        names.insert(name, value)
     }
 
     /// Removes and returns the value at `namespace`/`name`.
@@ -74,14 +83,14 @@ impl<V> NamespacedMap<V> {
 
     /// Every value, by namespace, then name.
     pub fn values(&self) -> impl Iterator<Item = &V> {
-        self.namespaces.values().flat_map(BTreeMap::values)
+        self.namespaces.values().flat_map(NameMap::values)
     }
 
     /// Every namespace, name and value, by namespace, then name.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str, &V)> {
         self.namespaces
             .iter()
-            .flat_map(|(namespace, names)| names.iter().map(move |(name, v)| (namespace.as_str(), name.as_str(), v)))
+            .flat_map(|(namespace, names)| names.iter().map(move |(name, v)| (namespace.as_str(), name, v)))
     }
 
     /// Every namespace, name and value, by namespace, then name, taken.
@@ -93,7 +102,7 @@ impl<V> NamespacedMap<V> {
 
     /// How many values it holds.
     pub fn len(&self) -> usize {
-        self.namespaces.values().map(BTreeMap::len).sum()
+        self.namespaces.values().map(NameMap::len).sum()
     }
 
     /// Whether it holds none.

@@ -7,11 +7,11 @@
 //! it sends share one immutable copy of each object version with the store
 //! and with every other API server's cache.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use recon_abi::selector::Selector;
-use recon_abi::{EventType, Object, WatchEvent};
+use recon_abi::{EventType, NameMap, Object, WatchEvent};
 use recon_store::StoreEvent;
 
 use recon_trace::EntryId;
@@ -101,7 +101,8 @@ pub struct WatchCache {
     pub revision: u64,
     /// Trace entry that brought the cache to `revision` (a cause of reads served from it).
     pub revision_entry: Option<EntryId>,
-    objects: BTreeMap<String, Arc<Object>>,
+    /// By store key: iterated in key order, looked up by hash.
+    objects: NameMap<Arc<Object>>,
     window: VecDeque<CachedEvent>,
     /// Events after this revision are all in the window.
     window_start: u64,
@@ -124,7 +125,7 @@ impl WatchCache {
         WatchCache {
             revision: 0,
             revision_entry: None,
-            objects: BTreeMap::new(),
+            objects: NameMap::new(),
             window: VecDeque::new(),
             window_start: 0,
             capacity: capacity.max(1),
@@ -149,7 +150,7 @@ impl WatchCache {
         if deleted {
             self.objects.remove(&ev.key);
         } else {
-            self.objects.insert(ev.key.clone(), Arc::clone(&ev.value));
+            self.objects.insert(&ev.key, Arc::clone(&ev.value));
         }
         self.revision = ev.revision;
         self.revision_entry = Some(entry);
@@ -201,7 +202,7 @@ impl WatchCache {
     pub fn list(&self, filter: &Filter) -> Vec<Arc<Object>> {
         let prefix = filter.prefix();
         self.objects
-            .range(prefix.clone()..)
+            .range_from(&prefix)
             .take_while(|(k, _)| k.starts_with(&prefix))
             .filter(|(_, o)| filter.matches(o))
             .map(|(_, o)| Arc::clone(o))

@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use recon_abi::Object;
+use recon_abi::{NameMap, Object};
 
 use crate::cache::Filter;
 use crate::ids::ComponentId;
@@ -37,8 +37,8 @@ pub(crate) struct Watchers {
     /// Watches without a field equality, by kind.
     by_kind: BTreeMap<String, BTreeSet<u64>>,
     /// Watches whose field selector requires `path=value`: by kind, path
-    /// and value.
-    by_field: BTreeMap<String, BTreeMap<String, BTreeMap<String, BTreeSet<u64>>>>,
+    /// and value (a node's name: thousands of them, so found by hash).
+    by_field: BTreeMap<String, BTreeMap<String, NameMap<BTreeSet<u64>>>>,
 }
 
 impl Watchers {
@@ -48,7 +48,7 @@ impl Watchers {
         match watcher.filter.indexed_field() {
             Some((path, value)) => {
                 let by_value = self.by_field.entry(kind).or_default().entry(path.to_owned()).or_default();
-                by_value.entry(value.to_owned()).or_default().insert(id);
+                by_value.get_or_insert_with(value, BTreeSet::new).insert(id);
             }
             None => {
                 self.by_kind.entry(kind).or_default().insert(id);
@@ -82,7 +82,7 @@ impl Watchers {
             for state in prev.into_iter().chain([object]) {
                 // A missing field reads as the empty string, as the selector reads it.
                 let value = state.field_str(path).unwrap_or_default();
-                ids.extend(by_value.get(value.as_ref()).into_iter().flatten());
+                ids.extend(by_value.get(&value).into_iter().flatten());
             }
         }
         ids.sort_unstable();

@@ -1,10 +1,8 @@
 //! The MVCC store: per-key version lists plus an append-only event log.
 
-use std::collections::BTreeMap;
-use std::ops::Bound;
 use std::sync::Arc;
 
-use recon_abi::{Object, ObjectKey};
+use recon_abi::{NameMap, Object, ObjectKey};
 
 use crate::{EventKind, KeyValue, Revision, StoreError, StoreEvent, key_for};
 
@@ -49,7 +47,7 @@ pub struct Store {
     /// writes in revision order. Invariants: no list is empty; at most one
     /// version is at or below `compacted`, and that one is live (a tombstone
     /// there reads the same as no entry, so it is dropped).
-    keys: BTreeMap<String, Vec<Version>>,
+    keys: NameMap<Vec<Version>>,
     /// `log[log_start + i]` is the event at revision `compacted + 1 + i`.
     /// Entries before `log_start` are compacted away but not yet freed: they
     /// are removed in bulk once they outnumber the kept ones, so frequent
@@ -173,7 +171,7 @@ impl Store {
         let at = self.readable(at)?;
         Ok(self
             .keys
-            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .range_from(prefix)
             .take_while(|(key, _)| key.starts_with(prefix))
             .filter_map(|(key, versions)| key_value(key, as_of(versions, at)?))
             .collect())
@@ -282,7 +280,7 @@ impl Store {
             (false, true) => self.live -= 1,
             _ => {}
         }
-        self.keys.entry(key.clone()).or_default().push(Version { revision, live: new });
+        self.keys.get_or_insert_with(&key, Vec::new).push(Version { revision, live: new });
         let event = StoreEvent { revision, key, kind, value, prev, time_ms };
         self.log.push(event.clone());
         event
@@ -313,7 +311,7 @@ fn key_value(key: &str, version: &Version) -> Option<KeyValue> {
 }
 
 /// Drops the versions of `key` that no read at or above `compacted` needs.
-fn prune(keys: &mut BTreeMap<String, Vec<Version>>, key: &str, compacted: Revision) {
+fn prune(keys: &mut NameMap<Vec<Version>>, key: &str, compacted: Revision) {
     let Some(versions) = keys.get_mut(key) else {
         return;
     };

@@ -15,14 +15,13 @@
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 use std::sync::Arc;
 
 use recon_abi::ObjectKey;
+use rustc_hash::{FxBuildHasher, FxHasher};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-use crate::Fnv1a;
 
 /// A string stored once and shared: a component's or an API server's name,
 /// an object's uid, a field manager. Reads as `&str` and compares with
@@ -240,9 +239,9 @@ impl<'de> Deserialize<'de> for Key {
 /// distinct object key: what a trace's writer uses so that equal strings
 /// in different entries are one allocation.
 ///
-/// Lookups hash with FNV-1a (fixed, never seeded from the OS) and never
-/// allocate for a string or key seen before; nothing iterates the tables,
-/// so their order is never seen.
+/// Lookups hash with `rustc-hash`'s hasher (fixed, never seeded from the
+/// OS) and never allocate for a string or key seen before; nothing
+/// iterates the tables, so their order is never seen.
 #[derive(Clone, Debug, Default)]
 pub struct Interner {
     names: HashSet<Name, FixedState>,
@@ -300,26 +299,16 @@ impl Interner {
 
 /// The hash a key is found by in [`Interner::key_of`].
 fn key_hash(kind: &str, namespace: &str, name: &str) -> u64 {
-    let mut hasher = Fnv1a::default();
+    let mut hasher = FxHasher::default();
     for part in [kind, namespace, name] {
-        hasher.add(part.as_bytes());
-        hasher.add(&[0xff]); // no part holds 0xff, so the joins are unambiguous
+        hasher.write(part.as_bytes());
+        hasher.write_u8(0xff); // no part holds 0xff, so the joins are unambiguous
     }
-    hasher.0
+    hasher.finish()
 }
 
-/// The hasher state of the interner's tables: FNV-1a from its fixed offset.
-type FixedState = BuildHasherDefault<Fnv1a>;
-
-impl Hasher for Fnv1a {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        self.add(bytes);
-    }
-}
+/// The hasher of the interner's tables.
+type FixedState = FxBuildHasher;
 
 #[cfg(test)]
 mod tests {
