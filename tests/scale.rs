@@ -74,7 +74,8 @@ pub fn yaml(nodes: usize, pods: usize) -> String {
 
 /// The cluster, parsed.
 pub fn scenario(nodes: usize, pods: usize) -> Scenario {
-    recon_scenario::parse("scale.yaml", &yaml(nodes, pods)).unwrap_or_else(|e| panic!("the scale scenario is invalid: {e}"))
+    recon_scenario::parse("scale.yaml", &yaml(nodes, pods))
+        .unwrap_or_else(|e| panic!("the scale scenario is invalid: {e}"))
 }
 
 #[cfg(test)]
@@ -84,11 +85,8 @@ mod tests {
         let scenario = super::scenario(7, 2_501);
         assert_eq!(scenario.nodes.len(), 7);
         assert_eq!(scenario.components.len(), 3 + 7);
-        let replicas: u64 = scenario
-            .objects
-            .iter()
-            .map(|o| o.spec["replicas"].as_u64().expect("a Deployment's replicas"))
-            .sum();
+        let replicas: u64 =
+            scenario.objects.iter().map(|o| o.spec["replicas"].as_u64().expect("a Deployment's replicas")).sum();
         assert_eq!(replicas, 2_501);
         assert_eq!(scenario.objects.len(), 3, "Deployments of at most 1,000 pods");
     }

@@ -841,7 +841,8 @@ async fn an_audit_log_is_drawn_with_its_stale_list_marked_and_explained() {
     let timeline = page.find("#timeline").await;
     let lanes = timeline.attr("data-lanes").await.unwrap().unwrap_or_default();
     let lanes: Vec<&str> = lanes.split(',').collect();
-    for lane in ["etcd", "apiserver-1", "apiserver-2", "apiserver-2 cache", "kubelet-node-1", "statefulset-controller"] {
+    for lane in ["etcd", "apiserver-1", "apiserver-2", "apiserver-2 cache", "kubelet-node-1", "statefulset-controller"]
+    {
         assert!(lanes.contains(&lane), "no lane {lane}: {lanes:?}");
     }
     // Each finding a violation marker, each explained, the stale list among them.
@@ -872,8 +873,11 @@ async fn a_malformed_audit_log_is_named_at_its_line_and_the_page_keeps_working()
     let page = Browser::open("").await;
     let before = page.hash_after(None).await;
     page.find("#tour-skip").await.click().await.unwrap();
-    page.drop_files("#timeline-canvas", &[("apiserver-1.log", "this is not an audit log\n{\"kind\": \"Event\", \"apiVer")])
-        .await;
+    page.drop_files(
+        "#timeline-canvas",
+        &[("apiserver-1.log", "this is not an audit log\n{\"kind\": \"Event\", \"apiVer")],
+    )
+    .await;
     let error = page.wait_text("#error", |t| t.contains("apiserver-1.log")).await;
     assert!(error.contains("No audit event could be read from apiserver-1.log"), "{error}");
     assert!(error.contains("apiserver-1.log:1: not JSON"), "{error}");

@@ -110,7 +110,10 @@ fn main() {
     println!("container starts  {starts}");
     println!("trace as JSON     {} MiB", counter.0 >> 20);
     println!("store             revision {}, {} live keys", sim.store().revision(), sim.store().len());
-    println!("peak RSS          {} MiB", recon_tests::proc_status_kib("VmHWM:").map_or("?".into(), |kb| (kb / 1024).to_string()));
+    println!(
+        "peak RSS          {} MiB",
+        recon_tests::proc_status_kib("VmHWM:").map_or("?".into(), |kb| (kb / 1024).to_string())
+    );
     println!("findings          {findings:?}");
     if let Some((_, reason)) = trace.halted() {
         println!("halted            {reason}");

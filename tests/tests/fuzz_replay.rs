@@ -32,7 +32,8 @@ fn replay(name: &str, target: fn(&[u8]), dir: &Path) -> usize {
     for file in &files {
         let data = std::fs::read(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         let before = recon_tests::fuzz::panics_outside_controllers();
-        if std::panic::catch_unwind(|| target(&data)).is_err() || recon_tests::fuzz::panics_outside_controllers() > before
+        if std::panic::catch_unwind(|| target(&data)).is_err()
+            || recon_tests::fuzz::panics_outside_controllers() > before
         {
             panic!(
                 "fuzz target {name} panicked on {} (reproduce: cargo fuzz run --sanitizer none {name} {})",

@@ -33,8 +33,10 @@ fn run(name: &str, wasm: bool, component: &str, keys: &[ObjectKey]) -> Outcome {
     }
     .expect("scenario builds");
     sim.run();
-    let objects =
-        keys.iter().map(|k| sim.store().get(k, None).expect("the store answers").map(|kv| (*kv.value).clone())).collect();
+    let objects = keys
+        .iter()
+        .map(|k| sim.store().get(k, None).expect("the store answers").map(|kv| (*kv.value).clone()))
+        .collect();
     let trace = sim.into_trace();
     let crashes = explain::crashes(&trace);
     assert!(crashes.is_empty(), "{:?}", crashes.iter().map(|c| &c.reason).collect::<Vec<_>>());
@@ -248,7 +250,8 @@ fn the_kube_rs_deployment_controller_rolls_a_template_change_out_with_the_same_t
     assert!(writes.iter().any(|w| w == "update status of Deployment default/web"), "{writes:?}");
 
     // At the end: every pod is of the new template, the old set is empty.
-    let mut sim = Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).expect("scenario builds");
+    let mut sim =
+        Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).expect("scenario builds");
     sim.run();
     let get = |key: ObjectKey| sim.store().get(&key, None).expect("the store answers").map(|kv| (*kv.value).clone());
     let web = get(ObjectKey::new("Deployment", "default", "web")).expect("the deployment exists");
@@ -256,7 +259,9 @@ fn the_kube_rs_deployment_controller_rolls_a_template_change_out_with_the_same_t
     assert_eq!(web.status["replicas"], 4, "{}", web.status);
     let sets: Vec<Object> = created
         .iter()
-        .filter_map(|w| get(ObjectKey::new("ReplicaSet", "default", w.trim_start_matches("create ReplicaSet default/"))))
+        .filter_map(|w| {
+            get(ObjectKey::new("ReplicaSet", "default", w.trim_start_matches("create ReplicaSet default/")))
+        })
         .collect();
     let mut replicas: Vec<i64> = sets.iter().map(|s| s.spec["replicas"].as_i64().unwrap_or(-1)).collect();
     replicas.sort_unstable();
@@ -316,9 +321,11 @@ fn an_object_the_watch_cannot_decode_crashes_only_its_controller_with_a_message_
             "wasm={wasm}: {reason}"
         );
         let started = |name: &str| {
-            trace.entries.iter().any(|e| matches!(&e.event, Event::ComponentStarted { component, .. } if component == name))
+            trace
+                .entries
+                .iter()
+                .any(|e| matches!(&e.event, Event::ComponentStarted { component, .. } if component == name))
         };
         assert!(started("configmap-generator"), "wasm={wasm}: the healthy component never started");
     }
 }
-

@@ -91,7 +91,10 @@ fn a_restarted_rabbitmq_operator_deletes_the_statefulset_of_a_re_created_cluster
     let (entry, _, message) =
         trace.violations().find(|(_, check, _)| *check == Check::DeletedLiveDependent).expect("the bug shows");
     assert!(message.starts_with("rabbitmq-cluster-operator deleted StatefulSet default/rabbit-server"), "{message}");
-    assert!(message.contains("was still the earlier incarnation") && message.contains("was being deleted"), "{message}");
+    assert!(
+        message.contains("was still the earlier incarnation") && message.contains("was being deleted"),
+        "{message}"
+    );
     // After the restart onto the lagging API server (12s).
     assert!(entry.time_ms >= 12_000, "at {} ms", entry.time_ms);
 
@@ -193,7 +196,10 @@ fn a_status_write_skipped_against_a_stale_copy_leaves_grove_idle_with_work_left_
     let (entry, _, message) =
         trace.violations().find(|(_, check, _)| *check == Check::IdleWithWorkLeft).expect("the bug shows");
     assert!(message.starts_with("grove-podcliqueset-controller is idle with work left"), "{message}");
-    assert!(message.contains("PodCliqueSet default/llm") && message.contains("status.availableReplicas 0 → 1"), "{message}");
+    assert!(
+        message.contains("PodCliqueSet default/llm") && message.contains("status.availableReplicas 0 → 1"),
+        "{message}"
+    );
     // It names the stale call: decided on a view older than its own write.
     assert!(message.contains("had not reached its cache") && message.contains("wrote nothing"), "{message}");
     assert_eq!(entry.time_ms, scenario.duration.0, "judged at the end of the run");

@@ -109,7 +109,8 @@ fn every_example_in_the_abi_doc_reads_as_its_type_and_writes_back_the_same() {
     }
     assert_eq!(shown, BTreeSet::from(MESSAGES), "an example of every message");
     // Every event the host sends, every action a plugin may return, every outcome.
-    let missing: Vec<String> = tags("InputEvent").into_iter().chain(tags("Action")).filter(|t| !types.contains(t)).collect();
+    let missing: Vec<String> =
+        tags("InputEvent").into_iter().chain(tags("Action")).filter(|t| !types.contains(t)).collect();
     assert!(missing.is_empty(), "no example shows {missing:?}");
     for watch_event in ["ADDED", "MODIFIED", "DELETED", "BOOKMARK"] {
         assert!(types.contains(watch_event), "no example shows a {watch_event} watch event");

@@ -686,7 +686,8 @@ impl Analysis {
                 continue;
             }
             let uid = &item.metadata.uid;
-            let gone = (now.uid != *uid && !uid.is_empty()) || matches!(now.change, Change::Deleted | Change::Terminating);
+            let gone =
+                (now.uid != *uid && !uid.is_empty()) || matches!(now.change, Change::Deleted | Change::Terminating);
             let what = if now.uid != *uid && !uid.is_empty() {
                 let end = h.after(shown, before).find(|v| v.uid == *uid && matches!(v.change, Change::Deleted));
                 let end = end.map_or(String::new(), |v| {

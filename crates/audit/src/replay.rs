@@ -369,8 +369,9 @@ impl Builder {
             return;
         }
         let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-        let has_namespace =
-            |object: &Value| object.pointer("/metadata/namespace").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+        let has_namespace = |object: &Value| {
+            object.pointer("/metadata/namespace").and_then(Value::as_str).is_some_and(|n| !n.is_empty())
+        };
         // A list across namespaces names none in its path: its items do.
         let namespaced = !uri.namespace.is_empty()
             || has_namespace(body)

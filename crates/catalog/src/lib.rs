@@ -221,7 +221,11 @@ mod tests {
             // The grove operator is one binary run as either of its two
             // controllers; it names itself after the one it runs.
             if builtin.name == "grove-operator" {
-                assert!(manifest.name.starts_with("grove-") && manifest.name.ends_with("-controller"), "{}", manifest.name);
+                assert!(
+                    manifest.name.starts_with("grove-") && manifest.name.ends_with("-controller"),
+                    "{}",
+                    manifest.name
+                );
             } else {
                 assert_eq!(manifest.name, builtin.name);
             }

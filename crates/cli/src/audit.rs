@@ -151,8 +151,9 @@ fn is_log_name(p: &Path) -> bool {
 pub fn write_logs(dir: &Path, sim: &recon_sim::Sim) -> Result<(), String> {
     // Each write's object, as the store committed it, fills the bodies.
     let store = sim.store();
-    let logs =
-        recon_audit::audit_logs_with_objects(sim.trace(), &|revision| store.event(revision).map(|e| (*e.value).clone()))?;
+    let logs = recon_audit::audit_logs_with_objects(sim.trace(), &|revision| {
+        store.event(revision).map(|e| (*e.value).clone())
+    })?;
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create the directory: {e}", dir.display()))?;
     for log in logs {
         let path = dir.join(format!("{}.jsonl", log.server));

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use recon_abi::{
-    Action as Wire, ActionResult, ComponentConfig, Controller as _, Input, InputEvent, Object, ObjectMeta, Outcome, Patch, Verb,
+    Action as Wire, ActionResult, ComponentConfig, Controller as _, Input, InputEvent, Object, ObjectMeta, Outcome,
+    Patch, Verb,
 };
 use recon_kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use recon_kube::{Client, Plugin};
@@ -36,7 +37,10 @@ fn restarted() -> Event {
 /// virtual time it was made at.
 fn run(plugin: &mut Plugin) -> Vec<(u64, Wire)> {
     let manifest = plugin.init(&ComponentConfig::default());
-    assert!(manifest.allows(Verb::Create, "Event") && manifest.allows(Verb::Patch, "Event"), "a Recorder made in main allows Events");
+    assert!(
+        manifest.allows(Verb::Create, "Event") && manifest.allows(Verb::Patch, "Event"),
+        "a Recorder made in main allows Events"
+    );
     let (mut time_ms, mut events, mut timers) = (0, Vec::new(), Vec::new());
     let mut requests = Vec::new();
     for _ in 0..50 {
@@ -53,11 +57,20 @@ fn run(plugin: &mut Plugin) -> Vec<(u64, Wire)> {
                 _ => Object {
                     api_version: "events.k8s.io/v1".into(),
                     kind: "Event".into(),
-                    metadata: ObjectMeta { name: key.name.clone(), namespace: key.namespace.clone(), ..ObjectMeta::default() },
+                    metadata: ObjectMeta {
+                        name: key.name.clone(),
+                        namespace: key.namespace.clone(),
+                        ..ObjectMeta::default()
+                    },
                     ..Object::default()
                 },
             };
-            events.push(InputEvent::Result(Box::new(ActionResult { verb, key, outcome: Outcome::Ok(Some(stored)), id: Some(id) })));
+            events.push(InputEvent::Result(Box::new(ActionResult {
+                verb,
+                key,
+                outcome: Outcome::Ok(Some(stored)),
+                id: Some(id),
+            })));
             requests.push((time_ms, action.clone()));
         }
         if events.is_empty() {
@@ -105,7 +118,11 @@ fn a_repeat_within_six_minutes_is_the_next_count_of_its_series_and_a_later_one_a
     assert_eq!(object.other["reportingController"], "restarts");
     assert_eq!(object.other["reportingInstance"], "restarts");
     assert_eq!(object.other["note"], "web-0 restarted");
-    assert!(object.other["eventTime"].as_str().is_some_and(|t| t.starts_with("1970-01-01T00:00:01")), "virtual time: {}", object.other["eventTime"]);
+    assert!(
+        object.other["eventTime"].as_str().is_some_and(|t| t.starts_with("1970-01-01T00:00:01")),
+        "virtual time: {}",
+        object.other["eventTime"]
+    );
 
     for (request, count) in [(&requests[1], 2), (&requests[2], 3)] {
         let (_, Wire::Patch { key, patch: Patch::Merge(body), .. }) = request else { panic!("{request:?}") };

@@ -200,7 +200,10 @@ impl ApiServer {
             // the API server gives up, which is when the trace should show it.
             let at = engine.now + self.config.request_timeout.0;
             let request = request.to_string();
-            engine.schedule(at, Scheduled::StoreTimeout(Box::new(StoreOp { server: self.id, client, kind, cause }), request));
+            engine.schedule(
+                at,
+                Scheduled::StoreTimeout(Box::new(StoreOp { server: self.id, client, kind, cause }), request),
+            );
             return;
         }
         // In order on the server's link to the store, so one client's writes

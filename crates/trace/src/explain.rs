@@ -625,7 +625,13 @@ pub(crate) mod tests {
             entries: events
                 .into_iter()
                 .enumerate()
-                .map(|(id, (time_ms, event, causes))| Entry { id: id as u64, time_ms, lane: LaneId(0), event, causes: causes.into() })
+                .map(|(id, (time_ms, event, causes))| Entry {
+                    id: id as u64,
+                    time_ms,
+                    lane: LaneId(0),
+                    event,
+                    causes: causes.into(),
+                })
                 .collect(),
         }
     }
@@ -716,7 +722,8 @@ pub(crate) mod tests {
         // A restart ends the instance, and with it the wait.
         let mut restarted = open.clone();
         let mut entries: Vec<Entry> = restarted.entries.into_iter().collect();
-        entries.insert(2, Entry { id: 2, time_ms: 2_000, lane: LaneId(0), event: started(vec![]), causes: vec![].into() });
+        entries
+            .insert(2, Entry { id: 2, time_ms: 2_000, lane: LaneId(0), event: started(vec![]), causes: vec![].into() });
         restarted.entries = entries.into();
         for (i, e) in restarted.entries.iter_mut().enumerate() {
             e.id = i as u64;

@@ -179,7 +179,8 @@ mod tests {
             }),
         };
         let mut t = trace();
-        let at = |id: u64, time_ms: u64, event: Event| Entry { id, time_ms, lane: LaneId(1), event, causes: vec![].into() };
+        let at =
+            |id: u64, time_ms: u64, event: Event| Entry { id, time_ms, lane: LaneId(1), event, causes: vec![].into() };
         t.entries.push(at(3, 6, held("a", 6, false)));
         t.entries.push(at(4, 7, held("b", 7, false)));
         t.entries.push(at(5, 9, held("a", 6, true)));

@@ -134,8 +134,12 @@ fn without_crash_reasons(trace: &Trace) -> Vec<String> {
 /// The trace without [`COMPONENT`]'s log entries (the others renumbered,
 /// their causes too), and the lines they held.
 fn without_logs(trace: &Trace) -> (Trace, Vec<String>) {
-    let mut kept =
-        Trace { scenario: trace.scenario.clone(), seed: trace.seed, lanes: trace.lanes.clone(), entries: Default::default() };
+    let mut kept = Trace {
+        scenario: trace.scenario.clone(),
+        seed: trace.seed,
+        lanes: trace.lanes.clone(),
+        entries: Default::default(),
+    };
     let (mut ids, mut lines) = (std::collections::BTreeMap::new(), Vec::new());
     for e in &trace.entries {
         match &e.event {

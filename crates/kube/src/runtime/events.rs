@@ -177,7 +177,9 @@ impl Recorder {
                 ..ObjectMeta::default()
             },
             reporting_controller: Some(self.reporter.controller.clone()),
-            reporting_instance: Some(self.reporter.instance.clone().unwrap_or_else(|| self.reporter.controller.clone())),
+            reporting_instance: Some(
+                self.reporter.instance.clone().unwrap_or_else(|| self.reporter.controller.clone()),
+            ),
             type_: Some(match ev.type_ {
                 EventType::Normal => "Normal".to_owned(),
                 EventType::Warning => "Warning".to_owned(),

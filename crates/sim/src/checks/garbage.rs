@@ -129,7 +129,9 @@ impl Observer for DeletedLiveDependent {
         // Only a collector judges owners; anyone else is judged only for
         // taking an incarnation its view did not hold.
         let view = view_of(truth, commit.entry);
-        if !self.collectors.contains(writer) && !view.is_some_and(|view| Self::view_held_another_incarnation(truth, dependent, view)) {
+        if !self.collectors.contains(writer)
+            && !view.is_some_and(|view| Self::view_held_another_incarnation(truth, dependent, view))
+        {
             return Vec::new();
         }
         let belief = view.map(|view| format!("; {}", Self::belief(truth, dependent, view))).unwrap_or_default();

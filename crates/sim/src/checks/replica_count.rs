@@ -166,11 +166,8 @@ impl PodWrite<'_> {
     /// Only the write that crosses the line is flagged: the rest of the
     /// same overshoot (one reconcile's batch) is the same finding.
     fn judge(&self, what: &str, band: &Band, have: u64, entry: recon_trace::EntryId) -> Option<Finding> {
-        let crossed = if self.added {
-            have == band.want + band.surge + 1
-        } else {
-            have + 1 + band.unavailable == band.want
-        };
+        let crossed =
+            if self.added { have == band.want + band.surge + 1 } else { have + 1 + band.unavailable == band.want };
         if !crossed {
             return None;
         }

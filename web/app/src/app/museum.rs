@@ -174,7 +174,10 @@ mod tests {
     #[test]
     fn github_links_read_as_people_write_them() {
         assert_eq!(issue_label("https://github.com/kubernetes/kubernetes/issues/59848"), "kubernetes/kubernetes#59848");
-        assert_eq!(issue_label("https://github.com/rabbitmq/cluster-operator/pull/651"), "rabbitmq/cluster-operator#651");
+        assert_eq!(
+            issue_label("https://github.com/rabbitmq/cluster-operator/pull/651"),
+            "rabbitmq/cluster-operator#651"
+        );
         assert_eq!(issue_label("https://kubernetes.io/docs/x"), "https://kubernetes.io/docs/x");
     }
 

@@ -48,7 +48,13 @@ fn trace_of(lanes: &[(&str, LaneRole)], entries: Vec<(u64, &str, Event, Vec<Entr
     let entries = entries
         .into_iter()
         .enumerate()
-        .map(|(i, (time_ms, name, event, causes))| Entry { id: i as EntryId, time_ms, lane: lane(name), event, causes: causes.into() })
+        .map(|(i, (time_ms, name, event, causes))| Entry {
+            id: i as EntryId,
+            time_ms,
+            lane: lane(name),
+            event,
+            causes: causes.into(),
+        })
         .collect();
     Trace { scenario: "test".into(), seed: 0, lanes, entries }
 }
