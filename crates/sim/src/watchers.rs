@@ -79,10 +79,19 @@ impl Watchers {
     pub fn concerned(&self, kind: &str, prev: Option<&Object>, object: &Object) -> Vec<u64> {
         let mut ids: Vec<u64> = self.by_kind.get(kind).into_iter().flatten().copied().collect();
         for (path, by_value) in self.by_field.get(kind).into_iter().flatten() {
-            for state in prev.into_iter().chain([object]) {
-                // A missing field reads as the empty string, as the selector reads it.
-                let value = state.field_str(path).unwrap_or_default();
-                ids.extend(by_value.get(&value).into_iter().flatten());
+            // A missing field reads as the empty string, as the selector reads it.
+            let now = object.field_str(path).unwrap_or_default();
+            ids.extend(by_value.get(&now).into_iter().flatten());
+            // Most writes leave the field's part of the object shared with
+            // the version before (a status write keeps the spec): then it
+            // reads the same, and the old version is not read at all.
+            if let Some(prev) = prev
+                && !shares_part(prev, object, path)
+            {
+                let before = prev.field_str(path).unwrap_or_default();
+                if before != now {
+                    ids.extend(by_value.get(&before).into_iter().flatten());
+                }
             }
         }
         ids.sort_unstable();
@@ -130,6 +139,16 @@ impl Watchers {
                 }
             }
         }
+    }
+}
+
+/// Whether `path` lies in a part (`spec` or `status`) that `a` and `b`
+/// share: one value, so the field reads the same in both.
+fn shares_part(a: &Object, b: &Object, path: &str) -> bool {
+    match path.split_once('.') {
+        Some(("spec", _)) => a.spec.ptr_eq(&b.spec),
+        Some(("status", _)) => a.status.ptr_eq(&b.status),
+        _ => false,
     }
 }
 
@@ -186,6 +205,25 @@ mod tests {
                         before.as_ref().is_some_and(|p| watcher.filter.matches(p)) || watcher.filter.matches(&after);
                     assert_eq!(concerned.contains(id), sees, "watch {id}, {before:?} -> {after:?}");
                 }
+            }
+        }
+    }
+
+    /// A write that keeps the spec (a status write) shares it with the
+    /// version before: the index reads the field once and finds the same
+    /// watches as for the new version alone, each of which sees the event.
+    #[test]
+    fn a_version_sharing_its_spec_with_the_last_concerns_the_same_watches() {
+        let w = cluster();
+        for node in [None, Some("node-1"), Some("node-3")] {
+            let before = pod(node);
+            let mut after = before.clone();
+            after.status = json!({ "phase": "Running" }).into();
+            assert!(after.spec.ptr_eq(&before.spec), "a clone shares its spec");
+            let concerned = w.concerned("Pod", Some(&before), &after);
+            assert_eq!(concerned, w.concerned("Pod", None, &after), "{node:?}");
+            for (id, watcher) in &w.all {
+                assert_eq!(concerned.contains(id), watcher.filter.matches(&after), "watch {id}, {node:?}");
             }
         }
     }
