@@ -16,6 +16,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::Event;
@@ -31,10 +33,14 @@ pub struct PodsByOwner {
 }
 
 /// Owner uid to pods by key, and each indexed pod's owner (to move or drop it).
+///
+/// Both are looked up on every pod event and never iterated, so they are
+/// hash tables (with a hasher that has no random seed); a set's own pods
+/// are kept in key order, the order a sync reads them in.
 #[derive(Debug, Default)]
 struct Owners {
-    pods: BTreeMap<String, BTreeMap<Key, Arc<Pod>>>,
-    owner_of: BTreeMap<Key, String>,
+    pods: FxHashMap<String, BTreeMap<Key, Arc<Pod>>>,
+    owner_of: FxHashMap<Key, String>,
 }
 
 impl Owners {
