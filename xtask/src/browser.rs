@@ -3,7 +3,7 @@
 //! (through chromedriver, against the built playground served locally).
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,13 +14,40 @@ use crate::{PLUGIN_DIR_VAR, WASM_TARGET, cargo, run};
 /// dedicated worker in headless Chromium. The runner reads Chromium's
 /// flags from `crates/host/webdriver.json`.
 pub fn engine_tests(root: &Path, chromium: &Chromium, plugins: &Path) -> Result<(), String> {
+    let temp = BrowserTemp::new()?;
     run(cargo()
+        .env("TMPDIR", &temp.0)
         .args(["test", "--package", "recon-host", "--target", WASM_TARGET, "--test", "browser"])
         .current_dir(root.join("crates/host"))
         .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", "wasm-bindgen-test-runner")
         .env("CHROMEDRIVER", &chromium.driver)
         .env("WASM_BINDGEN_TEST_TIMEOUT", "300")
         .env(PLUGIN_DIR_VAR, plugins))
+}
+
+/// A directory for Chromium's temporary files, removed when dropped.
+///
+/// Each browser leaves a directory of about 70 MB
+/// (`org.chromium.Chromium.scoped_dir.*`) in the system's temporary
+/// directory when its driver stops it, so every run of the browser tests
+/// leaked some, on a disk CI shares. chromedriver, and the browsers it
+/// starts, get this one as `TMPDIR` instead.
+struct BrowserTemp(PathBuf);
+
+impl BrowserTemp {
+    fn new() -> Result<BrowserTemp, String> {
+        let dir =
+            crate::target_dir(&crate::workspace_root()).join("tmp").join(format!("chromium-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        Ok(BrowserTemp(dir))
+    }
+}
+
+impl Drop for BrowserTemp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// A chromedriver process, stopped when dropped.
@@ -43,8 +70,11 @@ pub fn with_playground(
 ) -> Result<(), String> {
     let site = crate::serve::start(dist, 0)?;
     let port = free_port()?;
+    // Declared before the driver, so removed after it has stopped.
+    let temp = BrowserTemp::new()?;
     let child = Command::new(&chromium.driver)
         .arg(format!("--port={port}"))
+        .env("TMPDIR", &temp.0)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
