@@ -297,6 +297,35 @@ mod in_place {
     }
 }
 
+/// Whether `object` reads as its Kubernetes type, for the built-in kinds
+/// that kube-rs controllers here read as types: Pod, ReplicaSet,
+/// Deployment, ConfigMap and Secret. `Err` says why (serde's words, e.g.
+/// `invalid type: string "ten", expected i32`); other kinds are `Ok`.
+///
+/// An API server decodes a request's body into its kind's type and
+/// answers 400 Bad Request when that fails (a field of the wrong type;
+/// unknown fields are only warned about by default), so such an object
+/// is never stored. A scenario that holds one is refused where it is
+/// written (`recon-prepare` calls this when it reads a scenario) rather
+/// than crashing every controller that is sent it. The
+/// kinds are those the built-in kube-rs controllers decode, so the check
+/// costs the playground's worker no code it does not already have.
+pub fn check_object(object: &Object) -> Result<(), String> {
+    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+    fn decodes<K: DeserializeOwned>(object: &Object) -> Result<(), String> {
+        from_object::<K>(object).map(drop).map_err(|e| e.to_string())
+    }
+    match (object.api_version.as_str(), object.kind.as_str()) {
+        ("v1", "Pod") => decodes::<Pod>(object),
+        ("v1", "ConfigMap") => decodes::<ConfigMap>(object),
+        ("v1", "Secret") => decodes::<Secret>(object),
+        ("apps/v1", "ReplicaSet") => decodes::<ReplicaSet>(object),
+        ("apps/v1", "Deployment") => decodes::<Deployment>(object),
+        _ => Ok(()),
+    }
+}
+
 /// Decodes what a watch delivered; an object that does not decode as the
 /// watch's type stops the instance with a message that names both.
 pub(crate) fn decode<K: DeserializeOwned>(object: &Object) -> K {
@@ -307,6 +336,34 @@ pub(crate) fn decode<K: DeserializeOwned>(object: &Object) -> K {
 
 #[cfg(test)]
 mod tests {
+    /// Kubernetes' API concepts ("Field validation"): a body that does not
+    /// decode into the kind's type (a field of the wrong type) is refused
+    /// with 400 Bad Request whatever the field validation level; an
+    /// unknown field is only warned about by default. The check answers
+    /// the same: a wrong type is named, an unknown field passes.
+    #[test]
+    fn an_object_of_a_checked_kind_must_read_as_its_type() {
+        let object = |api_version: &str, kind: &str, spec: serde_json::Value| recon_abi::Object {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            metadata: recon_abi::ObjectMeta { name: "web".into(), namespace: "default".into(), ..Default::default() },
+            spec: spec.into(),
+            ..Default::default()
+        };
+        let set = |replicas: serde_json::Value| {
+            object("apps/v1", "ReplicaSet", serde_json::json!({ "replicas": replicas, "selector": {} }))
+        };
+        assert_eq!(super::check_object(&set(serde_json::json!(3))), Ok(()));
+        let refused = super::check_object(&set(serde_json::json!("ten"))).expect_err("a string is not an i32");
+        assert!(refused.contains(r#"invalid type: string "ten", expected i32"#), "{refused}");
+        let unknown = object("v1", "Pod", serde_json::json!({ "containers": [], "notAField": 1 }));
+        assert_eq!(super::check_object(&unknown), Ok(()), "an unknown field is not an error");
+        let bad_pod = object("v1", "Pod", serde_json::json!({ "containers": "web" }));
+        assert!(super::check_object(&bad_pod).is_err());
+        let unchecked = object("apps/v1", "StatefulSet", serde_json::json!({ "replicas": "ten" }));
+        assert_eq!(super::check_object(&unchecked), Ok(()), "only the kinds listed are checked");
+    }
+
     use super::*;
     use k8s_openapi::api::core::v1::ConfigMap;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};

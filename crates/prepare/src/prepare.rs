@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use recon_abi::{ComponentConfig, Manifest};
 use recon_host::{CompiledPlugin, Engine, Limits, Module, PluginError};
-use recon_scenario::{Component, PluginLimits, Scenario, ScenarioError, SourceMap};
+use recon_scenario::{Component, Diagnostic, PluginLimits, Scenario, ScenarioError, SourceMap, StepAction};
 use recon_sim::{Instantiate, Sim, SimError};
 
 use crate::fit::{Fit, fit};
@@ -94,8 +94,37 @@ pub struct ScenarioFile {
 
 impl ScenarioFile {
     /// Parses and validates a scenario; `name` starts every message about it.
+    ///
+    /// Beyond what `recon_scenario` checks, every object the scenario
+    /// writes (its `objects` and the objects of its `create` and `apply`
+    /// steps) of a kind the built-in kube-rs controllers read as a type
+    /// must read as that type ([`recon_kube::check_object`]): an API
+    /// server would refuse it with 400 Bad Request, and each of those
+    /// controllers would crash on it.
     pub fn parse(name: &str, text: &str) -> Result<ScenarioFile, ScenarioError> {
         let (scenario, source) = recon_scenario::parse_with_source(name, text)?;
+        let written = scenario.objects.iter().enumerate().map(|(i, o)| (format!("objects[{i}]"), o)).chain(
+            scenario.script.iter().enumerate().filter_map(|(i, step)| match &step.action {
+                StepAction::Create { object, .. } => Some((format!("script[{i}].create"), object)),
+                StepAction::Apply { object, .. } => Some((format!("script[{i}].apply"), object)),
+                _ => None,
+            }),
+        );
+        let diagnostics: Vec<Diagnostic> = written
+            .filter_map(|(path, object)| {
+                let why = recon_kube::check_object(object).err()?;
+                let message = format!(
+                    "{} does not read as a Kubernetes {} {} (an API server would refuse it with 400 Bad Request): {why}",
+                    object.key(),
+                    object.api_version,
+                    object.kind
+                );
+                Some(Diagnostic::new(&source, path, message))
+            })
+            .collect();
+        if !diagnostics.is_empty() {
+            return Err(ScenarioError { file: name.to_owned(), diagnostics });
+        }
         Ok(ScenarioFile { scenario, name: name.to_owned(), source })
     }
 

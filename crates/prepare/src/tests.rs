@@ -168,3 +168,30 @@ fn an_unknown_controller_is_reported_at_its_line_with_the_built_in_ones() {
     assert!(error.starts_with(&format!("mine.yaml:{line}:")), "{error}");
     assert!(error.contains("unknown controller \"schedulr\"") && error.contains("kubelet-fixed"), "{error}");
 }
+
+/// Kubernetes' API concepts ("Field validation"): a body whose field has
+/// the wrong type does not decode into the kind's type, and the API server
+/// refuses it with 400 Bad Request. A scenario that writes one, as an
+/// initial object or from its script, is refused at each such object's
+/// line before anything runs, instead of crashing every kube-rs controller
+/// it is sent to.
+#[test]
+fn an_object_that_does_not_read_as_its_kubernetes_type_is_refused_at_its_line() {
+    let library = recon_catalog::scenario("replicaset-flapping").unwrap();
+    let step = "  - { at: 1s, apply: { apiVersion: v1, kind: ConfigMap, metadata: { name: settings }, data: { size: [1] } } }\n";
+    let text = library.yaml.replacen("      replicas: 10\n", "      replicas: \"ten\"\n", 1).replacen(
+        "script:\n",
+        &format!("script:\n{step}"),
+        1,
+    );
+    let line_of = |needle: &str| text.lines().position(|l| l.contains(needle)).expect(needle) + 1;
+    let Err(error) = ScenarioFile::parse("mine.yaml", &text) else { panic!("the scenario is refused") };
+    let lines: Vec<String> = error.to_string().lines().map(str::to_owned).collect();
+    assert_eq!(lines.len(), 2, "{error}");
+    assert!(lines[0].starts_with(&format!("mine.yaml:{}:", line_of("- apiVersion: apps/v1"))), "{error}");
+    assert!(lines[0].contains("ReplicaSet default/web does not read as a Kubernetes apps/v1 ReplicaSet"), "{error}");
+    assert!(lines[0].contains(r#"invalid type: string "ten", expected i32"#), "{error}");
+    assert!(lines[1].starts_with(&format!("mine.yaml:{}:", line_of("kind: ConfigMap"))), "{error}");
+    assert!(lines[1].contains("ConfigMap default/settings does not read as a Kubernetes v1 ConfigMap"), "{error}");
+    assert!(ScenarioFile::parse("mine.yaml", library.yaml).is_ok(), "the library's own scenario reads");
+}
