@@ -97,8 +97,7 @@ fn main() {
     sim.run();
     let wall = started.elapsed().as_secs_f64();
     let trace = sim.trace();
-    let mut counter = Counter(0);
-    serde_json::to_writer(&mut counter, trace).expect("a trace encodes");
+    let json_bytes = recon_abi::json_len(trace);
     let mut findings = std::collections::BTreeMap::<Check, usize>::new();
     for (_, check, _) in trace.violations() {
         *findings.entry(check).or_default() += 1;
@@ -108,7 +107,7 @@ fn main() {
     println!("wall time         {wall:.1} s");
     println!("trace entries     {} ({:.0} per wall second)", trace.entries.len(), trace.entries.len() as f64 / wall);
     println!("container starts  {starts}");
-    println!("trace as JSON     {} MiB", counter.0 >> 20);
+    println!("trace as JSON     {} MiB", json_bytes >> 20);
     println!("store             revision {}, {} live keys", sim.store().revision(), sim.store().len());
     println!(
         "peak RSS          {} MiB",
@@ -117,19 +116,6 @@ fn main() {
     println!("findings          {findings:?}");
     if let Some((_, reason)) = trace.halted() {
         println!("halted            {reason}");
-    }
-}
-
-/// Counts the bytes written to it.
-struct Counter(usize);
-
-impl std::io::Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 

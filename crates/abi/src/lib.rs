@@ -44,5 +44,25 @@ pub use shared_value::SharedValue;
 pub use time::{civil_from_days, format_timestamp};
 pub use unchanged::{Delivered, ObjectPart};
 
+/// How many bytes `value` takes as JSON, counted as it is encoded rather
+/// than by keeping the encoding: an API server measures every write this
+/// way, and a large run's trace is too big to encode only to measure it.
+/// `u64::MAX` if it does not encode.
+pub fn json_len(value: &impl serde::Serialize) -> u64 {
+    /// A writer that keeps nothing but the count.
+    struct Counter(u64);
+    impl std::io::Write for Counter {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, value).map_or(u64::MAX, |()| counter.0)
+}
+
 /// Version of the wire encoding. A host refuses a controller built for another version.
 pub const ABI_VERSION: u32 = 1;

@@ -98,7 +98,7 @@ pub(crate) fn too_large(limit: u64, action: &Action) -> Option<Status> {
         Action::Create { object, .. } | Action::Update { object, .. } | Action::UpdateStatus { object, .. } => object,
         _ => return None,
     };
-    let size = json_size(object);
+    let size = recon_abi::json_len(object);
     (size > limit).then(|| {
         Status::new(
             StatusReason::BadRequest,
@@ -109,24 +109,6 @@ pub(crate) fn too_large(limit: u64, action: &Action) -> Option<Status> {
             ),
         )
     })
-}
-
-/// How many bytes `object` takes as JSON, counted as it is encoded rather
-/// than by keeping the encoding (every write is measured).
-fn json_size(object: &Object) -> u64 {
-    /// A writer that keeps nothing but the count.
-    struct Counter(u64);
-    impl std::io::Write for Counter {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len() as u64;
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut counter = Counter(0);
-    serde_json::to_writer(&mut counter, object).map_or(u64::MAX, |()| counter.0)
 }
 
 /// What admission made of a write the API server accepted.
@@ -629,6 +611,6 @@ mod tests {
         let encoded = serde_json::to_vec(&object).unwrap();
         let text = String::from_utf8_lossy(&encoded);
         assert!(text.contains(r#"say \"hi\"\n"#) && text.contains("ünïcödé ✓") && text.contains(r"\u0001"), "{text}");
-        assert_eq!(super::json_size(&object), encoded.len() as u64);
+        assert_eq!(recon_abi::json_len(&object), encoded.len() as u64);
     }
 }
