@@ -336,6 +336,11 @@ pub(crate) fn decode<K: DeserializeOwned>(object: &Object) -> K {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+    use std::collections::BTreeMap;
+
     /// Kubernetes' API concepts ("Field validation"): a body that does not
     /// decode into the kind's type (a field of the wrong type) is refused
     /// with 400 Bad Request whatever the field validation level; an
@@ -353,21 +358,16 @@ mod tests {
         let set = |replicas: serde_json::Value| {
             object("apps/v1", "ReplicaSet", serde_json::json!({ "replicas": replicas, "selector": {} }))
         };
-        assert_eq!(super::check_object(&set(serde_json::json!(3))), Ok(()));
-        let refused = super::check_object(&set(serde_json::json!("ten"))).expect_err("a string is not an i32");
+        assert_eq!(check_object(&set(serde_json::json!(3))), Ok(()));
+        let refused = check_object(&set(serde_json::json!("ten"))).expect_err("a string is not an i32");
         assert!(refused.contains(r#"invalid type: string "ten", expected i32"#), "{refused}");
         let unknown = object("v1", "Pod", serde_json::json!({ "containers": [], "notAField": 1 }));
-        assert_eq!(super::check_object(&unknown), Ok(()), "an unknown field is not an error");
+        assert_eq!(check_object(&unknown), Ok(()), "an unknown field is not an error");
         let bad_pod = object("v1", "Pod", serde_json::json!({ "containers": "web" }));
-        assert!(super::check_object(&bad_pod).is_err());
+        assert!(check_object(&bad_pod).is_err());
         let unchecked = object("apps/v1", "StatefulSet", serde_json::json!({ "replicas": "ten" }));
-        assert_eq!(super::check_object(&unchecked), Ok(()), "only the kinds listed are checked");
+        assert_eq!(check_object(&unchecked), Ok(()), "only the kinds listed are checked");
     }
-
-    use super::*;
-    use k8s_openapi::api::core::v1::ConfigMap;
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-    use std::collections::BTreeMap;
 
     #[test]
     fn a_config_map_crosses_to_the_abi_and_back_with_its_data_and_owner() {

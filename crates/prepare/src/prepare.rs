@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use recon_abi::{ComponentConfig, Manifest};
 use recon_host::{CompiledPlugin, Engine, Limits, Module, PluginError};
-use recon_scenario::{Component, Diagnostic, PluginLimits, Scenario, ScenarioError, SourceMap, StepAction};
+use recon_scenario::{Component, Diagnostic, PluginLimits, Scenario, ScenarioError, SourceMap};
 use recon_sim::{Instantiate, Sim, SimError};
 
 use crate::fit::{Fit, fit};
@@ -103,14 +103,8 @@ impl ScenarioFile {
     /// controllers would crash on it.
     pub fn parse(name: &str, text: &str) -> Result<ScenarioFile, ScenarioError> {
         let (scenario, source) = recon_scenario::parse_with_source(name, text)?;
-        let written = scenario.objects.iter().enumerate().map(|(i, o)| (format!("objects[{i}]"), o)).chain(
-            scenario.script.iter().enumerate().filter_map(|(i, step)| match &step.action {
-                StepAction::Create { object, .. } => Some((format!("script[{i}].create"), object)),
-                StepAction::Apply { object, .. } => Some((format!("script[{i}].apply"), object)),
-                _ => None,
-            }),
-        );
-        let diagnostics: Vec<Diagnostic> = written
+        let diagnostics: Vec<Diagnostic> = scenario
+            .written_objects()
             .filter_map(|(path, object)| {
                 let why = recon_kube::check_object(object).err()?;
                 let message = format!(

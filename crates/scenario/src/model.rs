@@ -147,6 +147,20 @@ impl Scenario {
         crate::Kinds::declared_by(&self.objects)
     }
 
+    /// Every object the scenario writes, with the path of its node in the
+    /// file (what a [`SourceMap`](crate::SourceMap) locates): its initial
+    /// objects (`objects[i]`), then those of its script's `create` and
+    /// `apply` steps (`script[i].create`, `script[i].apply`).
+    pub fn written_objects(&self) -> impl Iterator<Item = (String, &Object)> {
+        let initial = self.objects.iter().enumerate().map(|(i, object)| (format!("objects[{i}]"), object));
+        let scripted = self.script.iter().enumerate().filter_map(|(i, step)| match &step.action {
+            StepAction::Create { object, .. } => Some((format!("script[{i}].create"), object)),
+            StepAction::Apply { object, .. } => Some((format!("script[{i}].apply"), object)),
+            _ => None,
+        });
+        initial.chain(scripted)
+    }
+
     /// Turns the fix called `name` on (or off), or says which fixes the
     /// scenario declares.
     pub fn set_fix(&mut self, name: &str, enabled: bool) -> Result<(), String> {
