@@ -2,11 +2,14 @@
 //! per finding and one file per kind of bad input. Which documented
 //! behaviour each expectation follows is in `tests/README.md`.
 
+mod support;
+
 use std::io::Write;
 use std::path::PathBuf;
 
 use recon_audit::input::ProblemKind;
 use recon_audit::{FindingKind, LogFile, ReadOptions, Report, Unjudged, analyze};
+use support::Scratch;
 
 fn fixture(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(path)
@@ -195,13 +198,6 @@ fn a_missing_file_is_refused_and_the_others_are_still_read() {
     assert_eq!(report.findings.len(), 1, "the readable file is still judged");
 }
 
-/// A scratch file of this test process's own.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("recon-audit-fixtures-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
 fn gzip(bytes: &[u8], level: flate2::Compression) -> Vec<u8> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), level);
     gz.write_all(bytes).unwrap();
@@ -210,10 +206,11 @@ fn gzip(bytes: &[u8], level: flate2::Compression) -> Vec<u8> {
 
 #[test]
 fn gzip_logs_read_like_plain_ones_and_a_cut_gzip_is_refused_from_where_it_breaks() {
+    let scratch = Scratch::of_this_test();
     let plain = logs("stale-list");
     let mut zipped = Vec::new();
     for f in &plain {
-        let path = scratch(&format!("{}.jsonl.gz", f.server));
+        let path = scratch.path().join(format!("{}.jsonl.gz", f.server));
         std::fs::write(&path, gzip(&std::fs::read(&f.path).unwrap(), flate2::Compression::default())).unwrap();
         zipped.push(LogFile::named_by_stem(path));
     }
@@ -229,7 +226,7 @@ fn gzip_logs_read_like_plain_ones_and_a_cut_gzip_is_refused_from_where_it_breaks
     // Stored (uncompressed) blocks, so the part before the cut decompresses.
     let whole =
         gzip(&std::fs::read(fixture("node-agent-59848/apiserver-1.jsonl")).unwrap(), flate2::Compression::none());
-    let cut = scratch("cut.jsonl.gz");
+    let cut = scratch.path().join("cut.jsonl.gz");
     std::fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
     let report = audit(&[LogFile::named_by_stem(cut)]);
     let p = report.problems.kept.last().expect("a problem");
@@ -278,7 +275,8 @@ fn events_count_their_own_revisions_and_are_left_out_of_the_history() {
         ),
     ]
     .join("\n");
-    let path = scratch("events.jsonl");
+    let scratch = Scratch::of_this_test();
+    let path = scratch.path().join("events.jsonl");
     std::fs::write(&path, log).unwrap();
     let report = audit(&[LogFile::named_by_stem(path)]);
     assert!(report.findings.is_empty(), "{}", report.text());

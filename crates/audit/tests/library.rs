@@ -11,12 +11,15 @@
 //!   blamed when there is one;
 //! - a run without such a violation has nothing acted on here (exit 0).
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use recon_audit::{Finding, FindingKind, LogFile, ReadOptions, Report, analyze, audit_logs};
 use recon_scenario::Check;
 use recon_sim::Sim;
 use recon_trace::{Event, Trace, explain};
+use support::Scratch;
 
 fn scenarios_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
@@ -43,16 +46,6 @@ fn run(name: &str) -> Trace {
     sim.into_trace()
 }
 
-/// The directory for one run's logs, in one of this test process's own.
-/// Tests run in parallel and several write the same scenario's logs, so
-/// each test (named by its thread) writes under its own.
-fn scratch(name: &str) -> PathBuf {
-    let test = std::thread::current().name().unwrap_or("main").replace("::", "-");
-    let dir = std::env::temp_dir().join(format!("recon-audit-library-{}", std::process::id())).join(test).join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 fn write_logs(trace: &Trace, dir: &Path) -> Vec<LogFile> {
     audit_logs(trace)
         .expect("the trace's requests are readable")
@@ -65,9 +58,11 @@ fn write_logs(trace: &Trace, dir: &Path) -> Vec<LogFile> {
         .collect()
 }
 
-fn audit(name: &str) -> (Trace, Report) {
+/// Runs a library scenario and audits its logs, written in the test's
+/// directory (several tests log the same scenario at once).
+fn audit(scratch: &Scratch, name: &str) -> (Trace, Report) {
     let trace = run(name);
-    let files = write_logs(&trace, &scratch(name));
+    let files = write_logs(&trace, &scratch.dir(name));
     let report = analyze(&files, &ReadOptions::default(), |_| {});
     (trace, report)
 }
@@ -87,8 +82,9 @@ fn caused_by_stale_read(trace: &Trace) -> bool {
 
 #[test]
 fn every_time_travel_the_simulator_flags_is_a_stale_read_in_the_audit_logs() {
+    let scratch = Scratch::of_this_test();
     for name in library() {
-        let (trace, report) = audit(&name);
+        let (trace, report) = audit(&scratch, &name);
         assert!(!report.problems.any(), "{name}: the written logs read cleanly: {:?}", report.problems);
         for (entry, check, message) in trace.violations() {
             if check != Check::TimeTravel {
@@ -111,8 +107,9 @@ fn every_time_travel_the_simulator_flags_is_a_stale_read_in_the_audit_logs() {
 
 #[test]
 fn a_violation_that_starts_from_a_stale_read_is_a_stale_read_acted_on_and_no_other_run_has_one() {
+    let scratch = Scratch::of_this_test();
     for name in library() {
-        let (trace, report) = audit(&name);
+        let (trace, report) = audit(&scratch, &name);
         let expected = caused_by_stale_read(&trace);
         assert_eq!(
             report.acted_on_stale_read,
@@ -126,7 +123,8 @@ fn a_violation_that_starts_from_a_stale_read_is_a_stale_read_acted_on_and_no_oth
 
 #[test]
 fn the_59848_run_shows_the_kubelet_its_deleted_pod_from_the_partitioned_api_server() {
-    let (trace, report) = audit("pod-safety-59848");
+    let scratch = Scratch::of_this_test();
+    let (trace, report) = audit(&scratch, "pod-safety-59848");
     // The simulator: kubelet-node-1 starts the old web-0 on node-1.
     let old_uid = trace
         .entries
@@ -158,7 +156,8 @@ fn a_restarted_controller_shown_its_deleted_owner_by_a_lagging_cache_acts_on_it(
     // applies the ConfigMap of a generator that is gone. Its own writes
     // and reads reached only revision 3 (the deletion came by watch, which
     // is not audited), so only the gone object shows the list was stale.
-    let (_, report) = audit("configmap-generator-stale-cache");
+    let scratch = Scratch::of_this_test();
+    let (_, report) = audit(&scratch, "configmap-generator-stale-cache");
     let stale = findings(&report, FindingKind::StaleRead, "configmap-generator");
     let list = stale.iter().find(|f| f.headline.contains("listed configmapgenerators")).expect("the stale list");
     assert_eq!((list.served_revision, list.location.server.as_str()), (Some(3), "apiserver-2"), "{}", report.text());
@@ -169,8 +168,9 @@ fn a_restarted_controller_shown_its_deleted_owner_by_a_lagging_cache_acts_on_it(
 
 #[test]
 fn the_flapping_replicaset_controller_acts_on_its_stale_lists_with_the_create_the_simulator_blamed() {
+    let scratch = Scratch::of_this_test();
     for (name, controller) in [("replicaset-flapping", "replicaset-controller"), ("leader-failover", "replicaset-b")] {
-        let (trace, report) = audit(name);
+        let (trace, report) = audit(&scratch, name);
         let (_, _, message) =
             trace.violations().find(|(_, c, _)| *c == Check::ReplicaCount).expect("a replica-count violation");
         // "replicaset-controller created pod default/web-dpbvm, but …"
@@ -191,17 +191,16 @@ fn the_written_logs_are_the_same_bytes_on_every_run() {
     let a = audit_logs(&run("pod-safety-59848")).unwrap();
     let b = audit_logs(&run("pod-safety-59848")).unwrap();
     assert_eq!(a, b);
-    let (_, first) = audit("leader-failover");
-    let (_, second) = audit("leader-failover");
+    let scratch = Scratch::of_this_test();
+    let (_, first) = audit(&scratch, "leader-failover");
+    let (_, second) = audit(&scratch, "leader-failover");
+    // The reports name the files by their paths: leave out the test's directory.
+    let prefix = scratch.path().display().to_string();
     assert_eq!(
-        first.to_json().replace(&scratch_prefix(), ""),
-        second.to_json().replace(&scratch_prefix(), ""),
+        first.to_json().replace(&prefix, ""),
+        second.to_json().replace(&prefix, ""),
         "the report of the same logs is the same"
     );
-}
-
-fn scratch_prefix() -> String {
-    std::env::temp_dir().join(format!("recon-audit-library-{}", std::process::id())).display().to_string()
 }
 
 /// The #59848 run's logs drawn as a trace for the playground's timeline:
@@ -212,8 +211,9 @@ fn scratch_prefix() -> String {
 /// too, as a dropped file is) it is the same trace as from the files.
 #[test]
 fn the_59848_logs_draw_as_a_timeline_with_the_stale_list_marked_and_explained() {
+    let scratch = Scratch::of_this_test();
     let trace = run("pod-safety-59848");
-    let files = write_logs(&trace, &scratch("timeline"));
+    let files = write_logs(&trace, scratch.path());
     let drawn = recon_audit::timeline(&files, &ReadOptions::default());
     let t = &drawn.trace;
     let lane = |name: &str| t.lane_named(name).unwrap_or_else(|| panic!("a lane {name}: {:?}", t.lanes));

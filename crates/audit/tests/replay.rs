@@ -5,6 +5,8 @@
 //! the scenario must come from where `src/replay.rs` says, and what cannot
 //! be carried over must be said with its file and line.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 
 use recon_audit::{
@@ -13,15 +15,10 @@ use recon_audit::{
 use recon_scenario::{Check, Scenario, StepAction};
 use recon_sim::Sim;
 use recon_trace::Trace;
+use support::Scratch;
 
 fn scenarios_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("recon-audit-replay-{}", std::process::id())).join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Runs a scenario and writes its audit logs (with the objects' bodies
@@ -69,14 +66,16 @@ struct RoundTrip {
     replayed: Report,
 }
 
-fn round_trip(name: &str) -> RoundTrip {
+/// A library scenario's run, its logs (in the test's directory), their
+/// replay and the replay's logs.
+fn round_trip(scratch: &Scratch, name: &str) -> RoundTrip {
     let library_scenario = library(name);
-    let (_, files) = run_and_log(&library_scenario, &scratch(&format!("{name}-original")));
+    let (_, files) = run_and_log(&library_scenario, &scratch.dir(&format!("{name}-original")));
     let original = analyze(&files, &ReadOptions::default(), |_| {});
     let replay = replay(&files, &ReadOptions::default()).expect("the logs have events");
     let mut scenario = reload(&replay);
     upload_plugins(&mut scenario, &replay, &library_scenario);
-    let (replayed_trace, files) = run_and_log(&scenario, &scratch(&format!("{name}-replayed")));
+    let (replayed_trace, files) = run_and_log(&scenario, &scratch.dir(&format!("{name}-replayed")));
     let replayed = analyze(&files, &ReadOptions::default(), |_| {});
     RoundTrip { original, replay, replayed_trace, replayed }
 }
@@ -109,7 +108,8 @@ fn clients_with_findings(report: &Report) -> Vec<(FindingKind, String)> {
 /// and the same node agent shown a gone pod.
 #[test]
 fn replaying_the_59848_audit_reproduces_the_stale_list_and_the_double_start() {
-    let rt = round_trip("pod-safety-59848");
+    let scratch = Scratch::of_this_test();
+    let rt = round_trip(&scratch, "pod-safety-59848");
     assert!(rt.replay.plugins_needed.is_empty() && rt.replay.notes.is_empty(), "{:?}", rt.replay.notes);
     let scenario = &rt.replay.scenario;
     let server2 = scenario.api_servers.iter().find(|s| s.name == "apiserver-2").unwrap();
@@ -143,8 +143,9 @@ fn every_library_scenario_replays_from_its_audit_logs_and_invents_no_stale_read(
         .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
+    let scratch = Scratch::of_this_test();
     for name in &names {
-        let rt = round_trip(name);
+        let rt = round_trip(&scratch, name);
         let original = clients_with_findings(&rt.original);
         for found in clients_with_findings(&rt.replayed) {
             assert!(
@@ -157,7 +158,7 @@ fn every_library_scenario_replays_from_its_audit_logs_and_invents_no_stale_read(
         }
     }
     for name in ["replicaset-flapping", "gc-stale-view", "database-operator-stale-cache"] {
-        let rt = round_trip(name);
+        let rt = round_trip(&scratch, name);
         assert!(violated(&rt.replayed_trace).contains(&Check::TimeTravel), "{name}: {}", rt.replay.to_yaml());
     }
 }
@@ -260,8 +261,8 @@ fn a_hand_written_log_becomes_the_scenario_its_parts_say() {
 /// Nothing readable, nothing to replay: the error says why, file and line.
 #[test]
 fn logs_without_a_readable_event_are_refused_with_their_problems() {
-    let dir = scratch("empty");
-    let path = dir.join("apiserver-1.jsonl");
+    let scratch = Scratch::of_this_test();
+    let path = scratch.path().join("apiserver-1.jsonl");
     std::fs::write(&path, "{\"kind\":\"Event\",\"apiVersion\":\"audit.k8s.io/v1\"\n").unwrap();
     let err = replay(&[LogFile::named_by_stem(&path)], &ReadOptions::default()).unwrap_err();
     let ReplayError::NoEvents(problems) = &err;

@@ -2,9 +2,12 @@
 //! short at many places and with bytes changed, is either read as an event
 //! or reported as a problem with its line.
 
+mod support;
+
 use std::path::PathBuf;
 
 use recon_audit::{LogFile, ReadOptions, analyze};
+use support::Scratch;
 
 fn fixture_lines() -> Vec<String> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
@@ -25,15 +28,10 @@ fn fixture_lines() -> Vec<String> {
     lines
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("recon-audit-robustness-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
 /// Writes the lines as one log and checks that each is accounted for.
 fn every_line_is_an_event_or_a_problem(name: &str, lines: &[String]) {
-    let path = scratch(name);
+    let scratch = Scratch::of_this_test();
+    let path = scratch.path().join(name);
     std::fs::write(&path, lines.join("\n")).unwrap();
     // A window as long as the log: nothing is out of order, only malformed.
     let report = analyze(

@@ -2,8 +2,12 @@
 //! library's runs written as audit logs and read back, exit statuses,
 //! JSON, naming, bad input.
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
+
+use support::Scratch;
 
 fn scenario(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(name).display().to_string()
@@ -25,19 +29,10 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A directory of this test process's own.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("recon-cli-audit-{}", std::process::id())).join(name);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Runs a library scenario with `--audit-log` and returns the directory of its logs:
-/// a directory of this call's own, as tests running at once log the same scenario.
-fn logs_of(name: &str) -> PathBuf {
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = scratch(&format!("{name}-{call}"));
+/// Runs a library scenario with `--audit-log` and returns the directory of its logs,
+/// in the test's own (tests running at once log the same scenario).
+fn logs_of(scratch: &Scratch, name: &str) -> PathBuf {
+    let dir = scratch.dir(name);
     let out = recon(&["run", &scenario(&format!("{name}.yaml")), "--audit-log", dir.to_str().unwrap()]);
     assert!(matches!(out.status.code(), Some(0 | 1)), "{name}: {}", stderr(&out));
     dir
@@ -45,7 +40,8 @@ fn logs_of(name: &str) -> PathBuf {
 
 #[test]
 fn the_59848_run_writes_one_log_per_api_server_in_the_audit_format() {
-    let dir = logs_of("pod-safety-59848");
+    let scratch = Scratch::of_this_test();
+    let dir = logs_of(&scratch, "pod-safety-59848");
     let one = std::fs::read_to_string(dir.join("apiserver-1.jsonl")).expect("apiserver-1's log");
     let two = std::fs::read_to_string(dir.join("apiserver-2.jsonl")).expect("apiserver-2's log");
     for line in one.lines().chain(two.lines()) {
@@ -72,7 +68,8 @@ fn the_59848_run_writes_one_log_per_api_server_in_the_audit_format() {
 
 #[test]
 fn recon_audit_finds_the_59848_stale_list_and_exits_1() {
-    let dir = logs_of("pod-safety-59848");
+    let scratch = Scratch::of_this_test();
+    let dir = logs_of(&scratch, "pod-safety-59848");
     let out = recon(&["audit", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
     let text = stdout(&out);
@@ -84,7 +81,8 @@ fn recon_audit_finds_the_59848_stale_list_and_exits_1() {
 
 #[test]
 fn the_json_report_is_stable_and_says_what_was_acted_on() {
-    let dir = logs_of("replicaset-flapping");
+    let scratch = Scratch::of_this_test();
+    let dir = logs_of(&scratch, "replicaset-flapping");
     let a = recon(&[
         "audit",
         "--json",
@@ -105,13 +103,14 @@ fn the_json_report_is_stable_and_says_what_was_acted_on() {
 
 #[test]
 fn the_fixed_variants_have_nothing_acted_on_and_exit_0() {
+    let scratch = Scratch::of_this_test();
     for name in [
         "pod-safety-59848-quorum",
         "pod-safety-59848-consistent",
         "pod-safety-59848-no-partition",
         "pod-safety-59848-fixed-kubelet",
     ] {
-        let dir = logs_of(name);
+        let dir = logs_of(&scratch, name);
         let out = recon(&["audit", dir.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(0), "{name}: {}", stdout(&out));
         assert!(!stdout(&out).contains("acted on]"), "{name}: {}", stdout(&out));
@@ -179,12 +178,13 @@ fn progress_is_printed_when_asked() {
 /// judges as it judged the original's (exit 1, the stale list found).
 #[test]
 fn the_59848_logs_replay_with_recon_run_and_audit_alike() {
-    let dir = logs_of("pod-safety-59848");
-    let replay = scratch("replay").join("replay.yaml");
+    let scratch = Scratch::of_this_test();
+    let dir = logs_of(&scratch, "pod-safety-59848");
+    let replay = scratch.path().join("replay.yaml");
     let out = recon(&["audit", dir.to_str().unwrap(), "--scenario", replay.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
     assert!(stderr(&out).contains("4 component(s), 3 script step(s)"), "{}", stderr(&out));
-    let replayed_logs = scratch("replayed-logs");
+    let replayed_logs = scratch.dir("replayed-logs");
     let run = recon(&["run", replay.to_str().unwrap(), "--audit-log", replayed_logs.to_str().unwrap()]);
     assert_eq!(run.status.code(), Some(1), "{}{}", stdout(&run), stderr(&run));
     assert!(stdout(&run).contains("[pod identity] pod default/web-0 runs on two nodes at once"), "{}", stdout(&run));
@@ -196,7 +196,8 @@ fn the_59848_logs_replay_with_recon_run_and_audit_alike() {
 /// A log whose replay needs a plugin says so, and what it could not carry over, file and line.
 #[test]
 fn a_replay_names_the_plugins_to_upload_and_what_it_left_out() {
-    let replay = scratch("fixture-replay").join("replay.yaml");
+    let scratch = Scratch::of_this_test();
+    let replay = scratch.path().join("replay.yaml");
     let out = recon(&["audit", &fixture("replay"), "--scenario", replay.to_str().unwrap()]);
     let err = stderr(&out);
     assert!(err.contains("component my-operator: no built-in controller recognised"), "{err}");

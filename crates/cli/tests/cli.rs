@@ -1,7 +1,11 @@
 //! The `recon` binary as a user runs it: output, exit status, files written.
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
+
+use support::Scratch;
 
 fn scenario(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scenarios").join(name)
@@ -19,11 +23,9 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A scratch file unique to this test process.
-fn scratch(name: &str, contents: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("recon-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+/// A file in the test's own directory, with these contents.
+fn write_file(scratch: &Scratch, name: &str, contents: &str) -> PathBuf {
+    let path = scratch.path().join(name);
     std::fs::write(&path, contents).unwrap();
     path
 }
@@ -51,7 +53,8 @@ fn fixed_variant_exits_0_and_reports_the_unavailability() {
 
 #[test]
 fn trace_file_is_the_stable_json_whose_hash_is_printed() {
-    let out_path = scratch("trace.json", "");
+    let scratch = Scratch::of_this_test();
+    let out_path = write_file(&scratch, "trace.json", "");
     let out =
         recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--trace", out_path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
@@ -60,7 +63,7 @@ fn trace_file_is_the_stable_json_whose_hash_is_printed() {
     assert_eq!(value["scenario"], "pod-safety-59848");
     assert!(value["entries"].as_array().is_some_and(|e| e.len() > 50));
     // Same run, same bytes.
-    let again = scratch("trace2.json", "");
+    let again = write_file(&scratch, "trace2.json", "");
     recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--trace", again.to_str().unwrap()]);
     assert_eq!(json, std::fs::read_to_string(&again).unwrap());
 }
@@ -77,7 +80,8 @@ fn seed_override_changes_the_run_but_not_the_outcome() {
 
 #[test]
 fn malformed_scenario_exits_2_with_file_line_and_column() {
-    let path = scratch("bad.yaml", "name: x\napiServers:\n  - name: a\n    lag: 5ms\n");
+    let scratch = Scratch::of_this_test();
+    let path = write_file(&scratch, "bad.yaml", "name: x\napiServers:\n  - name: a\n    lag: 5ms\n");
     let out = recon(&["run", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
@@ -89,7 +93,8 @@ fn malformed_scenario_exits_2_with_file_line_and_column() {
 fn unknown_controller_exits_2_pointing_at_the_name() {
     let yaml =
         "name: x\napiServers: [ { name: a } ]\ncomponents:\n  - name: c\n    controller: kubelett\n    apiServer: a\n";
-    let path = scratch("unknown.yaml", yaml);
+    let scratch = Scratch::of_this_test();
+    let path = write_file(&scratch, "unknown.yaml", yaml);
     let out = recon(&["run", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
@@ -108,7 +113,8 @@ fn missing_file_exits_2() {
 fn expect_flag_fails_when_the_outcome_differs() {
     let text = std::fs::read_to_string(scenario("pod-safety-59848-no-partition.yaml")).unwrap();
     let wrong = text.replace("  violations: []", "  violations: [podIdentity]");
-    let path = scratch("wrong-expect.yaml", &wrong);
+    let scratch = Scratch::of_this_test();
+    let path = write_file(&scratch, "wrong-expect.yaml", &wrong);
     assert_eq!(recon(&["run", path.to_str().unwrap()]).status.code(), Some(0));
     let out = recon(&["run", path.to_str().unwrap(), "--expect"]);
     assert_eq!(out.status.code(), Some(1));
@@ -134,7 +140,8 @@ fn check_plugin_prints_the_manifest_of_a_built_plugin() {
 
 #[test]
 fn check_plugin_rejects_a_file_that_is_not_wasm_in_one_line() {
-    let path = scratch("notes.wasm", "these are not the bytes you are looking for");
+    let scratch = Scratch::of_this_test();
+    let path = write_file(&scratch, "notes.wasm", "these are not the bytes you are looking for");
     let out = recon(&["check-plugin", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
@@ -176,16 +183,17 @@ fn plugin_flag_refuses_a_node_agent_off_a_node_and_warns_of_a_controller_on_one_
 }
 
 /// #59848 with `limits.plugins` appended.
-fn with_plugin_limits(name: &str, limits: &str) -> PathBuf {
+fn with_plugin_limits(scratch: &Scratch, name: &str, limits: &str) -> PathBuf {
     let text = std::fs::read_to_string(scenario("pod-safety-59848.yaml")).unwrap();
     assert!(!text.contains("\nlimits:"), "the scenario sets no limits of its own");
-    scratch(name, &format!("{text}\nlimits:\n  plugins:\n{limits}"))
+    write_file(scratch, name, &format!("{text}\nlimits:\n  plugins:\n{limits}"))
 }
 
 #[test]
 fn a_plugin_runs_under_the_limits_the_scenario_sets() {
     let plugin = format!("kubelet-node-1={}", built_plugin("recon_plugin_kubelet_fixed").display());
-    let starved = with_plugin_limits("starved.yaml", "    fuelPerCall: 1000\n");
+    let scratch = Scratch::of_this_test();
+    let starved = with_plugin_limits(&scratch, "starved.yaml", "    fuelPerCall: 1000\n");
     let out = recon(&["run", starved.to_str().unwrap(), "--plugin", &plugin]);
     let text = stdout(&out);
     // Its first calls (the allocation of its config, then `recon_init`)
@@ -205,12 +213,14 @@ fn a_plugin_runs_under_the_limits_the_scenario_sets() {
 #[test]
 fn check_plugin_applies_a_scenarios_limits_when_given_one() {
     let path = built_plugin("recon_plugin_kubelet_fixed");
-    let small = with_plugin_limits("small.yaml", "    maxModuleBytes: 1000\n");
+    let scratch = Scratch::of_this_test();
+    let small = with_plugin_limits(&scratch, "small.yaml", "    maxModuleBytes: 1000\n");
     let out = recon(&["check-plugin", path.to_str().unwrap(), "--scenario", small.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     let err = stderr(&out);
     assert!(err.contains("bytes, above the limit of 1000 bytes for a plugin"), "{err}");
-    let bad = scratch("bad-limits.yaml", "name: x\napiServers: [{name: a}]\nlimits: {plugins: {fuel: 1}}\n");
+    let bad =
+        write_file(&scratch, "bad-limits.yaml", "name: x\napiServers: [{name: a}]\nlimits: {plugins: {fuel: 1}}\n");
     let out = recon(&["check-plugin", path.to_str().unwrap(), "--scenario", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("bad-limits.yaml:3:"), "{}", stderr(&out));
@@ -229,7 +239,8 @@ fn plugin_flag_for_an_unknown_component_exits_2() {
 
 #[test]
 fn explore_finds_shrinks_and_writes_a_scenario_that_replays() {
-    let out_path = scratch("found.yaml", "");
+    let scratch = Scratch::of_this_test();
+    let out_path = write_file(&scratch, "found.yaml", "");
     let workload = scenario("pod-safety-59848-workload.yaml");
     let out = recon(&["explore", workload.to_str().unwrap(), "--out", out_path.to_str().unwrap(), "--jobs", "2"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -244,7 +255,7 @@ fn explore_finds_shrinks_and_writes_a_scenario_that_replays() {
     let replayed = stdout(&replay);
     assert!(replayed.contains("[pod identity]") && replayed.contains("Outcome matches"), "{replayed}");
     // Same input, same answer, with any number of threads.
-    let again_path = scratch("found-again.yaml", "");
+    let again_path = write_file(&scratch, "found-again.yaml", "");
     let again = recon(&["explore", workload.to_str().unwrap(), "--out", again_path.to_str().unwrap(), "--jobs", "3"]);
     assert_eq!(again.status.code(), Some(1));
     assert_eq!(std::fs::read_to_string(&out_path).unwrap(), std::fs::read_to_string(&again_path).unwrap());
@@ -255,7 +266,8 @@ fn explore_finds_nothing_against_the_fixed_kubelet_and_exits_0() {
     let text = std::fs::read_to_string(scenario("pod-safety-59848-workload.yaml")).unwrap();
     let fixed = text.replace("controller: kubelet\n", "controller: kubelet-fixed\n");
     assert_eq!(fixed.matches("kubelet-fixed").count(), 2);
-    let path = scratch("fixed-workload.yaml", &fixed);
+    let scratch = Scratch::of_this_test();
+    let path = write_file(&scratch, "fixed-workload.yaml", &fixed);
     let out = recon(&["explore", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(stdout(&out).contains("No violation found in"), "{}", stdout(&out));
@@ -319,7 +331,8 @@ fn a_reader_that_stops_reading_ends_the_output_quietly_and_the_status_still_tell
 #[test]
 fn a_plugins_log_lines_are_printed_in_the_timeline_and_counted_in_the_summary() {
     // Issue 20: lines a plugin logged appeared nowhere.
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("plugin-logs.yaml");
+    let scratch = Scratch::of_this_test();
+    let path = scratch.path().join("plugin-logs.yaml");
     std::fs::write(
         &path,
         "name: logs\nduration: 3s\napiServers: [ { name: a } ]\ncomponents:\n  - { name: logger, controller: replicaset, apiServer: a }\n",

@@ -1,10 +1,13 @@
 //! The example Kubernetes Indexed Job in `deploy/`: its arguments are a
 //! real `recon explore` command line, and its shards find the violation.
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
+use support::Scratch;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -45,8 +48,8 @@ fn the_indexed_job_manifest_runs_every_shard_and_finds_the_violation() {
 
     // Run each pod's command line here, as Kubernetes would expand it, with
     // the image's paths mapped into this checkout.
-    let out = std::env::temp_dir().join(format!("recon-indexed-job-{}", std::process::id()));
-    std::fs::create_dir_all(&out).unwrap();
+    let scratch = Scratch::of_this_test();
+    let out = scratch.path();
     let mut found = 0;
     for index in 0..shards {
         let local: Vec<String> = args
@@ -77,6 +80,5 @@ fn the_indexed_job_manifest_runs_every_shard_and_finds_the_violation() {
             other => panic!("shard {index}: exit {other:?}\n{stdout}\n{}", String::from_utf8_lossy(&run.stderr)),
         }
     }
-    std::fs::remove_dir_all(&out).ok();
     assert!(found > 0, "the shards together find the #59848 violation");
 }
