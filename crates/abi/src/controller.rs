@@ -52,13 +52,15 @@ pub trait Instance {
     }
 }
 
+/// A controller linked natively: a panic in it crashes its component, as a
+/// trap crashes a Wasm plugin's, instead of the simulator.
 impl<T: Controller> Instance for T {
     fn init(&mut self, config: &ComponentConfig) -> Result<Manifest, Crash> {
-        Ok(Controller::init(self, config))
+        catch_panic("recon_init", || Controller::init(self, config))
     }
 
     fn handle(&mut self, input: &Input) -> Result<Output, Crash> {
-        Ok(Controller::handle(self, input))
+        catch_panic("recon_handle", || Controller::handle(self, input))
     }
 }
 
@@ -85,6 +87,19 @@ impl fmt::Display for Crash {
 }
 
 impl std::error::Error for Crash {}
+
+/// Runs `call`, a controller's `export` linked natively, and turns a panic
+/// in it into the [`Crash`] of its component, named as a Wasm plugin's
+/// crash is (`recon_handle panicked: …`). The simulator drops an instance
+/// that crashed and starts a fresh one, so whatever state the panic left
+/// half-changed is never used again. Where panics abort (wasm32), it only
+/// calls `call`.
+pub fn catch_panic<T>(export: &str, call: impl FnOnce() -> T) -> Result<T, Crash> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).map_err(|payload| {
+        let message = panic_message(&*payload).unwrap_or("a panic with a non-string payload");
+        Crash::new(format!("{export} panicked: {}", message.replace('\n', " ")))
+    })
+}
 
 /// A panic's message, when its payload is one (`panic!("…")` gives a
 /// `&str` or a `String`): what a crash caused by the panic says.
@@ -1058,7 +1073,7 @@ mod tests {
 
 #[cfg(test)]
 mod panic_tests {
-    use super::panic_message;
+    use super::{catch_panic, panic_message};
 
     /// A literal message, a formatted one and a payload that is no message.
     #[test]
@@ -1070,5 +1085,16 @@ mod panic_tests {
         assert_eq!(panic_message(&*literal), Some("the pod has no node"));
         assert_eq!(panic_message(&*formatted), Some("3 pods"));
         assert_eq!(panic_message(&*other), None);
+    }
+
+    /// A caught panic is a crash on one line that names the export; a
+    /// call that returns passes its value through.
+    #[test]
+    fn a_panic_in_a_native_call_is_its_components_crash() {
+        assert_eq!(catch_panic("recon_handle", || 4), Ok(4));
+        let crash = catch_panic("recon_handle", || -> u32 { panic!("two\nlines") }).unwrap_err();
+        assert_eq!(crash.reason, "recon_handle panicked: two lines");
+        let crash = catch_panic("recon_init", || std::panic::panic_any(7_u32)).unwrap_err();
+        assert_eq!(crash.reason, "recon_init panicked: a panic with a non-string payload");
     }
 }

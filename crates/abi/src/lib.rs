@@ -32,7 +32,7 @@ pub use controller::{
     Action, ActionResult, ComponentConfig, Container, Controller, Crash, FOREGROUND_FINALIZER, HeldSync, Input,
     InputEvent, Instance, ListMode, Manifest, Mitigation, ORPHAN_FINALIZER, ObjectList, Outcome, Output,
     PropagationPolicy, RequestId, ResourceVersionMatch, Status, StatusReason, Target, Verb, WatchSpec, WritePermission,
-    panic_message,
+    catch_panic, panic_message,
 };
 pub use name_map::NameMap;
 pub use namespaced::{KeyMap, NamespacedMap};

@@ -685,7 +685,7 @@ impl Native {
     }
 
     fn call<T>(&mut self, export: &str, call: impl FnOnce(&mut Plugin) -> T) -> Result<T, recon_abi::Crash> {
-        let (result, lines) = recon_sdk::capture_logs(|| catching(export, || call(&mut self.plugin)));
+        let (result, lines) = recon_sdk::capture_logs(|| recon_abi::catch_panic(export, || call(&mut self.plugin)));
         self.logs.extend(lines);
         result
     }
@@ -703,13 +703,6 @@ impl recon_abi::Instance for Native {
     fn take_logs(&mut self) -> Vec<String> {
         std::mem::take(&mut self.logs)
     }
-}
-
-fn catching<T>(export: &str, f: impl FnOnce() -> T) -> Result<T, recon_abi::Crash> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
-        let message = recon_abi::panic_message(&*payload).unwrap_or("a panic with a non-string payload");
-        recon_abi::Crash::new(format!("{export} panicked: {}", message.replace('\n', " ")))
-    })
 }
 
 #[cfg(test)]

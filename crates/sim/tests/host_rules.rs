@@ -120,6 +120,40 @@ fn a_crash_leaves_the_rest_of_the_simulation_running() {
     assert!(last_write.time_ms >= 56_000);
 }
 
+/// A controller linked natively (through [`recon_abi::Controller`], as
+/// the SDK's built-ins are) that panics on its second call.
+struct Panicking {
+    calls: usize,
+}
+
+impl recon_abi::Controller for Panicking {
+    fn init(&mut self, _: &ComponentConfig) -> Manifest {
+        manifest(vec![])
+    }
+    fn handle(&mut self, _: &Input) -> Output {
+        self.calls += 1;
+        assert!(self.calls < 2, "the cache lost pod p");
+        Output::default()
+    }
+}
+
+#[test]
+fn a_native_controller_that_panics_crashes_only_its_component() {
+    let scenario = scenario();
+    let mut sim =
+        Sim::new(&scenario, Box::new(|_| Some(Box::new(Panicking { calls: 0 }) as Box<dyn Instance>))).unwrap();
+    sim.run();
+    let crashes = crashes(&sim);
+    assert!(crashes.len() >= 2, "it crashed, and again after its restart: {crashes:?}");
+    assert!(
+        crashes[0].1.starts_with("recon_handle panicked: the cache lost pod p; restarting in 1000ms"),
+        "named like a plugin's crash: {}",
+        crashes[0].1
+    );
+    let last_write = sim.trace().entries.iter().rfind(|e| matches!(e.event, Event::StoreWrite { .. })).unwrap();
+    assert!(last_write.time_ms >= 56_000, "the run went on to its end");
+}
+
 #[test]
 fn a_restarted_controller_lists_again_from_scratch() {
     // Crash on the first change kubectl makes at 4s (label n=0), then behave.
