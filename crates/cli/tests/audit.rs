@@ -2,6 +2,8 @@
 //! library's runs written as audit logs and read back, exit statuses,
 //! JSON, naming, bad input.
 
+// The same scratch directories as recon-audit's tests.
+#[path = "../../audit/tests/support/mod.rs"]
 mod support;
 
 use std::path::PathBuf;

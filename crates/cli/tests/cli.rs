@@ -1,5 +1,7 @@
 //! The `recon` binary as a user runs it: output, exit status, files written.
 
+// The same scratch directories as recon-audit's tests.
+#[path = "../../audit/tests/support/mod.rs"]
 mod support;
 
 use std::path::PathBuf;

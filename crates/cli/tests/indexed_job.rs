@@ -1,6 +1,8 @@
 //! The example Kubernetes Indexed Job in `deploy/`: its arguments are a
 //! real `recon explore` command line, and its shards find the violation.
 
+// The same scratch directories as recon-audit's tests.
+#[path = "../../audit/tests/support/mod.rs"]
 mod support;
 
 use std::path::PathBuf;

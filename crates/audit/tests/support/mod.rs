@@ -1,4 +1,5 @@
-//! A directory of one test's own for the files it writes.
+//! A directory of one test's own for the files it writes (recon-audit's
+//! integration tests and, by path, recon-cli's).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
