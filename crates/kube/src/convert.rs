@@ -7,7 +7,7 @@
 //! `selfLink`) are dropped from what a controller sends, as an API server
 //! ignores them on write; objects coming back never have them.
 
-use recon_abi::Object;
+use recon_abi::{Object, SharedValue};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -311,17 +311,53 @@ mod in_place {
 /// kinds are those the built-in kube-rs controllers decode, so the check
 /// costs the playground's worker no code it does not already have.
 pub fn check_object(object: &Object) -> Result<(), String> {
-    use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-    use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
+    check_change(object, None)
+}
+
+/// [`check_object`] for a new version of an object whose previous version
+/// `before` was checked already: only the parts the write changed are
+/// decoded (a status write decodes the status alone), so the simulated API
+/// server can check every write it stores without decoding every pod
+/// whole at each of its status updates. Its typed metadata always reads as
+/// Kubernetes' `ObjectMeta`.
+pub fn check_change(object: &Object, before: Option<&Object>) -> Result<(), String> {
+    use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
+    use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod, PodSpec, PodStatus, Secret};
     fn decodes<K: DeserializeOwned>(object: &Object) -> Result<(), String> {
         from_object::<K>(object).map(drop).map_err(|e| e.to_string())
     }
+    /// A kind whose fields are all under `spec` and `status`.
+    fn parts<K: DeserializeOwned, Spec: DeserializeOwned, Status: DeserializeOwned>(
+        object: &Object,
+        before: Option<&Object>,
+    ) -> Result<(), String> {
+        let Some(before) = before else { return decodes::<K>(object) };
+        fn part<T: DeserializeOwned>(now: &SharedValue, before: &SharedValue) -> Result<(), String> {
+            if now.is_null() || now == before {
+                return Ok(());
+            }
+            // As `from_object`: in the playground's worker through the
+            // owned value's decoder, which every kind's type already has
+            // there, rather than another copy of each for borrowed values.
+            #[cfg(not(target_arch = "wasm32"))]
+            return T::deserialize(&**now).map(drop).map_err(|e| e.to_string());
+            #[cfg(target_arch = "wasm32")]
+            return serde_json::from_value::<T>(Value::clone(now)).map(drop).map_err(|e| e.to_string());
+        }
+        part::<Spec>(&object.spec, &before.spec)?;
+        part::<Status>(&object.status, &before.status)
+    }
+    /// A kind whose fields are top-level (`data`, `type`, …).
+    fn whole<K: DeserializeOwned>(object: &Object, before: Option<&Object>) -> Result<(), String> {
+        if before.is_some_and(|b| b.other == object.other) { Ok(()) } else { decodes::<K>(object) }
+    }
     match (object.api_version.as_str(), object.kind.as_str()) {
-        ("v1", "Pod") => decodes::<Pod>(object),
-        ("v1", "ConfigMap") => decodes::<ConfigMap>(object),
-        ("v1", "Secret") => decodes::<Secret>(object),
-        ("apps/v1", "ReplicaSet") => decodes::<ReplicaSet>(object),
-        ("apps/v1", "Deployment") => decodes::<Deployment>(object),
+        ("v1", "Pod") => parts::<Pod, PodSpec, PodStatus>(object, before),
+        ("v1", "ConfigMap") => whole::<ConfigMap>(object, before),
+        ("v1", "Secret") => whole::<Secret>(object, before),
+        ("apps/v1", "ReplicaSet") => parts::<ReplicaSet, ReplicaSetSpec, ReplicaSetStatus>(object, before),
+        ("apps/v1", "Deployment") => parts::<Deployment, DeploymentSpec, DeploymentStatus>(object, before),
         _ => Ok(()),
     }
 }
@@ -367,6 +403,44 @@ mod tests {
         assert!(check_object(&bad_pod).is_err());
         let unchecked = object("apps/v1", "StatefulSet", serde_json::json!({ "replicas": "ten" }));
         assert_eq!(check_object(&unchecked), Ok(()), "only the kinds listed are checked");
+    }
+
+    /// A new version is judged by what it changed: a part it shares with
+    /// the version before was judged when that was written.
+    #[test]
+    fn a_change_is_checked_where_it_changed() {
+        let pod = |spec: serde_json::Value, status: serde_json::Value| recon_abi::Object {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            spec: spec.into(),
+            status: status.into(),
+            ..Default::default()
+        };
+        let before = pod(serde_json::json!({ "containers": [] }), serde_json::json!({ "phase": "Pending" }));
+        let mut running = before.clone();
+        running.status["phase"] = serde_json::json!("Running");
+        assert_eq!(check_change(&running, Some(&before)), Ok(()));
+        running.status["phase"] = serde_json::json!(1);
+        let why = check_change(&running, Some(&before)).expect_err("the status changed to a wrong type");
+        assert!(why.contains("invalid type: integer `1`"), "{why}");
+
+        // A spec the version before already had is not decoded again (here
+        // one that would not decode, to show it is skipped); a changed one is.
+        let odd = pod(serde_json::json!({ "containers": "web" }), serde_json::json!({}));
+        let mut restatused = odd.clone();
+        restatused.status = serde_json::json!({ "phase": "Running" }).into();
+        assert_eq!(check_change(&restatused, Some(&odd)), Ok(()));
+        assert!(check_change(&odd, Some(&before)).is_err(), "a changed spec is decoded");
+        assert!(check_change(&odd, None).is_err(), "with no version before, the whole object is");
+
+        let config = |data: serde_json::Value| {
+            let mut c = recon_abi::Object { api_version: "v1".into(), kind: "ConfigMap".into(), ..Default::default() };
+            c.other.insert("data".into(), data);
+            c
+        };
+        let good = config(serde_json::json!({ "k": "v" }));
+        assert_eq!(check_change(&good, None), Ok(()));
+        assert!(check_change(&config(serde_json::json!({ "k": 1 })), Some(&good)).is_err());
     }
 
     #[test]

@@ -104,7 +104,7 @@ pub use kube_core as core;
 
 pub use api::Api;
 pub use client::Client;
-pub use convert::check_object;
+pub use convert::{check_change, check_object};
 pub use error::{Error, Result};
 pub use kube_core::{CustomResourceExt, Resource, ResourceExt};
 pub use kube_derive::CustomResource;

@@ -111,6 +111,28 @@ pub(crate) fn too_large(limit: u64, action: &Action) -> Option<Status> {
     })
 }
 
+/// A write whose object does not decode as its kind's type: a field of the
+/// wrong type, as `replicas: "ten"` in a ReplicaSet. An API server decodes
+/// a request's body (and a patch's result) into the kind's Go type and
+/// answers 400 Bad Request when it fails, worded `<Kind> in version
+/// "<version>" cannot be handled as a <Kind>: <why>`, so no controller is
+/// ever sent such an object. Checked for the kinds whose types the
+/// built-in kube-rs controllers read ([`recon_kube::check_change`]): every
+/// create in [`commit`], and every update, status update, patch and apply
+/// where its new version is made from the stored one, `before`, which was
+/// checked when it was written, so only what the write changed is decoded.
+/// A deletion's marks change only metadata, which is typed and always
+/// reads.
+fn undecodable(object: &Object, before: Option<&Object>) -> Result<(), Status> {
+    recon_kube::check_change(object, before).map_err(|why| {
+        let version = object.api_version.rsplit('/').next().unwrap_or_default();
+        Status::new(
+            StatusReason::BadRequest,
+            format!("{kind} in version {version:?} cannot be handled as a {kind}: {why}", kind = object.kind),
+        )
+    })
+}
+
 /// What admission made of a write the API server accepted.
 #[allow(clippy::large_enum_variant, reason = "made and matched once per write; boxing would only add an allocation")]
 pub(crate) enum Admitted {
@@ -181,6 +203,9 @@ enum Write {
 /// holds) and the object as it would be, with nothing written, no
 /// revision used and so nothing for any watch.
 fn commit(store: &mut Store, now: u64, write: Write, dry_run: bool) -> Result<Admitted, Status> {
+    if let Write::Create(object) = &write {
+        undecodable(object, None)?;
+    }
     if !dry_run {
         let event = match write {
             Write::Create(object) => store.create(object, now),
@@ -247,6 +272,7 @@ fn write_object(
             if next.spec != current.spec {
                 next.metadata.generation += 1;
             }
+            undecodable(&next, Some(&current))?;
             let rev = current.revision();
             commit(store, now, Write::Update(next, rev), dry_run)
         }
@@ -268,6 +294,7 @@ fn write_object(
                         next.metadata.generation += 1;
                         next.spec = object.spec;
                     }
+                    undecodable(&next, Some(&kv.value))?;
                     commit(store, now, Write::Update(next, Some(kv.mod_revision)), dry_run)
                 }
             }
@@ -324,6 +351,7 @@ fn plan_update(kinds: &Kinds, current: &Object, object: Object) -> Result<Change
         || next.other != current.other
         || (!status_subresource && next.status != current.status);
     next.metadata.generation = current.metadata.generation + i64::from(changed);
+    undecodable(&next, Some(current))?;
     if deletion_complete(&next) {
         // The last finalizer is gone from an object marked for deletion
         // with no grace left: this update deletes it.
@@ -341,6 +369,7 @@ fn plan_update_status(current: &Object, object: Object) -> Result<Change, Status
     if !object.metadata.managed_fields.is_empty() {
         next.metadata.managed_fields = object.metadata.managed_fields;
     }
+    undecodable(&next, Some(current))?;
     Ok(Change::Update(next, precondition))
 }
 

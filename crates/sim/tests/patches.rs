@@ -466,6 +466,54 @@ fn a_patch_whose_result_is_over_the_size_limit_is_refused() {
     assert!(status.message.contains("too large"), "{}", status.message);
 }
 
+// API concepts, "Field validation": the API server decodes a request's
+// body into the kind's type whatever the field validation level, and a
+// field of the wrong type is refused with 400 Bad Request, worded by its
+// decoder as "<Kind> in version \"<version>\" cannot be handled as a
+// <Kind>: …" (an unknown field is only warned about by default). A patch's
+// result is decoded the same way before it is stored. Nothing is written,
+// so no controller is ever sent an object it cannot read.
+#[test]
+fn an_object_whose_fields_do_not_read_as_its_kind_is_refused() {
+    let mut sim = cluster();
+    let mut deployment = stored(&sim, &web());
+    deployment.spec["replicas"] = json!("ten");
+    let status =
+        refused(&mut sim, 1_000, Action::Update { object: deployment, dry_run: false }, StatusReason::BadRequest);
+    assert!(
+        status
+            .message
+            .starts_with(r#"Deployment in version "v1" cannot be handled as a Deployment: invalid type: string "ten""#),
+        "{}",
+        status.message
+    );
+
+    let status =
+        refused(&mut sim, 2_000, merge(web(), json!({ "spec": { "replicas": [3] } })), StatusReason::BadRequest);
+    assert!(status.message.contains("cannot be handled as a Deployment"), "a patch's result: {}", status.message);
+
+    let mut pod = stored(&sim, &key("Pod", "web-0"));
+    pod.status["phase"] = json!(3);
+    let status =
+        refused(&mut sim, 3_000, Action::UpdateStatus { object: pod, dry_run: false }, StatusReason::BadRequest);
+    assert!(
+        status.message.starts_with(r#"Pod in version "v1" cannot be handled as a Pod: invalid type: integer `3`"#),
+        "{}",
+        status.message
+    );
+
+    let mut config = Object { api_version: "v1".into(), kind: "ConfigMap".into(), ..Default::default() };
+    config.metadata.name = "settings".into();
+    config.other.insert("data".into(), json!({ "retries": 3 }));
+    let status = refused(&mut sim, 4_000, Action::Create { object: config, dry_run: true }, StatusReason::BadRequest);
+    assert!(status.message.contains("cannot be handled as a ConfigMap"), "a dry run too: {}", status.message);
+
+    // An unknown field is not a wrong type; a custom resource's fields are
+    // the CRD's to judge, and this simulator does not.
+    ok(&mut sim, 5_000, merge(web(), json!({ "spec": { "note": "unknown field" } })));
+    ok(&mut sim, 6_000, merge(key("Widget", "w"), json!({ "spec": { "size": "large" } })));
+}
+
 // API concepts, "Generated values" (generateName): the API server makes a
 // unique name from the prefix.
 #[test]
