@@ -318,8 +318,9 @@ pub fn check_object(object: &Object) -> Result<(), String> {
 /// `before` was checked already: only the parts the write changed are
 /// decoded (a status write decodes the status alone), so the simulated API
 /// server can check every write it stores without decoding every pod
-/// whole at each of its status updates. Its typed metadata always reads as
-/// Kubernetes' `ObjectMeta`.
+/// whole at each of its status updates. The typed metadata reads as
+/// Kubernetes' `ObjectMeta` whatever it holds, but for the times in
+/// `managedFields`: a write that changes those is decoded whole.
 pub fn check_change(object: &Object, before: Option<&Object>) -> Result<(), String> {
     use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
     use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
@@ -332,7 +333,9 @@ pub fn check_change(object: &Object, before: Option<&Object>) -> Result<(), Stri
         object: &Object,
         before: Option<&Object>,
     ) -> Result<(), String> {
-        let Some(before) = before else { return decodes::<K>(object) };
+        let Some(before) = before.filter(|b| b.metadata.managed_fields == object.metadata.managed_fields) else {
+            return decodes::<K>(object);
+        };
         fn part<T: DeserializeOwned>(now: &SharedValue, before: &SharedValue) -> Result<(), String> {
             if now.is_null() || now == before {
                 return Ok(());
@@ -350,7 +353,9 @@ pub fn check_change(object: &Object, before: Option<&Object>) -> Result<(), Stri
     }
     /// A kind whose fields are top-level (`data`, `type`, …).
     fn whole<K: DeserializeOwned>(object: &Object, before: Option<&Object>) -> Result<(), String> {
-        if before.is_some_and(|b| b.other == object.other) { Ok(()) } else { decodes::<K>(object) }
+        let unchanged =
+            |b: &Object| b.other == object.other && b.metadata.managed_fields == object.metadata.managed_fields;
+        if before.is_some_and(unchanged) { Ok(()) } else { decodes::<K>(object) }
     }
     match (object.api_version.as_str(), object.kind.as_str()) {
         ("v1", "Pod") => parts::<Pod, PodSpec, PodStatus>(object, before),
@@ -441,6 +446,14 @@ mod tests {
         let good = config(serde_json::json!({ "k": "v" }));
         assert_eq!(check_change(&good, None), Ok(()));
         assert!(check_change(&config(serde_json::json!({ "k": 1 })), Some(&good)).is_err());
+
+        // The one typed metadata field that can hold what Kubernetes cannot
+        // read: a managedFields entry's time.
+        let mut stamped = before.clone();
+        stamped.metadata.managed_fields =
+            vec![recon_abi::ManagedFieldsEntry { time: Some("yesterday".into()), ..Default::default() }];
+        let why = check_change(&stamped, Some(&before)).expect_err("not an RFC 3339 time");
+        assert!(why.contains("as year"), "{why}");
     }
 
     #[test]
