@@ -534,6 +534,45 @@ mod tests {
         assert_eq!(wrong, through_json);
     }
 
+    /// kube-derive's `#[derive(Resource)]` with `inherit`: a type of one's
+    /// own has the built-in kind's `Resource` (so `Api` lists and watches
+    /// it as that kind), and reads only the fields it declares, as serde
+    /// reads JSON with more fields than a struct has.
+    #[test]
+    fn a_type_inheriting_a_kind_reads_only_its_own_fields() {
+        use k8s_openapi::api::core::v1::Pod;
+        use kube_core::Resource as _;
+
+        // Inside this crate the derive's default path (`::kube::core`) is
+        // not there; a controller's crate names `kube` and needs no `crates`.
+        #[derive(crate::Resource, Clone, Debug, serde::Deserialize)]
+        #[resource(inherit = Pod, crates(kube_core = "::kube_core"))]
+        struct Phase {
+            metadata: ObjectMeta,
+            status: Option<PhaseOnly>,
+        }
+        #[derive(Clone, Debug, serde::Deserialize)]
+        struct PhaseOnly {
+            phase: Option<String>,
+        }
+
+        assert_eq!(
+            (Phase::kind(&()), Phase::api_version(&()), Phase::plural(&())),
+            ("Pod".into(), "v1".into(), "pods".into())
+        );
+        let object: Object = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web-0", "namespace": "default", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "app", "image": "web:1"}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.1"}
+        }))
+        .unwrap();
+        let phase: Phase = from_object(&object).unwrap();
+        assert_eq!(phase.metadata.name.as_deref(), Some("web-0"));
+        assert_eq!(phase.meta().labels, Some(BTreeMap::from([("app".to_owned(), "web".to_owned())])));
+        assert_eq!(phase.status.and_then(|s| s.phase).as_deref(), Some("Running"));
+    }
+
     /// Metadata is read from its typed fields rather than from its JSON:
     /// every field the ABI carries, set, must read as its JSON does, into
     /// a typed object and into untyped JSON alike.

@@ -18,7 +18,8 @@
 //! `k8s-openapi` for every built-in type (a controller depends on it as
 //! usual, without a version feature: this crate picks one), `kube-core`
 //! (as [`core`], and in [`api`]: `Resource`, `ResourceExt`, the params,
-//! `ObjectList`, `Status`) and `kube-derive`'s `#[derive(CustomResource)]`.
+//! `ObjectList`, `Status`) and `kube-derive`'s `#[derive(CustomResource)]`
+//! and `#[derive(Resource)]`.
 //! What cannot build for the sandbox (kube-client's HTTP client and
 //! kube-runtime on tokio) is written here, with kube's signatures:
 //!
@@ -108,6 +109,10 @@ pub use convert::{check_change, check_object};
 pub use error::{Error, Result};
 pub use kube_core::{CustomResourceExt, Resource, ResourceExt};
 pub use kube_derive::CustomResource;
+/// kube-derive's `Resource` derive, as kube re-exports it: a type of one's
+/// own with a built-in kind's `Resource` (`#[resource(inherit = Pod)]`),
+/// to list and watch only the fields it declares.
+pub use kube_derive::Resource;
 pub use recon::{Native, Plugin};
 /// Exports a [`Plugin`] as the Wasm plugin's ABI (the SDK's macro).
 pub use recon_sdk::export_controller;

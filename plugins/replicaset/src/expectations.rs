@@ -14,7 +14,7 @@ use kube::core::{PartialObjectMeta, PartialObjectMetaExt};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::Event;
 
-use crate::{RETRY_AFTER, controller_uid};
+use crate::{CachedPod, RETRY_AFTER, controller_uid};
 
 /// Where an object lives: its namespace and name.
 pub type Key = (String, String);
@@ -148,13 +148,13 @@ impl Expectations {
     /// copied twice per event was most of this function's cost in a large
     /// cluster, and then the whole metadata (labels, annotations, uid)
     /// still a percent of a 1,000-node run.
-    pub fn observe(&mut self, event: &Event<Pod>, store: &Store<Pod>) -> Vec<PartialObjectMeta<Pod>> {
-        let meta = |pod: &Pod| {
+    pub fn observe(&mut self, event: &Event<CachedPod>, store: &Store<CachedPod>) -> Vec<PartialObjectMeta<Pod>> {
+        let meta = |pod: &CachedPod| {
             let ObjectMeta { namespace, owner_references, .. } = &pod.metadata;
             let (namespace, owner_references) = (namespace.clone(), owner_references.clone());
             ObjectMeta { namespace, owner_references, ..ObjectMeta::default() }.into_response_partial()
         };
-        let cached = |pod: &Pod| store.get(&ObjectRef::from_obj(pod));
+        let cached = |pod: &CachedPod| store.get(&ObjectRef::from_obj(pod));
         match event {
             Event::Init => {
                 self.listing = Some(BTreeSet::new());
@@ -175,7 +175,8 @@ impl Expectations {
             }
             Event::InitDone => {
                 let listed = self.listing.take().unwrap_or_default();
-                let gone: Vec<Arc<Pod>> = store.state().into_iter().filter(|p| !listed.contains(&key(&**p))).collect();
+                let gone: Vec<Arc<CachedPod>> =
+                    store.state().into_iter().filter(|p| !listed.contains(&key(&**p))).collect();
                 gone.iter().for_each(|pod| self.changed(Some(pod), None));
                 gone.iter().map(|pod| meta(pod)).collect()
             }
@@ -183,7 +184,7 @@ impl Expectations {
     }
 
     /// A pod went from `old` to `new` (`None`: not there) in the informer.
-    fn changed(&mut self, old: Option<&Pod>, new: Option<&Pod>) {
+    fn changed(&mut self, old: Option<&CachedPod>, new: Option<&CachedPod>) {
         // Nothing expected (most of the time): nothing to lower.
         if self.sets.is_empty() {
             return;
@@ -209,7 +210,7 @@ impl Expectations {
 }
 
 /// The ReplicaSet a pod's controller owner reference names, if any.
-fn owning_set(pod: &Pod) -> Option<Key> {
+fn owning_set(pod: &CachedPod) -> Option<Key> {
     let owner = pod.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true))?;
     (owner.kind == "ReplicaSet").then(|| (pod.metadata.namespace.clone().unwrap_or_default(), owner.name.clone()))
 }

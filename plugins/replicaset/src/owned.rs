@@ -18,12 +18,11 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::Event;
 
-use crate::controller_uid;
 use crate::expectations::{Key, key};
+use crate::{CachedPod, controller_uid};
 
 /// Which pods each controlling owner (by uid) has, as the store holds them.
 #[derive(Debug, Default)]
@@ -39,14 +38,14 @@ pub struct PodsByOwner {
 /// are kept in key order, the order a sync reads them in.
 #[derive(Debug, Default)]
 struct Owners {
-    pods: FxHashMap<String, BTreeMap<Key, Arc<Pod>>>,
+    pods: FxHashMap<String, BTreeMap<Key, Arc<CachedPod>>>,
     owner_of: FxHashMap<Key, String>,
 }
 
 impl Owners {
     /// Records the pod at `key` as the store now holds it (`None`: gone),
     /// under its controlling owner, if it has one.
-    fn set(&mut self, key: Key, pod: Option<Arc<Pod>>) {
+    fn set(&mut self, key: Key, pod: Option<Arc<CachedPod>>) {
         let owner = pod.as_deref().and_then(controller_uid);
         // Most changes keep the owner: the new version takes the old one's place.
         if let Some(owner) = owner
@@ -75,7 +74,7 @@ impl Owners {
 impl PodsByOwner {
     /// Applies one watcher event after the store's writer has: the pod it
     /// names as `store` now holds it, or the whole store after a relist.
-    pub fn apply_watcher_event(&mut self, event: &Event<Pod>, store: &Store<Pod>) {
+    pub fn apply_watcher_event(&mut self, event: &Event<CachedPod>, store: &Store<CachedPod>) {
         match event {
             Event::Apply(pod) | Event::Delete(pod) => {
                 self.owned.set(key(pod), store.get(&ObjectRef::from_obj(pod)));
@@ -94,7 +93,7 @@ impl PodsByOwner {
 
     /// The pods whose controlling owner has uid `owner`, by namespace and
     /// name, as the store holds them.
-    pub fn owned_by(&self, owner: &str) -> impl Iterator<Item = &Arc<Pod>> {
+    pub fn owned_by(&self, owner: &str) -> impl Iterator<Item = &Arc<CachedPod>> {
         self.owned.pods.get(owner).into_iter().flat_map(BTreeMap::values)
     }
 }
@@ -106,7 +105,7 @@ mod tests {
     use super::*;
 
     /// A pod `name` in `default`, controlled by the owner with uid `owner`.
-    fn pod(name: &str, owner: Option<&str>) -> Pod {
+    fn pod(name: &str, owner: Option<&str>) -> CachedPod {
         let owner_references = owner.map(|uid| {
             vec![OwnerReference {
                 api_version: "apps/v1".into(),
@@ -123,14 +122,14 @@ mod tests {
             owner_references,
             ..ObjectMeta::default()
         };
-        Pod { metadata, ..Pod::default() }
+        CachedPod { metadata, ..CachedPod::default() }
     }
 
     /// The pod store and its index, fed the same events in the plugin's
     /// order: the store's writer first.
     struct Indexed {
-        store: Store<Pod>,
-        writer: kube::runtime::reflector::Writer<Pod>,
+        store: Store<CachedPod>,
+        writer: kube::runtime::reflector::Writer<CachedPod>,
         index: PodsByOwner,
     }
 
@@ -140,7 +139,7 @@ mod tests {
             Indexed { store, writer, index: PodsByOwner::default() }
         }
 
-        fn apply(&mut self, event: Event<Pod>) {
+        fn apply(&mut self, event: Event<CachedPod>) {
             self.writer.apply_watcher_event(&event);
             self.index.apply_watcher_event(&event, &self.store);
         }

@@ -61,6 +61,21 @@ struct Channel {
     waker: Option<Waker>,
 }
 
+impl<K> Event<K> {
+    /// The same step with `f` applied to its object, if it has one, as
+    /// kube's `Event::modify`: how a controller drops the fields it never
+    /// reads before they reach a store (kube's optimization guide,
+    /// *minimize what you store*).
+    #[must_use]
+    pub fn modify(mut self, mut f: impl FnMut(&mut K)) -> Self {
+        match &mut self {
+            Event::Apply(object) | Event::Delete(object) | Event::InitApply(object) => f(object),
+            Event::Init | Event::InitDone => {}
+        }
+        self
+    }
+}
+
 impl<T> Event<T> {
     /// The same step with its object turned into another type.
     fn map<U>(self, f: impl FnOnce(T) -> U) -> Event<U> {
@@ -298,6 +313,18 @@ pub trait WatchStreamExt: Stream {
         })
     }
 
+    /// Applies `f` to the object of every event on its way, as kube's
+    /// `WatchStreamExt::modify`: put before a reflector, the store keeps
+    /// only what is left.
+    fn modify<K, F>(self, mut f: F) -> impl Stream<Item = Result<Event<K>>>
+    where
+        Self: Stream<Item = Result<Event<K>>> + Sized,
+        F: FnMut(&mut K),
+    {
+        use futures::StreamExt;
+        self.map(move |event| event.map(|event| event.modify(&mut f)))
+    }
+
     /// Keeps `writer`'s store up to date with the events on their way.
     fn reflect<K>(self, writer: super::reflector::Writer<K>) -> impl Stream<Item = Result<Event<K>>>
     where
@@ -327,5 +354,40 @@ mod tests {
         assert_eq!(default.page_size, Some(500));
         assert_eq!(Config::default().any_semantic().list_mode(), ListMode::Any);
         assert_eq!(Config::default().any_semantic().streaming_lists().list_mode(), ListMode::Consistent);
+    }
+
+    #[test]
+    fn modify_changes_every_object_and_nothing_else() {
+        // kube-runtime's `Event::modify` and `WatchStreamExt::modify`: the
+        // closure sees the object of `Apply`, `Delete` and `InitApply`, in
+        // stream order; `Init` and `InitDone` and errors pass unchanged.
+        let events: Vec<Result<Event<String>>> = vec![
+            Ok(Event::Init),
+            Ok(Event::InitApply("a".into())),
+            Ok(Event::InitDone),
+            Ok(Event::Apply("b".into())),
+            Err(Error::WatchError(Box::default())),
+            Ok(Event::Delete("c".into())),
+        ];
+        let mut seen = Vec::new();
+        let modified = futures::executor::block_on_stream(futures::stream::iter(events).modify(|s: &mut String| {
+            seen.push(s.clone());
+            s.push('!');
+        }))
+        .map(|event| event.map_err(|e| e.to_string()))
+        .collect::<Vec<_>>();
+        assert_eq!(
+            modified,
+            [
+                Ok(Event::Init),
+                Ok(Event::InitApply("a!".into())),
+                Ok(Event::InitDone),
+                Ok(Event::Apply("b!".into())),
+                Err(Error::WatchError(Box::default()).to_string()),
+                Ok(Event::Delete("c!".into())),
+            ]
+        );
+        assert_eq!(seen, ["a", "b", "c"]);
+        assert_eq!(Event::Apply(1).modify(|n| *n += 1), Event::Apply(2));
     }
 }
