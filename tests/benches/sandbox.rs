@@ -151,6 +151,12 @@ fn kube_case(pods: usize, plugins: &std::collections::BTreeMap<String, recon_hos
 /// One kubelet call with a typical input: one pod event for its node.
 fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPlugin>) {
     let config = ComponentConfig { name: "kubelet-node-1".into(), node: Some("node-1".into()), ..Default::default() };
+    // Versions share the parts they do not change, as the store's do (a
+    // write that keeps the spec keeps the same `SharedValue`), so the host
+    // compares them by pointer when it leaves them out of a watch event.
+    let spec: recon_abi::SharedValue =
+        serde_json::json!({ "nodeName": "node-1", "containers": [{ "name": "web", "image": "nginx" }] }).into();
+    let status: recon_abi::SharedValue = serde_json::json!({ "phase": "Running" }).into();
     let pod = |rv: u64| Object {
         api_version: "v1".into(),
         kind: "Pod".into(),
@@ -161,8 +167,8 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
             resource_version: rv.to_string(),
             ..Default::default()
         },
-        spec: serde_json::json!({ "nodeName": "node-1", "containers": [{ "name": "web", "image": "nginx" }] }).into(),
-        status: serde_json::json!({ "phase": "Running" }).into(),
+        spec: spec.clone(),
+        status: status.clone(),
         other: Default::default(),
     };
     let listed = Input {
