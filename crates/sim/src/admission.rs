@@ -116,8 +116,8 @@ pub(crate) fn too_large(limit: u64, action: &Action) -> Option<Status> {
 /// a request's body (and a patch's result) into the kind's Go type and
 /// answers 400 Bad Request when it fails, worded `<Kind> in version
 /// "<version>" cannot be handled as a <Kind>: <why>`, so no controller is
-/// ever sent such an object. Checked for the kinds whose types the
-/// built-in kube-rs controllers read ([`recon_kube::check_change`]): every
+/// ever sent such an object. Checked for the built-in kinds Recon's
+/// controllers write ([`recon_kube::check_change`] lists them): every
 /// create in [`commit`], and every update, status update, patch and apply
 /// where its new version is made from the stored one, `before`, which was
 /// checked when it was written, so only what the write changed is decoded.
