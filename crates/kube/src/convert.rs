@@ -315,11 +315,13 @@ pub fn check_object(object: &Object) -> Result<(), String> {
     check_change(object, None)
 }
 
-/// [`check_object`] for a new version of an object whose previous version
-/// `before` was checked already: only the parts the write changed are
-/// decoded (a status write decodes the status alone), so the simulated API
-/// server can check every write it stores without decoding every pod
-/// whole at each of its status updates. The typed metadata reads as
+/// [`check_object`] for an object judged against `before`, an object of
+/// the same kind and version that was checked already (its previous
+/// version, or the last object created of its kind): only the parts that
+/// differ from it are decoded (a status write decodes the status alone, a
+/// pod created from the same template as the last one decodes nothing), so
+/// the simulated API server can check every write it stores without
+/// decoding every pod whole at each of its writes. The typed metadata reads as
 /// Kubernetes' `ObjectMeta` whatever it holds, but for the times in
 /// `managedFields`: a write that changes those is decoded whole.
 pub fn check_change(object: &Object, before: Option<&Object>) -> Result<(), String> {

@@ -118,7 +118,9 @@ pub(crate) fn too_large(limit: u64, action: &Action) -> Option<Status> {
 /// "<version>" cannot be handled as a <Kind>: <why>`, so no controller is
 /// ever sent such an object. Checked for the built-in kinds Recon's
 /// controllers write ([`recon_kube::check_change`] lists them): every
-/// create in [`commit`], and every update, status update, patch and apply
+/// create in [`commit`] (against the last object created of its kind,
+/// whose equal parts it then shares), and every update, status update,
+/// patch and apply
 /// where its new version is made from the stored one, `before`, which was
 /// checked when it was written, so only what the write changed is decoded.
 /// A deletion's marks change only metadata, which is typed and always
@@ -202,9 +204,12 @@ enum Write {
 /// store's own checks (the object exists, or does not; the precondition
 /// holds) and the object as it would be, with nothing written, no
 /// revision used and so nothing for any watch.
-fn commit(store: &mut Store, now: u64, write: Write, dry_run: bool) -> Result<Admitted, Status> {
-    if let Write::Create(object) = &write {
-        undecodable(object, None)?;
+fn commit(store: &mut Store, now: u64, mut write: Write, dry_run: bool) -> Result<Admitted, Status> {
+    if let Write::Create(object) = &mut write {
+        // An object created from the same template as the last one of its
+        // kind shares its parts, which were checked when it was stored.
+        let last = store.share_with_last_created(object);
+        undecodable(object, last.map(|last| &**last))?;
     }
     if !dry_run {
         let event = match write {

@@ -508,6 +508,27 @@ fn an_object_whose_fields_do_not_read_as_its_kind_is_refused() {
     let status = refused(&mut sim, 4_000, Action::Create { object: config, dry_run: true }, StatusReason::BadRequest);
     assert!(status.message.contains("cannot be handled as a ConfigMap"), "a dry run too: {}", status.message);
 
+    // A create is judged against the last object created of its kind
+    // (pods from one template share their spec): a part equal to that
+    // one's was checked when it was stored, and a part that differs is
+    // decoded, even with the rest in common.
+    let pod = |name: &str, spec: serde_json::Value| {
+        let mut pod = Object { api_version: "v1".into(), kind: "Pod".into(), ..Default::default() };
+        pod.metadata.name = name.into();
+        pod.spec = spec.into();
+        Action::Create { object: pod, dry_run: false }
+    };
+    let containers = json!([{ "name": "web", "image": "web:1" }]);
+    ok(&mut sim, 4_100, pod("a", json!({ "containers": containers })));
+    ok(&mut sim, 4_200, pod("b", json!({ "containers": containers })));
+    let status = refused(
+        &mut sim,
+        4_300,
+        pod("c", json!({ "containers": containers, "priority": "high" })),
+        StatusReason::BadRequest,
+    );
+    assert!(status.message.contains("cannot be handled as a Pod"), "{}", status.message);
+
     // An unknown field is not a wrong type; a custom resource's fields are
     // the CRD's to judge, and this simulator does not.
     ok(&mut sim, 5_000, merge(web(), json!({ "spec": { "note": "unknown field" } })));

@@ -1,5 +1,6 @@
 //! The MVCC store: per-key version lists plus an append-only event log.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use recon_abi::{NameMap, Object, ObjectKey};
@@ -56,6 +57,9 @@ pub struct Store {
     log_start: usize,
     /// Number of live keys at the current revision.
     live: usize,
+    /// The last object created of each kind, by kind
+    /// ([`Store::share_with_last_created`]).
+    last_created: BTreeMap<String, Arc<Object>>,
 }
 
 impl Store {
@@ -98,8 +102,28 @@ impl Store {
         let revision = self.revision + 1;
         stamp(&mut value, revision);
         let value = Arc::new(value);
+        match self.last_created.get_mut(&value.kind) {
+            Some(last) => *last = Arc::clone(&value),
+            None => drop(self.last_created.insert(value.kind.clone(), Arc::clone(&value))),
+        }
         let live = Live { value: Arc::clone(&value), create_revision: revision, version: 1 };
         Ok(self.commit(key, Some(live), None, value, time_ms))
+    }
+
+    /// The last object created of `object`'s kind and version, if any,
+    /// after making `object`'s `spec` and `status` the very values that
+    /// one holds where they are equal. Objects created from one template
+    /// (a ReplicaSet's pods) then keep one copy of their spec between them
+    /// rather than one each; a part is copied only when a later write
+    /// changes it. What anyone reads is the same either way.
+    pub fn share_with_last_created(&self, object: &mut Object) -> Option<&Arc<Object>> {
+        let last = self.last_created.get(&object.kind).filter(|last| last.api_version == object.api_version)?;
+        for (part, shared) in [(&mut object.spec, &last.spec), (&mut object.status, &last.status)] {
+            if !part.is_null() && !part.ptr_eq(shared) && *part == *shared {
+                *part = shared.clone();
+            }
+        }
+        Some(last)
     }
 
     /// Replaces the live object under the key given by [`Object::key`].
@@ -347,6 +371,35 @@ mod tests {
 
     fn spec_n(kv: &KeyValue) -> i64 {
         kv.value.spec["n"].as_i64().unwrap()
+    }
+
+    #[test]
+    fn a_created_object_shares_the_parts_it_has_in_common_with_the_last_of_its_kind() {
+        let mut store = Store::new();
+        let mut first = pod("a", "x", 1);
+        assert!(store.share_with_last_created(&mut first).is_none(), "nothing created yet");
+        let stored = store.create(first, 0).unwrap().value;
+        // Equal spec: the very value the last one holds.
+        let mut same = pod("a", "y", 1);
+        let last = store.share_with_last_created(&mut same).expect("a Pod was created");
+        assert!(Arc::ptr_eq(last, &stored));
+        assert!(same.spec.ptr_eq(&stored.spec));
+        assert!(same.status.is_null());
+        // A different spec is kept as it is; so is another kind's or version's.
+        let mut other = pod("a", "z", 2);
+        store.share_with_last_created(&mut other);
+        assert!(!other.spec.ptr_eq(&stored.spec));
+        let mut map = Object { kind: "ConfigMap".into(), ..pod("a", "m", 1) };
+        assert!(store.share_with_last_created(&mut map).is_none());
+        let mut older = Object { api_version: "v2".into(), ..pod("a", "w", 1) };
+        assert!(store.share_with_last_created(&mut older).is_none());
+        assert!(!older.spec.ptr_eq(&stored.spec));
+        // The last one is the newest create, whatever became of it since.
+        store.create(other, 1).unwrap();
+        store.delete(&key("a", "z"), None, 2).unwrap();
+        let mut again = pod("a", "v", 2);
+        assert_eq!(store.share_with_last_created(&mut again).map(|p| p.metadata.name.as_str()), Some("z"));
+        assert_eq!(again.spec["n"], 2);
     }
 
     #[test]
