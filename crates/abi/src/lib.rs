@@ -8,7 +8,9 @@
 //! results, watch events, results of earlier actions, timers) and applies the
 //! [`Output`]'s [`Action`]s. Objects are Kubernetes-shaped ([`Object`]), with
 //! `spec` and `status` left as untyped JSON so any kind can cross, held in
-//! a [`SharedValue`] so that copies of an object share them until one changes.
+//! a [`SharedValue`] so that copies of an object share them until one changes;
+//! the metadata's labels, annotations and owner references are [`Shared`]
+//! the same way.
 //!
 //! Everything here is plain data with a stable JSON encoding (serde), because
 //! the same values cross the Wasm boundary as bytes. [`ABI_VERSION`] changes
@@ -23,6 +25,7 @@ mod patch;
 #[cfg(feature = "schema")]
 pub mod schema;
 pub mod selector;
+mod shared;
 mod shared_value;
 mod tagged;
 mod time;
@@ -40,6 +43,7 @@ pub use object::{
     EventType, ManagedFieldsEntry, Object, ObjectKey, ObjectMeta, OwnerReference, PodRef, WatchEvent, is_cluster_scoped,
 };
 pub use patch::{Patch, PatchParams, PatchType};
+pub use shared::{Empty, Shared};
 pub use shared_value::SharedValue;
 pub use time::{civil_from_days, format_timestamp};
 pub use unchanged::{Delivered, ObjectPart};

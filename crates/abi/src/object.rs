@@ -8,8 +8,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::SharedValue;
 use crate::unchanged::ObjectPart;
+use crate::{Shared, SharedValue};
 
 /// A Kubernetes object: type information, metadata, `spec` and `status`, and
 /// whatever other top-level fields its kind has.
@@ -201,14 +201,14 @@ pub struct ObjectMeta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deletion_grace_period_seconds: Option<i64>,
     /// Labels, used by selectors.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub labels: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Shared::is_empty")]
+    pub labels: Shared<BTreeMap<String, String>>,
     /// Annotations: free-form metadata.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Shared::is_empty")]
+    pub annotations: Shared<BTreeMap<String, String>>,
     /// Objects this one belongs to.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub owner_references: Vec<OwnerReference>,
+    #[serde(default, skip_serializing_if = "Shared::is_empty")]
+    pub owner_references: Shared<Vec<OwnerReference>>,
     /// What must happen before the object may be removed: while any is
     /// left, a deletion only marks it (`deletionTimestamp`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

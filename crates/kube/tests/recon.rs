@@ -156,7 +156,8 @@ fn owned_secret(name: &str, owner: &str) -> Object {
         uid: format!("uid-{owner}"),
         controller: true,
         block_owner_deletion: false,
-    }];
+    }]
+    .into();
     secret
 }
 

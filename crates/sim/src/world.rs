@@ -547,7 +547,7 @@ fn node_object(n: &recon_scenario::Node) -> Object {
     Object {
         api_version: "v1".into(),
         kind: "Node".into(),
-        metadata: recon_abi::ObjectMeta { name: n.name.clone(), labels: n.labels.clone(), ..Default::default() },
+        metadata: recon_abi::ObjectMeta { name: n.name.clone(), labels: n.labels.clone().into(), ..Default::default() },
         spec: serde_json::json!({}).into(),
         status: serde_json::json!({
             "capacity": { "pods": n.pods.to_string() },

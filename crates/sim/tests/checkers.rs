@@ -419,7 +419,7 @@ impl Creator {
                 let mut pod = Object { api_version: "v1".into(), kind: "Pod".into(), ..Default::default() };
                 pod.metadata.namespace = "default".into();
                 pod.metadata.name = format!("{}-{i}", set.metadata.name);
-                pod.metadata.owner_references = vec![owner.clone()];
+                pod.metadata.owner_references = vec![owner.clone()].into();
                 Action::Create { object: pod, dry_run: false }
             })
             .collect()
@@ -469,7 +469,7 @@ impl Instance for Creator {
                                 };
                                 set.metadata.namespace = "default".into();
                                 set.metadata.name = format!("{}-{j}", deployment.metadata.name);
-                                set.metadata.owner_references = vec![controller_reference(deployment)];
+                                set.metadata.owner_references = vec![controller_reference(deployment)].into();
                                 set.spec = serde_json::json!({ "replicas": replicas }).into();
                                 Action::Create { object: set, dry_run: false }
                             }))

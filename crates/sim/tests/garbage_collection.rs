@@ -351,7 +351,8 @@ script:
         uid: owner.metadata.uid,
         controller: true,
         block_owner_deletion: true,
-    }];
+    }]
+    .into();
     sim.request("apiserver-1", Request::Write(Action::Create { object: pod, dry_run: false })).unwrap();
     sim
 }

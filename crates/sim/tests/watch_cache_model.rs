@@ -100,7 +100,7 @@ fn object(rng: &mut Rng) -> Object {
         metadata: ObjectMeta {
             name: pick(rng, &NAMES).into(),
             namespace: namespace.into(),
-            labels,
+            labels: labels.into(),
             ..Default::default()
         },
         spec: spec.into(),

@@ -115,8 +115,8 @@ fn desired(api_version: &str, kind: &str, key: &ObjectKey, db: Option<&Object>, 
         metadata: ObjectMeta {
             name: key.name.clone(),
             namespace: key.namespace.clone(),
-            labels,
-            owner_references,
+            labels: labels.into(),
+            owner_references: owner_references.into(),
             ..ObjectMeta::default()
         },
         spec: spec.into(),

@@ -137,7 +137,7 @@ pub fn desired_podclique(set: &Object, clique: &Value) -> Object {
         metadata: ObjectMeta {
             name: podclique_name(&set.metadata.name, clique_name),
             namespace: set.metadata.namespace.clone(),
-            owner_references: vec![owner_reference(set)],
+            owner_references: vec![owner_reference(set)].into(),
             ..ObjectMeta::default()
         },
         spec: json!({ "replicas": clique.get("replicas").cloned().unwrap_or(json!(1)) }).into(),
@@ -156,7 +156,7 @@ pub fn desired_pod(clique: &Object, index: u64) -> Object {
             name: format!("{name}-{index}"),
             namespace: clique.metadata.namespace.clone(),
             labels: [(PODCLIQUE_LABEL.to_owned(), name.clone())].into(),
-            owner_references: vec![owner_reference(clique)],
+            owner_references: vec![owner_reference(clique)].into(),
             ..ObjectMeta::default()
         },
         spec: json!({ "containers": [{ "name": "main", "image": "nvcr.io/nvidia/ai-dynamo/vllm-runtime" }] }).into(),

@@ -104,8 +104,8 @@ pub fn desired_statefulset(cluster: &Object) -> Object {
         metadata: ObjectMeta {
             name: key.name,
             namespace: key.namespace,
-            labels: [("app.kubernetes.io/name".to_owned(), cluster.metadata.name.clone())].into(),
-            owner_references: vec![owner_reference(cluster)],
+            labels: BTreeMap::from([("app.kubernetes.io/name".to_owned(), cluster.metadata.name.clone())]).into(),
+            owner_references: vec![owner_reference(cluster)].into(),
             ..ObjectMeta::default()
         },
         spec: json!({

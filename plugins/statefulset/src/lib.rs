@@ -307,9 +307,9 @@ fn new_pod(set: &Object, ordinal: u32, update_revision: &str) -> Object {
         metadata: ObjectMeta {
             name,
             namespace: set.metadata.namespace.clone(),
-            labels,
-            annotations: string_map(template.pointer("/metadata/annotations")),
-            owner_references: vec![owner_reference(set)],
+            labels: labels.into(),
+            annotations: string_map(template.pointer("/metadata/annotations")).into(),
+            owner_references: vec![owner_reference(set)].into(),
             ..ObjectMeta::default()
         },
         spec: spec.into(),
