@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use recon_abi::{NameMap, Object, ObjectKey};
+use recon_abi::{Empty, NameMap, Object, ObjectKey, Shared};
 
 use crate::{EventKind, KeyValue, Revision, StoreError, StoreEvent, key_for};
 
@@ -111,11 +111,12 @@ impl Store {
     }
 
     /// The last object created of `object`'s kind and version, if any,
-    /// after making `object`'s `spec` and `status` the very values that
-    /// one holds where they are equal. Objects created from one template
-    /// (a ReplicaSet's pods) then keep one copy of their spec between them
-    /// rather than one each; a part is copied only when a later write
-    /// changes it. What anyone reads is the same either way.
+    /// after making `object`'s `spec` and `status`, labels, annotations
+    /// and owner references the very values that one holds where they are
+    /// equal. Objects created from one template (a ReplicaSet's pods) then
+    /// keep one copy of these between them rather than one each; a part is
+    /// copied only when a later write changes it. What anyone reads is the
+    /// same either way.
     pub fn share_with_last_created(&self, object: &mut Object) -> Option<&Arc<Object>> {
         let last = self.last_created.get(&object.kind).filter(|last| last.api_version == object.api_version)?;
         for (part, shared) in [(&mut object.spec, &last.spec), (&mut object.status, &last.status)] {
@@ -123,6 +124,10 @@ impl Store {
                 *part = shared.clone();
             }
         }
+        let (meta, shared) = (&mut object.metadata, &last.metadata);
+        share(&mut meta.labels, &shared.labels);
+        share(&mut meta.annotations, &shared.annotations);
+        share(&mut meta.owner_references, &shared.owner_references);
         Some(last)
     }
 
@@ -311,6 +316,13 @@ impl Store {
     }
 }
 
+/// Makes `part` the very collection `shared` holds, if they are equal.
+fn share<T: Empty + PartialEq>(part: &mut Shared<T>, shared: &Shared<T>) {
+    if !part.is_empty() && *part == *shared {
+        *part = shared.clone();
+    }
+}
+
 /// Sets the object's resourceVersion to `revision`, as the API server does.
 fn stamp(value: &mut Object, revision: Revision) {
     value.metadata.resource_version = revision.to_string();
@@ -361,6 +373,7 @@ mod tests {
         let mut pod = Object { api_version: "v1".into(), kind: "Pod".into(), ..Object::default() };
         pod.metadata.namespace = namespace.into();
         pod.metadata.name = name.into();
+        pod.metadata.labels = [("app".to_owned(), "web".to_owned())].into();
         pod.spec = serde_json::json!({ "n": n }).into();
         pod
     }
@@ -384,6 +397,7 @@ mod tests {
         let last = store.share_with_last_created(&mut same).expect("a Pod was created");
         assert!(Arc::ptr_eq(last, &stored));
         assert!(same.spec.ptr_eq(&stored.spec));
+        assert!(same.metadata.labels.ptr_eq(&stored.metadata.labels), "so do equal labels");
         assert!(same.status.is_null());
         // A different spec is kept as it is; so is another kind's or version's.
         let mut other = pod("a", "z", 2);
