@@ -120,9 +120,9 @@ pub(crate) fn too_large(limit: u64, action: &Action) -> Option<Status> {
 /// controllers write ([`recon_kube::check_change`] lists them): every
 /// create in [`commit`] (against the last object created of its kind,
 /// whose equal parts it then shares), and every update, status update,
-/// patch and apply
-/// where its new version is made from the stored one, `before`, which was
-/// checked when it was written, so only what the write changed is decoded.
+/// patch and apply where its new version is made from the stored one,
+/// `before`, which was checked when it was written, so only what the write
+/// changed is decoded.
 /// A deletion's marks change only metadata, which is typed and always
 /// reads.
 fn undecodable(object: &Object, before: Option<&Object>) -> Result<(), Status> {
