@@ -1,4 +1,4 @@
-//! [`Shared`]: a collection that an object's versions share until one of
+//! [`Shared`]: a part of an object that its versions share until one of
 //! them changes it.
 
 use std::collections::BTreeMap;
@@ -8,28 +8,29 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-/// A collection of an object's metadata (its labels, annotations, owner
-/// references) that copies of the object share until one of them changes
-/// it, as [`SharedValue`](crate::SharedValue) does for `spec` and `status`.
+/// A part of an object that copies of the object share until one of them
+/// changes it: its metadata's labels, annotations and owner references
+/// here, and its `spec` and `status` as [`SharedValue`](crate::SharedValue)
+/// (a shared JSON value, empty when `null`).
 ///
 /// The store keeps every version of every object, and a write nearly never
-/// changes these; each version held its own copy of them (a map of two
+/// changes most of these; each version held its own copy of them (a map of two
 /// labels alone takes a B-tree node of about 540 bytes). Now a clone
 /// shares them, and a change (`labels.insert(…)`, through `DerefMut`)
 /// first takes a copy of its own if another version holds the same one.
 /// An empty one holds nothing at all.
 ///
-/// It reads as the collection it holds (`labels.get("app")`,
-/// `owner_references.iter()`) and is encoded, compared and described in
-/// the ABI's JSON schema as that collection. A whole one is assigned with
+/// It reads as what it holds (`labels.get("app")`,
+/// `owner_references.iter()`, `spec["nodeName"]`) and is encoded, compared
+/// and described in the ABI's JSON schema as that. A whole one is assigned with
 /// `.into()` (`meta.labels = BTreeMap::from([…]).into()`).
 #[derive(Clone)]
 pub struct Shared<T: Empty>(Option<Arc<T>>);
 
-/// A collection with a `'static` empty value to read through when there
-/// is nothing to share.
+/// What a [`Shared`] can hold: a value with a `'static` empty one to read
+/// through when there is nothing to share (an empty map or list, `null`).
 pub trait Empty: Clone + Default + 'static {
-    /// The empty collection.
+    /// The empty one.
     const EMPTY: &'static Self;
 
     /// Whether it holds nothing.

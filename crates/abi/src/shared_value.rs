@@ -1,14 +1,13 @@
 //! [`SharedValue`]: a JSON value that copies share until one is changed.
 
 use std::fmt;
-use std::ops::{Deref, DerefMut};
-use std::sync::{Arc, LazyLock};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::{Empty, Shared};
+
 /// A JSON value that its copies share until one of them changes it: an
-/// object's `spec` and `status`.
+/// object's `spec` and `status`, a [`Shared`] JSON value.
 ///
 /// Most writes change one part of an object and keep the rest: a status
 /// update keeps the spec, a binding or a deletion keeps the status. The
@@ -21,128 +20,58 @@ use serde_json::Value;
 /// It reads as the [`Value`] it holds (`pod.spec["nodeName"]`,
 /// `spec.get("replicas")`), and writing through it (`spec["x"] = …`,
 /// `*status = json!(…)`) first takes a copy of its own if the value is
-/// shared. It is encoded and compared as that value.
-#[derive(Clone)]
-pub struct SharedValue(Arc<Value>);
+/// shared. It is encoded and compared as that value; `null` (an object
+/// without a spec or status: most ConfigMaps, Secrets, Events) holds
+/// nothing at all.
+pub type SharedValue = Shared<Value>;
 
-/// One `null` for every object without a spec or status (most
-/// ConfigMaps, Secrets, Events): no allocation per object for nothing.
-static NULL: LazyLock<Arc<Value>> = LazyLock::new(|| Arc::new(Value::Null));
+impl Empty for Value {
+    const EMPTY: &'static Self = &Value::Null;
 
-impl SharedValue {
-    /// Holds `value`.
-    pub fn new(value: Value) -> Self {
-        if value.is_null() { Self::default() } else { SharedValue(Arc::new(value)) }
+    fn holds_nothing(&self) -> bool {
+        self.is_null()
+    }
+}
+
+impl Shared<Value> {
+    /// Whether it holds `null` (what an object without a spec or status has).
+    pub fn is_null(&self) -> bool {
+        self.is_empty()
     }
 
     /// The value, taken out (copied only if another holder shares it).
     pub fn into_value(self) -> Value {
-        Arc::try_unwrap(self.0).unwrap_or_else(|shared| (*shared).clone())
-    }
-
-    /// Whether it holds `null` (what an object without a spec or status has).
-    pub fn is_null(&self) -> bool {
-        self.0.is_null()
-    }
-
-    /// Whether `self` and `other` are the very same copy (not merely equal).
-    pub fn ptr_eq(&self, other: &SharedValue) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        self.into_inner()
     }
 }
 
-impl Default for SharedValue {
-    fn default() -> Self {
-        SharedValue(NULL.clone())
-    }
-}
-
-impl Deref for SharedValue {
-    type Target = Value;
-
-    fn deref(&self) -> &Value {
-        &self.0
-    }
-}
-
-impl DerefMut for SharedValue {
-    fn deref_mut(&mut self) -> &mut Value {
-        Arc::make_mut(&mut self.0)
-    }
-}
-
-impl AsRef<Value> for SharedValue {
+impl AsRef<Value> for Shared<Value> {
     fn as_ref(&self) -> &Value {
-        &self.0
+        self
     }
 }
 
-impl From<Value> for SharedValue {
-    fn from(value: Value) -> Self {
-        SharedValue::new(value)
+impl From<Shared<Value>> for Value {
+    fn from(value: Shared<Value>) -> Self {
+        value.into_inner()
     }
 }
 
-impl From<SharedValue> for Value {
-    fn from(value: SharedValue) -> Self {
-        value.into_value()
-    }
-}
-
-impl PartialEq for SharedValue {
-    fn eq(&self, other: &Self) -> bool {
-        self.ptr_eq(other) || *self.0 == *other.0
-    }
-}
-
-impl PartialEq<Value> for SharedValue {
+impl PartialEq<Value> for Shared<Value> {
     fn eq(&self, other: &Value) -> bool {
-        *self.0 == *other
+        **self == *other
     }
 }
 
-impl PartialEq<SharedValue> for Value {
-    fn eq(&self, other: &SharedValue) -> bool {
-        *self == *other.0
+impl PartialEq<Shared<Value>> for Value {
+    fn eq(&self, other: &Shared<Value>) -> bool {
+        *self == **other
     }
 }
 
-impl fmt::Debug for SharedValue {
+impl fmt::Display for Shared<Value> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
-    }
-}
-
-impl fmt::Display for SharedValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&*self.0, f)
-    }
-}
-
-impl Serialize for SharedValue {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for SharedValue {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Value::deserialize(deserializer).map(SharedValue::new)
-    }
-}
-
-#[cfg(feature = "schema")]
-impl schemars::JsonSchema for SharedValue {
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        Value::schema_name()
-    }
-
-    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        Value::json_schema(generator)
+        fmt::Display::fmt(&**self, f)
     }
 }
 
