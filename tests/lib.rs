@@ -72,6 +72,25 @@ pub fn wasm_plugins_under(limits: &Limits) -> BTreeMap<String, CompiledPlugin> {
     wasm_plugins_in(&Engine::pooled(recon_host::MAX_POOL_SLOTS).expect("wasmtime starts"), limits)
 }
 
+/// The built-in controllers `scenario`'s components run, compiled under
+/// the limits it sets (`limits.plugins`), as `recon run --plugin` loads
+/// them: for a run of its own, where compiling every built-in and the
+/// defaults' limits (sized for one controller of a small story) would not
+/// do.
+pub fn wasm_plugins_for(scenario: &Scenario) -> BTreeMap<String, CompiledPlugin> {
+    let engine = Engine::pooled(recon_host::MAX_POOL_SLOTS).expect("wasmtime starts");
+    let limits = Limits::from(&scenario.limits.plugins);
+    let fixes = scenario.fixes.iter().flat_map(|f| &f.components).filter_map(|c| c.controller.as_deref());
+    let used: std::collections::BTreeSet<&str> =
+        scenario.components.iter().map(|c| c.controller.as_str()).chain(fixes).collect();
+    let dir = plugin_dir();
+    recon_catalog::BUILTINS
+        .iter()
+        .filter(|b| used.contains(b.name))
+        .map(|b| (b.name.to_string(), compile(&engine, &dir, b.crate_name, b.name, &limits)))
+        .collect()
+}
+
 /// [`wasm_plugins_under`], compiled by `engine`.
 pub fn wasm_plugins_in(engine: &Engine, limits: &Limits) -> BTreeMap<String, CompiledPlugin> {
     let dir = plugin_dir();

@@ -220,7 +220,7 @@ fn one(args: &[String]) {
     let scenario = recon_tests::scale::scenario(nodes, pods);
     let instantiate: recon_sim::Instantiate = match engine.as_str() {
         "native" => Box::new(|c| recon_catalog::instantiate(&c.controller)),
-        "wasm" => recon_tests::wasm_instantiate(recon_tests::wasm_plugins()),
+        "wasm" => recon_tests::wasm_instantiate(recon_tests::wasm_plugins_for(&scenario)),
         other => usage(&format!("{other}: the engine is native or wasm")),
     };
     let mut sim = Sim::new(&scenario, instantiate).expect("the scale scenario builds");
