@@ -12,6 +12,9 @@ use crate::ids::NodeId;
 
 use super::{ContainerStart, Finding, Observer, Truth};
 
+/// A running container: the node it runs on and the pod incarnation.
+type Container = (NodeId, PodRef);
+
 /// Judged after every container start, against what runs on the other
 /// nodes. Keeps its own index of the running containers by identity, so a
 /// start costs the containers of that one name, not of the whole cluster.
@@ -21,7 +24,7 @@ pub(super) struct PodIdentity {
     /// and incarnation (the order findings are reported in). Nearly always
     /// one: a list of them costs a few words where a map's smallest node
     /// took about a kilobyte, for every pod running in the cluster.
-    running: BTreeMap<(String, String), Vec<((NodeId, PodRef), EntryId)>>,
+    running: BTreeMap<(String, String), Vec<(Container, EntryId)>>,
 }
 
 impl Observer for PodIdentity {
