@@ -1,8 +1,9 @@
 //! The scale benchmark (issue 17): the cluster of `recon_tests::scale` at
 //! several sizes, each run in a process of its own so that its peak memory
 //! is its own, natively and (up to `--wasm-up-to` nodes) with every
-//! controller as a Wasm plugin under wasmtime; the Wasm/native ratio of
-//! each size is measured in the same invocation.
+//! controller as a Wasm plugin under wasmtime, loaded under the limits
+//! the cluster sets (`recon_tests::scale::plugin_limits`); the Wasm/native
+//! ratio of each size is measured in the same invocation.
 //!
 //! ```text
 //! cargo xtask bench scale [--sizes 100x3000,1000x30000,5000x150000] [--wasm-up-to NODES] [--min-seconds S]

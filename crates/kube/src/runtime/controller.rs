@@ -108,10 +108,22 @@ fn millis(duration: Duration) -> u64 {
 
 /// The de-duplicating queue of one controller: each object at most once,
 /// at the earliest time asked for.
+///
+/// An object whose reconcile is running is held apart until it ends
+/// (kube-runtime's scheduler holds it the same way): with every pod event
+/// triggering its owner again, a large cluster keeps most of its owners
+/// queued while they run, and looking past them on every start made the
+/// controller's cost per event grow with the cluster.
 #[derive(Debug, Default)]
 pub(crate) struct Queue {
+    /// Each queued object's due time and trigger number.
     due: BTreeMap<Key, (u64, u64)>,
+    /// The queued objects that may start, by due time, then trigger.
     order: BTreeSet<(u64, u64, Key)>,
+    /// The queued objects whose reconcile is running, in the same order.
+    held: BTreeSet<(u64, u64, Key)>,
+    /// The objects whose reconcile is running.
+    running: BTreeSet<Key>,
     triggers: u64,
     debounce_ms: u64,
     waker: Option<Waker>,
@@ -125,15 +137,17 @@ impl Queue {
         if let Some(waker) = self.waker.take() {
             waker.wake();
         }
+        let running = self.running.contains(&key);
+        let queued = if running { &mut self.held } else { &mut self.order };
         if let Some(&(due, seq)) = self.due.get(&key) {
             if due <= due_ms {
                 return;
             }
-            self.order.remove(&(due, seq, key.clone()));
+            queued.remove(&(due, seq, key.clone()));
         }
         self.triggers += 1;
         self.due.insert(key.clone(), (due_ms, self.triggers));
-        self.order.insert((due_ms, self.triggers, key));
+        queued.insert((due_ms, self.triggers, key));
     }
 
     /// A trigger from a watch: now, or after the debounce.
@@ -142,24 +156,45 @@ impl Queue {
         self.schedule(key, due);
     }
 
-    /// Takes the keys due at `now_ms` that `may_start`, in order; the
-    /// others stay queued.
-    pub(crate) fn take_due(&mut self, now_ms: u64, mut may_start: impl FnMut(&Key) -> bool) -> Vec<Key> {
-        let due: Vec<(u64, u64, Key)> = self.order.iter().take_while(|(due, _, _)| *due <= now_ms).cloned().collect();
+    /// Takes up to `room` of the keys due at `now_ms` whose reconcile is
+    /// not running, in order; the others stay queued.
+    pub(crate) fn take_due(&mut self, now_ms: u64, room: usize) -> Vec<Key> {
         let mut started = Vec::new();
-        for entry in due {
-            if may_start(&entry.2) {
-                self.order.remove(&entry);
-                self.due.remove(&entry.2);
-                started.push(entry.2);
+        while started.len() < room {
+            let Some(first) = self.order.first() else { break };
+            if first.0 > now_ms {
+                break;
             }
+            let (_, _, key) = self.order.pop_first().expect("there is a first");
+            self.due.remove(&key);
+            started.push(key);
         }
         started
     }
 
-    /// The earliest time something is queued for after `now_ms`.
+    /// Marks `key`'s reconcile running: a trigger for it is held until
+    /// [`Queue::finished`].
+    pub(crate) fn started(&mut self, key: &Key) {
+        self.running.insert(key.clone());
+    }
+
+    /// Marks `key`'s reconcile ended: a trigger held meanwhile may start.
+    pub(crate) fn finished(&mut self, key: &Key) {
+        if self.running.remove(key)
+            && let Some(&(due, seq)) = self.due.get(key)
+        {
+            let entry = (due, seq, key.clone());
+            self.held.remove(&entry);
+            self.order.insert(entry);
+        }
+    }
+
+    /// The earliest time something is queued for after `now_ms`, running
+    /// or not.
     pub(crate) fn next_after(&self, now_ms: u64) -> Option<u64> {
-        self.order.iter().map(|(due, _, _)| *due).find(|due| *due > now_ms)
+        let after = (now_ms.checked_add(1)?, 0, Key::default());
+        let first = |queued: &BTreeSet<(u64, u64, Key)>| queued.range(after.clone()..).next().map(|(due, _, _)| *due);
+        [first(&self.order), first(&self.held)].into_iter().flatten().min()
     }
 
     /// How many keys are queued.
@@ -479,14 +514,8 @@ where
     /// Starts every due object that is not running, within the concurrency
     /// limit. Returns whether anything started or failed to.
     fn start_due(&mut self, now: u64) -> bool {
-        let busy: BTreeSet<Key> = self.running.iter().map(|(key, _, _)| key.clone()).collect();
         let limit = if self.concurrency == 0 { usize::MAX } else { self.concurrency };
-        let mut room = limit.saturating_sub(self.running.len());
-        let due = lock(&self.queue).take_due(now, |key| {
-            let start = room > 0 && !busy.contains(key);
-            room -= usize::from(start);
-            start
-        });
+        let due = lock(&self.queue).take_due(now, limit.saturating_sub(self.running.len()));
         let started = !due.is_empty();
         for key in due {
             // A staleness mitigation may hold the sync until the informers
@@ -499,6 +528,7 @@ where
             match self.reader.get(&object_ref) {
                 Some(object) => {
                     let future = (self.reconciler)(object.clone(), self.context.clone());
+                    lock(&self.queue).started(&key);
                     self.running.push((key, object, Box::pin(future)));
                 }
                 None => self.finished.push_back(Err(Error::ObjectNotFound(Box::new(object_ref.erase())))),
@@ -527,6 +557,7 @@ where
                 continue;
             };
             let (key, object, _) = self.running.remove(index);
+            lock(&self.queue).finished(&key);
             let object_ref = ObjectRef::<K>::from_key(&key, self.dyntype.clone());
             let (action, item) = match result {
                 Ok(action) => (action.clone(), Ok((object_ref, action))),
@@ -568,18 +599,53 @@ mod tests {
         queue.schedule(key("a"), 900);
         assert_eq!(queue.len(), 2);
         // Both due at 100: in the order they were triggered at that time.
-        assert_eq!(queue.take_due(100, |_| true), [key("b"), key("a")]);
+        assert_eq!(queue.take_due(100, usize::MAX), [key("b"), key("a")]);
         assert_eq!(queue.len(), 0);
     }
 
     #[test]
-    fn an_object_that_may_not_start_stays_queued_for_later() {
+    fn an_object_whose_reconcile_runs_is_held_until_it_ends() {
         let mut queue = Queue::default();
         queue.schedule(key("a"), 0);
-        queue.schedule(key("b"), 0);
+        assert_eq!(queue.take_due(0, usize::MAX), [key("a")]);
+        queue.started(&key("a"));
+        // Triggered again while it runs: held, though due, and others pass it.
+        queue.schedule(key("a"), 5);
+        queue.schedule(key("b"), 8);
         queue.schedule(key("c"), 50);
-        assert_eq!(queue.take_due(10, |k| k != &key("a")), [key("b")]);
-        assert_eq!(queue.next_after(10), Some(50));
-        assert_eq!(queue.take_due(60, |_| true), [key("a"), key("c")]);
+        assert_eq!(queue.len(), 3);
+        assert_eq!(queue.take_due(10, usize::MAX), [key("b")]);
+        // A held object's time still counts for the timer.
+        queue.schedule(key("a"), 30);
+        assert_eq!(queue.next_after(10), Some(50), "a is held at 5, its earlier time");
+        queue.finished(&key("a"));
+        assert_eq!(queue.take_due(60, usize::MAX), [key("a"), key("c")]);
+        assert_eq!(queue.len(), 0);
+    }
+
+    #[test]
+    fn the_timer_counts_held_objects_due_later() {
+        let mut queue = Queue::default();
+        queue.schedule(key("a"), 0);
+        assert_eq!(queue.take_due(0, usize::MAX), [key("a")]);
+        queue.started(&key("a"));
+        queue.schedule(key("a"), 40);
+        queue.schedule(key("b"), 70);
+        assert_eq!(queue.next_after(10), Some(40));
+        assert_eq!(queue.take_due(45, usize::MAX), Vec::<Key>::new(), "a runs still");
+        queue.finished(&key("a"));
+        assert_eq!(queue.next_after(45), Some(70));
+        assert_eq!(queue.take_due(45, usize::MAX), [key("a")]);
+    }
+
+    #[test]
+    fn at_most_room_objects_start_and_the_rest_wait_their_turn() {
+        let mut queue = Queue::default();
+        for name in ["a", "b", "c"] {
+            queue.schedule(key(name), 0);
+        }
+        assert_eq!(queue.take_due(0, 2), [key("a"), key("b")]);
+        assert_eq!(queue.take_due(0, 0), Vec::<Key>::new());
+        assert_eq!(queue.take_due(0, 5), [key("c")]);
     }
 }
