@@ -555,7 +555,12 @@ impl Trace {
             }
             causes.truncate(kept);
         } else {
-            let mut seen = std::collections::BTreeSet::new();
+            // A hashed set: only asked whether it holds an id, never
+            // iterated, so its order is never seen. A reconcile handed a
+            // relist has a cause per object, and a tree of them cost 0.7 %
+            // of a run at 5,000 nodes.
+            let mut seen = rustc_hash::FxHashSet::default();
+            seen.reserve(causes.len());
             causes.retain(|c| seen.insert(*c));
         }
         self.entries.push(Entry { id, time_ms, lane, event, causes: causes.into() });
@@ -615,5 +620,20 @@ mod tests {
         }
         assert_eq!(trace.hash(), format!("{:016x}", fnv1a(trace.to_json().as_bytes())));
         assert_ne!(trace.hash(), Trace::default().hash());
+    }
+
+    /// An entry's causes keep their order, most direct first, and each
+    /// cause once: the short lists and the long ones (a reconcile handed a
+    /// relist) alike.
+    #[test]
+    fn causes_keep_their_first_place_and_lose_their_repeats() {
+        let mut trace = Trace::default();
+        let lane = trace.add_lane("etcd", LaneRole::Store);
+        let short = trace.push(0, lane, Event::Compaction { revision: 0 }, vec![9, 3, 9, 1, 3]);
+        assert_eq!(trace.entries[short as usize].causes, [9, 3, 1]);
+        let long: Vec<EntryId> = (0..40).rev().chain(0..40).chain([7, 100]).collect();
+        let long_entry = trace.push(0, lane, Event::Compaction { revision: 0 }, long);
+        let wanted: Vec<EntryId> = (0..40).rev().chain([100]).collect();
+        assert_eq!(trace.entries[long_entry as usize].causes, wanted);
     }
 }
