@@ -442,3 +442,65 @@ fn a_kind_used_only_inside_reconciles_is_allowed_by_declaring_it() {
     let manifest = declared.init(&recon_abi::ComponentConfig::default());
     assert!(manifest.allows(Verb::Create, "Secret") && manifest.allows(Verb::Delete, "Secret"));
 }
+
+/// A future that writes `poll NAME` in the log each time it is polled.
+struct CountedPolls<F> {
+    name: String,
+    log: Log,
+    inner: std::pin::Pin<Box<F>>,
+}
+
+impl<F: std::future::Future> std::future::Future for CountedPolls<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<F::Output> {
+        let line = format!("poll {}", self.name);
+        self.log.lock().unwrap().push(line);
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+/// Reads the Secret of the same name, counting the read's polls, and ends.
+async fn reconcile_counting_polls(map: Arc<ConfigMap>, ctx: Arc<Data>) -> Result<Action, Error> {
+    let name = map.name_any();
+    let secrets = Api::<Secret>::namespaced(ctx.client.clone(), &map.namespace().unwrap());
+    let get = secrets.get_opt(&name);
+    CountedPolls { name: name.clone(), log: ctx.log.clone(), inner: Box::pin(get) }.await?;
+    ctx.log.lock().unwrap().push(format!("end {name}"));
+    Ok(Action::await_change())
+}
+
+/// A reconcile is polled when what it waits for is ready, not whenever
+/// another one's is: with a hundred reconciles waiting for their own
+/// writes, polling them all for every result made a result cost the
+/// number running (kube-runtime's runner, on `FuturesUnordered`, polls
+/// the woken ones too). The order among the woken stays the start order.
+#[test]
+fn a_waiting_reconcile_is_polled_again_only_when_its_own_result_comes() {
+    let log = Log::default();
+    let mut plugin = Plugin::new("maps", {
+        let log = log.clone();
+        move || {
+            let log = log.clone();
+            async move {
+                let client = Client::try_default().await?;
+                Controller::new(Api::<ConfigMap>::all(client.clone()), watcher::Config::default())
+                    .run(reconcile_counting_polls, error_policy, Arc::new(Data { client, log, failing: "" }))
+                    .for_each(|_| futures::future::ready(()))
+                    .await;
+                Ok::<(), recon_kube::Error>(())
+            }
+        }
+    });
+    plugin.init(&recon_abi::ComponentConfig { name: "maps".into(), ..Default::default() });
+    let asked = gets(&plugin.handle(&input(100, vec![listed(0, vec![map("a"), map("b"), map("c")])])));
+    assert_eq!(*log.lock().unwrap(), ["poll a", "poll b", "poll c"]);
+    plugin.handle(&input(110, vec![secret_result(asked[1].0, "b", true)]));
+    assert_eq!(*log.lock().unwrap(), ["poll a", "poll b", "poll c", "poll b", "end b"], "a and c still wait");
+    plugin.handle(&input(120, vec![secret_result(asked[2].0, "c", false), secret_result(asked[0].0, "a", true)]));
+    assert_eq!(
+        log.lock().unwrap()[5..],
+        ["poll a", "end a", "poll c", "end c"],
+        "both woken in one call: polled in the order they started"
+    );
+}

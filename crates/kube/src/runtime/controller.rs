@@ -23,8 +23,9 @@ use std::error::Error as StdError;
 use std::fmt::Debug;
 use std::hash::Hash;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Waker};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use futures::{Stream, TryFuture};
@@ -423,6 +424,7 @@ where
             context,
             triggers: self.triggers,
             running: Vec::new(),
+            runner_waker: Arc::default(),
             finished: VecDeque::new(),
             timer: None,
         };
@@ -430,9 +432,42 @@ where
     }
 }
 
-/// One reconcile in progress: the object's key, the object it was given,
-/// and its future.
-type Running<K, F> = (Key, Arc<K>, Pin<Box<F>>);
+/// One reconcile in progress.
+struct Running<K, F> {
+    /// The object's queue key.
+    key: Key,
+    /// The object it was given.
+    object: Arc<K>,
+    future: Pin<Box<F>>,
+    /// Set when something it waits for is ready (and when it starts).
+    woken: Arc<Woken>,
+    /// The waker it is polled with, which sets `woken`.
+    waker: Waker,
+}
+
+/// Whether one running reconcile has been woken since it was last polled.
+/// Waking it also wakes whatever polls the runner, so the runner polls the
+/// reconciles that were woken, in start order, and not the others: with
+/// a hundred reconciles each waiting for its own writes, polling them all
+/// for every result made a result cost the number running.
+struct Woken {
+    woken: AtomicBool,
+    /// The waker of the task polling the runner, shared by its reconciles.
+    runner: Arc<Mutex<Option<Waker>>>,
+}
+
+impl Wake for Woken {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        if let Some(runner) = self.runner.lock().unwrap_or_else(PoisonError::into_inner).as_ref() {
+            runner.wake_by_ref();
+        }
+    }
+}
 
 /// The loop behind [`Controller::run`]'s stream.
 struct Runner<K: Resource, F: TryFuture, Ctx>
@@ -452,6 +487,8 @@ where
     triggers: Vec<Triggers>,
     /// In the order they started: polled in that order.
     running: Vec<Running<K, F>>,
+    /// The waker of the task polling this runner, for the reconciles' own.
+    runner_waker: Arc<Mutex<Option<Waker>>>,
     #[allow(clippy::type_complexity, reason = "the stream's item type")]
     finished: VecDeque<Result<(ObjectRef<K>, Action), Error<F::Error, watcher::Error>>>,
     timer: Option<SleepUntil>,
@@ -527,9 +564,11 @@ where
             let object_ref = ObjectRef::<K>::from_key(&key, self.dyntype.clone());
             match self.reader.get(&object_ref) {
                 Some(object) => {
-                    let future = (self.reconciler)(object.clone(), self.context.clone());
+                    let future = Box::pin((self.reconciler)(object.clone(), self.context.clone()));
                     lock(&self.queue).started(&key);
-                    self.running.push((key, object, Box::pin(future)));
+                    let woken = Arc::new(Woken { woken: AtomicBool::new(true), runner: self.runner_waker.clone() });
+                    let waker = Waker::from(woken.clone());
+                    self.running.push(Running { key, object, future, woken, waker });
                 }
                 None => self.finished.push_back(Err(Error::ObjectNotFound(Box::new(object_ref.erase())))),
             }
@@ -542,21 +581,31 @@ where
         ObjectKey::new(K::kind(&self.dyntype), key.0.clone(), key.1.clone())
     }
 
-    /// Polls every running reconcile once, in start order; a finished one
-    /// is requeued as its action (or the error policy) says. Returns
-    /// whether any finished.
+    /// Polls every running reconcile that was woken once, in start order;
+    /// a finished one is requeued as its action (or the error policy)
+    /// says. Returns whether any finished.
     fn poll_running(&mut self, cx: &mut Context<'_>, now: u64) -> bool {
+        {
+            let mut runner = self.runner_waker.lock().unwrap_or_else(PoisonError::into_inner);
+            if !runner.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                *runner = Some(cx.waker().clone());
+            }
+        }
         let mut done = false;
         let mut index = 0;
         while index < self.running.len() {
-            let object = self.object_key(&self.running[index].0);
-            let running = &mut self.running[index].2;
-            let poll = recon::reconciling(&object, || running.as_mut().try_poll(cx));
+            if !self.running[index].woken.woken.swap(false, Ordering::Acquire) {
+                index += 1;
+                continue;
+            }
+            let object = self.object_key(&self.running[index].key);
+            let Running { future, waker, .. } = &mut self.running[index];
+            let poll = recon::reconciling(&object, || future.as_mut().try_poll(&mut Context::from_waker(waker)));
             let Poll::Ready(result) = poll else {
                 index += 1;
                 continue;
             };
-            let (key, object, _) = self.running.remove(index);
+            let Running { key, object, .. } = self.running.remove(index);
             lock(&self.queue).finished(&key);
             let object_ref = ObjectRef::<K>::from_key(&key, self.dyntype.clone());
             let (action, item) = match result {
