@@ -30,19 +30,30 @@ pub const PLUGIN_MEMORY_BYTES: u64 = recon_scenario::PluginLimits::MAX_MEMORY_BY
 /// instructions: at 300 nodes and 9,000 pods the default billion ran out.
 pub const FUEL_PER_CALL_PER_POD: u64 = 500_000;
 
+/// Output bytes per plugin call, for each pod in the cluster: a create
+/// of one pod from its template is about 1,200 bytes, and the ReplicaSet
+/// controller's first call at 5,000 nodes returns 60.8 MB of them.
+pub const OUTPUT_BYTES_PER_POD: u64 = 2_000;
+
 /// The limits a Wasm plugin runs under in a cluster of `pods` pods, as a
 /// scenario's `limits.plugins`: [`PLUGIN_MEMORY_BYTES`], fuel per call
-/// that grows with the pods, and as many actions in one call as there are
+/// that grows with the pods, as many actions in one call as there are
 /// pods (the ReplicaSet controller creates 10,521 in its first call at
-/// 1,000 nodes, above the default 10,000). The native run has no such
-/// limits; a Wasm run that hit one would leave its trace.
+/// 1,000 nodes, above the default 10,000), and output for them. The
+/// native run has no such limits; a Wasm run that hit one would leave
+/// its trace.
 pub fn plugin_limits(pods: usize) -> String {
     use recon_scenario::PluginLimits;
     let fuel = (recon_host::Limits::DEFAULT.fuel_per_call + FUEL_PER_CALL_PER_POD * pods as u64)
         .min(PluginLimits::MAX_FUEL_PER_CALL);
     let actions = (pods as u64)
         .clamp(u64::from(recon_host::Limits::DEFAULT.max_actions_per_call), PluginLimits::MAX_ACTIONS_PER_CALL);
-    format!("{{ memoryBytes: {PLUGIN_MEMORY_BYTES}, fuelPerCall: {fuel}, maxActionsPerCall: {actions} }}")
+    let output = (OUTPUT_BYTES_PER_POD * pods as u64)
+        .clamp(recon_host::Limits::DEFAULT.max_output_bytes, PluginLimits::MAX_OUTPUT_BYTES);
+    format!(
+        "{{ memoryBytes: {PLUGIN_MEMORY_BYTES}, fuelPerCall: {fuel}, maxActionsPerCall: {actions}, \
+         maxOutputBytes: {output} }}"
+    )
 }
 
 /// The API servers, with each one's watch-cache lag.

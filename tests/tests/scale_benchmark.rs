@@ -69,7 +69,9 @@ fn a_wasm_run_of_the_cluster_gives_the_native_trace() {
 /// call), and the scheduler's first call at 300 nodes binds 9,000 pods,
 /// more than the default billion units of fuel pays for; the default
 /// 64 MiB of memory holds a few thousand of the ReplicaSet controller's
-/// pods. Parsing checks each limit against the most a scenario may set.
+/// pods, and at 5,000 nodes its first call returns 60.8 MB, above the
+/// default 16 MiB of output. Parsing checks each limit against the most a
+/// scenario may set.
 #[test]
 fn the_cluster_sets_plugin_limits_that_grow_with_its_pods() {
     let default = recon_host::Limits::DEFAULT;
@@ -78,5 +80,8 @@ fn the_cluster_sets_plugin_limits_that_grow_with_its_pods() {
         assert_eq!(limits.memory_bytes, recon_scenario::PluginLimits::MAX_MEMORY_BYTES);
         assert!(limits.max_actions_per_call as usize >= pods.max(default.max_actions_per_call as usize));
         assert!(limits.fuel_per_call >= default.fuel_per_call + 100_000 * pods as u64, "{nodes} nodes: {limits:?}");
+        // A create from a template is about 1,200 bytes of output.
+        let creates = (1_200 * pods as u64).min(recon_scenario::PluginLimits::MAX_OUTPUT_BYTES);
+        assert!(limits.max_output_bytes >= creates.max(default.max_output_bytes), "{nodes} nodes: {limits:?}");
     }
 }
