@@ -438,6 +438,7 @@ struct Running<K, F> {
     key: Key,
     /// The object it was given.
     object: Arc<K>,
+    /// The reconciler's future.
     future: Pin<Box<F>>,
     /// Set when something it waits for is ready (and when it starts).
     woken: Arc<Woken>,
