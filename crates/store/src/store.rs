@@ -119,11 +119,8 @@ impl Store {
     /// same either way.
     pub fn share_with_last_created(&self, object: &mut Object) -> Option<&Arc<Object>> {
         let last = self.last_created.get(&object.kind).filter(|last| last.api_version == object.api_version)?;
-        for (part, shared) in [(&mut object.spec, &last.spec), (&mut object.status, &last.status)] {
-            if !part.is_null() && !part.ptr_eq(shared) && *part == *shared {
-                *part = shared.clone();
-            }
-        }
+        share(&mut object.spec, &last.spec);
+        share(&mut object.status, &last.status);
         let (meta, shared) = (&mut object.metadata, &last.metadata);
         share(&mut meta.labels, &shared.labels);
         share(&mut meta.annotations, &shared.annotations);
@@ -316,7 +313,8 @@ impl Store {
     }
 }
 
-/// Makes `part` the very collection `shared` holds, if they are equal.
+/// Makes `part` the very value `shared` holds, if they are equal (the
+/// comparison is a pointer's when they are already one).
 fn share<T: Empty + PartialEq>(part: &mut Shared<T>, shared: &Shared<T>) {
     if !part.is_empty() && *part == *shared {
         *part = shared.clone();
