@@ -83,19 +83,27 @@ pub fn wasm_plugins_for(scenario: &Scenario) -> BTreeMap<String, CompiledPlugin>
     let fixes = scenario.fixes.iter().flat_map(|f| &f.components).filter_map(|c| c.controller.as_deref());
     let used: std::collections::BTreeSet<&str> =
         scenario.components.iter().map(|c| c.controller.as_str()).chain(fixes).collect();
-    let dir = plugin_dir();
-    recon_catalog::BUILTINS
-        .iter()
-        .filter(|b| used.contains(b.name))
-        .map(|b| (b.name.to_string(), compile(&engine, &dir, b.crate_name, b.name, &limits)))
-        .collect()
+    compile_builtins(&engine, &limits, |name| used.contains(name))
 }
 
 /// [`wasm_plugins_under`], compiled by `engine`.
 pub fn wasm_plugins_in(engine: &Engine, limits: &Limits) -> BTreeMap<String, CompiledPlugin> {
+    compile_builtins(engine, limits, |_| true)
+}
+
+/// The built-in controllers `wanted` names, compiled by `engine` under
+/// `limits`, by controller name.
+fn compile_builtins(
+    engine: &Engine,
+    limits: &Limits,
+    wanted: impl Fn(&str) -> bool,
+) -> BTreeMap<String, CompiledPlugin> {
     let dir = plugin_dir();
-    let compile = |b: &recon_catalog::Builtin| compile(engine, &dir, b.crate_name, b.name, limits);
-    recon_catalog::BUILTINS.iter().map(|b| (b.name.to_string(), compile(b))).collect()
+    recon_catalog::BUILTINS
+        .iter()
+        .filter(|b| wanted(b.name))
+        .map(|b| (b.name.to_string(), compile(engine, &dir, b.crate_name, b.name, limits)))
+        .collect()
 }
 
 /// One plugin built by `cargo xtask plugins`, by its crate name with `_`

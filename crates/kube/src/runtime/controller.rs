@@ -640,6 +640,15 @@ mod tests {
         ("default".into(), name.into())
     }
 
+    /// A queue whose object `name` was due at 0 and is running now.
+    fn running(name: &str) -> Queue {
+        let mut queue = Queue::default();
+        queue.schedule(key(name), 0);
+        assert_eq!(queue.take_due(0, usize::MAX), [key(name)]);
+        queue.started(&key(name));
+        queue
+    }
+
     #[test]
     fn the_queue_keeps_one_entry_per_object_at_its_earliest_time() {
         let mut queue = Queue::default();
@@ -655,10 +664,7 @@ mod tests {
 
     #[test]
     fn an_object_whose_reconcile_runs_is_held_until_it_ends() {
-        let mut queue = Queue::default();
-        queue.schedule(key("a"), 0);
-        assert_eq!(queue.take_due(0, usize::MAX), [key("a")]);
-        queue.started(&key("a"));
+        let mut queue = running("a");
         // Triggered again while it runs: held, though due, and others pass it.
         queue.schedule(key("a"), 5);
         queue.schedule(key("b"), 8);
@@ -675,10 +681,7 @@ mod tests {
 
     #[test]
     fn the_timer_counts_held_objects_due_later() {
-        let mut queue = Queue::default();
-        queue.schedule(key("a"), 0);
-        assert_eq!(queue.take_due(0, usize::MAX), [key("a")]);
-        queue.started(&key("a"));
+        let mut queue = running("a");
         queue.schedule(key("a"), 40);
         queue.schedule(key("b"), 70);
         assert_eq!(queue.next_after(10), Some(40));
