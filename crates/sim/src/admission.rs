@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use recon_abi::{
-    Action, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Object, ObjectKey, ObjectMeta, Patch, PatchParams,
-    PropagationPolicy, Status, StatusReason, event::EVENT_KIND,
+    Action, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Object, ObjectKey, Patch, PatchParams, PropagationPolicy, Status,
+    StatusReason, event::EVENT_KIND,
 };
 use recon_store::{Store, StoreError, StoreEvent};
 use serde_json::Value;
@@ -305,7 +305,7 @@ fn write_object(
             }
         }
         Action::Update { object, .. } => {
-            let current = current(store, &object.key())?;
+            let current = current_or_undecodable(store, &object)?;
             match plan_update(kinds, &current, object)? {
                 Change::Update(next, precondition) => commit(store, now, Write::Update(next, precondition), dry_run),
                 Change::Delete(key, precondition) => commit(store, now, Write::Delete(key, precondition), dry_run),
@@ -313,8 +313,8 @@ fn write_object(
         }
         Action::UpdateStatus { object, .. } => {
             has_status(kinds, &object.kind)?;
-            let current = current(store, &object.key())?;
-            let Change::Update(next, precondition) = plan_update_status(&current, object)? else {
+            let current = current_or_undecodable(store, &object)?;
+            let Change::Update(next, precondition) = plan_update_status(kinds, &current, object)? else {
                 unreachable!("a status update never deletes")
             };
             commit(store, now, Write::Update(next, precondition), dry_run)
@@ -332,31 +332,39 @@ enum Change {
     Delete(ObjectKey, Option<u64>),
 }
 
-/// An update as the API server admits it: uid precondition, no new
-/// finalizers while deleting; it cannot change identity or deletion
-/// state, nor status where a status subresource owns it; generation counts
-/// changes to what is neither metadata nor (then) status.
+/// An update as the API server admits it: it cannot change identity or
+/// deletion state, nor status where a status subresource owns it;
+/// generation counts changes to what is neither metadata nor (then)
+/// status.
+///
+/// A write wrong in two ways is refused for the one Kubernetes checks
+/// first. The generic registry's `Store.Update` (apiserver,
+/// `registry/generic/registry/store.go`) has the request's body (a
+/// patch's result) decoded first, 400, the whole body, a status the
+/// subresource then ignores included; then the storage layer checks the
+/// preconditions ([`preconditions`]), 409 or 422; only then does the
+/// kind's validation run (an added finalizer while deleting, 422). So a
+/// stale write that is also invalid is told it is stale, and retried.
 fn plan_update(kinds: &Kinds, current: &Object, object: Object) -> Result<Change, Status> {
-    check_uid(&object.metadata, current)?;
-    no_new_finalizers_while_deleting(current, &object)?;
-    let precondition = object.revision();
     let mut next = object;
-    let status_subresource = kinds.has_status(&next.kind);
-    if status_subresource {
-        next.status = current.status.clone();
-    }
-    next.metadata.uid = current.metadata.uid.clone();
+    let asked_uid = std::mem::replace(&mut next.metadata.uid, current.metadata.uid.clone());
     next.metadata.deletion_timestamp = current.metadata.deletion_timestamp.clone();
     next.metadata.deletion_grace_period_seconds = current.metadata.deletion_grace_period_seconds;
     if next.metadata.managed_fields.is_empty() {
         // A write that carries no managedFields keeps the stored ones.
         next.metadata.managed_fields = current.metadata.managed_fields.clone();
     }
+    undecodable(&next, Some(current))?;
+    let precondition = preconditions(kinds, current, &asked_uid, &next.metadata.resource_version)?;
+    let status_subresource = kinds.has_status(&next.kind);
+    if status_subresource {
+        next.status = current.status.clone();
+    }
     let changed = next.spec != current.spec
         || next.other != current.other
         || (!status_subresource && next.status != current.status);
     next.metadata.generation = current.metadata.generation + i64::from(changed);
-    undecodable(&next, Some(current))?;
+    no_new_finalizers_while_deleting(current, &next)?;
     if deletion_complete(&next) {
         // The last finalizer is gone from an object marked for deletion
         // with no grace left: this update deletes it.
@@ -365,17 +373,58 @@ fn plan_update(kinds: &Kinds, current: &Object, object: Object) -> Result<Change
     Ok(Change::Update(next, precondition))
 }
 
-/// A status update: uid precondition; only status changes.
-fn plan_update_status(current: &Object, object: Object) -> Result<Change, Status> {
-    check_uid(&object.metadata, current)?;
-    let precondition = object.revision();
+/// A status update: only status changes. Refused in the order
+/// [`plan_update`] says; its whole body is decoded, spec included.
+fn plan_update_status(kinds: &Kinds, current: &Object, object: Object) -> Result<Change, Status> {
+    let mut object = object;
+    if object.metadata.managed_fields.is_empty() {
+        object.metadata.managed_fields = current.metadata.managed_fields.clone();
+    }
+    undecodable(&object, Some(current))?;
+    let precondition = preconditions(kinds, current, &object.metadata.uid, &object.metadata.resource_version)?;
     let mut next = current.clone();
     next.status = object.status;
-    if !object.metadata.managed_fields.is_empty() {
-        next.metadata.managed_fields = object.metadata.managed_fields;
-    }
-    undecodable(&next, Some(current))?;
+    next.metadata.managed_fields = object.metadata.managed_fields;
     Ok(Change::Update(next, precondition))
+}
+
+/// The storage layer's checks of an update, status update or patch of
+/// `current` that asked for the uid `asked_uid` and the resourceVersion
+/// `asked` (each empty if it did not), in Kubernetes' order: the uid
+/// precondition, 409; a missing resourceVersion where the kind allows no
+/// unconditional update (custom resources), 422; a resourceVersion other
+/// than the stored one, 409. Returns the revision the store's
+/// compare-and-swap then expects (`None`: whatever is current).
+fn preconditions(kinds: &Kinds, current: &Object, asked_uid: &str, asked: &str) -> Result<Option<u64>, Status> {
+    if !asked_uid.is_empty() && asked_uid != current.metadata.uid {
+        return Err(Status::new(
+            StatusReason::Conflict,
+            format!(
+                "Precondition failed: UID in precondition: {asked_uid}, UID in object meta: {}",
+                current.metadata.uid
+            ),
+        ));
+    }
+    if asked.is_empty() {
+        return match kinds.get(&current.kind) {
+            Some(kind) if kind.custom => Err(Status::new(
+                StatusReason::Invalid,
+                format!(
+                    "{}.{} {:?} is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                    kind.kind, kind.group, current.metadata.name
+                ),
+            )),
+            _ => Ok(None),
+        };
+    }
+    let expected = asked
+        .parse::<u64>()
+        .map_err(|_| Status::new(StatusReason::BadRequest, format!("invalid resourceVersion {asked:?}")))?;
+    let actual = current.revision().unwrap_or(0);
+    if expected != actual {
+        return Err(status_of(StoreError::Conflict { key: recon_store::key_for(&current.key()), expected, actual }));
+    }
+    Ok(Some(expected))
 }
 
 /// 404 for the status subresource of a kind that has none.
@@ -439,17 +488,9 @@ fn admit_patch(
         return commit(store, now, Write::Create(object), params.dry_run);
     };
     // A resourceVersion the patch set is a precondition; without one the
-    // patch applies to whatever is current.
-    let asked = next.metadata.resource_version.clone();
-    if asked != current.metadata.resource_version {
-        let expected = asked.parse::<u64>().map_err(|_| {
-            Status::new(StatusReason::BadRequest, format!("invalid resourceVersion {asked:?} in the patch"))
-        })?;
-        let actual = current.revision().unwrap_or(0);
-        return Err(status_of(StoreError::Conflict { key: recon_store::key_for(&key), expected, actual }));
-    }
+    // patch applies to whatever is current (it carries the current one).
     let managed = next.metadata.managed_fields.clone();
-    let change = if status { plan_update_status(&current, next)? } else { plan_update(kinds, &current, next)? };
+    let change = if status { plan_update_status(kinds, &current, next)? } else { plan_update(kinds, &current, next)? };
     match change {
         Change::Update(mut next, precondition) => {
             next.metadata.managed_fields = managed;
@@ -616,17 +657,15 @@ fn current(store: &Store, key: &ObjectKey) -> Result<Arc<Object>, Status> {
     }
 }
 
-fn check_uid(meta: &ObjectMeta, current: &Object) -> Result<(), Status> {
-    if !meta.uid.is_empty() && meta.uid != current.metadata.uid {
-        return Err(Status::new(
-            StatusReason::Conflict,
-            format!(
-                "Precondition failed: UID in precondition: {}, UID in object meta: {}",
-                meta.uid, current.metadata.uid
-            ),
-        ));
+/// The stored object an update or status update of `object` changes; if
+/// there is none, 400 if the body does not decode (Kubernetes decodes a
+/// request's body before it looks anything up), else 404.
+fn current_or_undecodable(store: &Store, object: &Object) -> Result<Arc<Object>, Status> {
+    let found = current(store, &object.key());
+    if found.is_err() {
+        undecodable(object, None)?;
     }
-    Ok(())
+    found
 }
 
 #[cfg(test)]

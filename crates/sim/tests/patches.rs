@@ -566,3 +566,103 @@ fn the_trace_names_the_patch_type_and_field_manager() {
         "{lines:#?}"
     );
 }
+
+/// `object` with `finalizer` added, as an update.
+fn with_finalizer(mut object: Object, finalizer: &str) -> Action {
+    object.metadata.finalizers.push(finalizer.into());
+    Action::Update { object, dry_run: false }
+}
+
+// The generic registry's update (kube-apiserver's `Store.Update`, in
+// apiserver's registry/generic/registry/store.go; API Concepts, "Resource
+// versions"): the request's body (a patch's result) is decoded first, 400;
+// then the storage layer checks the uid precondition the body's
+// metadata.uid makes and then its resourceVersion, 409 each; the kind's
+// validation runs last (Finalizers: no finalizer may be added to an object
+// being deleted, 422). A write wrong in two ways is refused for the one
+// checked first, so a stale write that is also invalid is told it is
+// stale, and a controller that retries on Conflict retries it.
+#[test]
+fn a_write_wrong_in_two_ways_is_refused_for_what_kubernetes_checks_first() {
+    let mut sim = cluster();
+    let pod = key("Pod", "web-0");
+    let before = stored(&sim, &pod);
+    let delete = Action::Delete {
+        key: pod.clone(),
+        uid: None,
+        resource_version: None,
+        grace_period_seconds: None,
+        propagation_policy: None,
+        dry_run: false,
+    };
+    let marked = ok(&mut sim, 1_000, delete);
+    assert!(marked.is_terminating(), "its finalizer holds it, marked");
+
+    // Stale and adding a finalizer to an object being deleted: stale.
+    let status = refused(&mut sim, 2_000, with_finalizer(before.clone(), "example.com/late"), StatusReason::Conflict);
+    assert!(status.message.contains("has been modified"), "{status}");
+    // The same change on the current version: invalid.
+    refused(&mut sim, 3_000, with_finalizer(marked.clone(), "example.com/late"), StatusReason::Invalid);
+
+    // Stale and of another incarnation: the uid precondition comes first.
+    let mut other = before.clone();
+    other.metadata.uid = "not-its-uid".into();
+    let status = refused(&mut sim, 4_000, with_finalizer(other.clone(), "example.com/late"), StatusReason::Conflict);
+    assert!(status.message.starts_with("Precondition failed: UID in precondition: not-its-uid"), "{status}");
+
+    // And a body that does not decode is refused before all of those.
+    other.status["phase"] = json!(3);
+    let status = refused(&mut sim, 5_000, with_finalizer(other, "example.com/late"), StatusReason::BadRequest);
+    assert!(status.message.contains("cannot be handled as a Pod"), "{status}");
+
+    // A patch's result is decoded before its resourceVersion is compared.
+    let stale =
+        json!({ "metadata": { "resourceVersion": before.metadata.resource_version }, "spec": { "replicas": [3] } });
+    refused(&mut sim, 6_000, merge(web(), stale), StatusReason::BadRequest);
+    let stale = json!({ "metadata": { "resourceVersion": "999" }, "spec": { "replicas": 3 } });
+    refused(&mut sim, 7_000, merge(web(), stale), StatusReason::Conflict);
+
+    // Of an object that does not exist: 400 if the body does not decode,
+    // else 404 (the body is decoded before the object is looked up).
+    let mut gone = stored(&sim, &web());
+    gone.metadata.name = "gone".into();
+    refused(&mut sim, 8_000, Action::Update { object: gone.clone(), dry_run: false }, StatusReason::NotFound);
+    gone.spec["replicas"] = json!("ten");
+    refused(&mut sim, 9_000, Action::Update { object: gone, dry_run: false }, StatusReason::BadRequest);
+}
+
+// Custom resources: apiextensions-apiserver's strategy for custom
+// resources (customresource/strategy.go) allows no unconditional update,
+// so an update or status update of a custom resource without
+// metadata.resourceVersion is refused with 422 Invalid, "must be
+// specified for an update", where a built-in kind's is applied to
+// whatever is current (API Concepts, "Resource versions"). A patch needs
+// none: it is applied to the current version.
+#[test]
+fn an_update_of_a_custom_resource_must_name_the_version_it_replaces() {
+    let mut sim = cluster();
+    let widget = key("Widget", "w");
+    let mut unconditional = stored(&sim, &widget);
+    unconditional.metadata.resource_version.clear();
+    unconditional.spec["size"] = json!(2);
+    let status = refused(
+        &mut sim,
+        1_000,
+        Action::Update { object: unconditional.clone(), dry_run: false },
+        StatusReason::Invalid,
+    );
+    assert!(status.message.ends_with("metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"));
+    unconditional.status = json!({ "ready": true }).into();
+    refused(&mut sim, 2_000, Action::UpdateStatus { object: unconditional, dry_run: false }, StatusReason::Invalid);
+
+    let conditional = stored(&sim, &widget);
+    let updated = ok(&mut sim, 3_000, with_finalizer(conditional, "example.com/keep"));
+    assert_eq!(updated.metadata.finalizers, ["example.com/keep"]);
+    assert_eq!(ok(&mut sim, 4_000, merge(widget, json!({ "spec": { "size": 3 } }))).spec["size"], 3);
+
+    let mut deployment = stored(&sim, &web());
+    deployment.metadata.resource_version.clear();
+    deployment.spec["replicas"] = json!(4);
+    let updated = ok(&mut sim, 5_000, Action::Update { object: deployment, dry_run: false });
+    assert_eq!(updated.spec["replicas"], 4, "a built-in kind's update without one is unconditional");
+}
