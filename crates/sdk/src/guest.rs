@@ -46,6 +46,11 @@ use std::collections::BTreeMap;
 
 use recon_abi::{ABI_VERSION, ComponentConfig, Controller, Delivered, Input};
 
+/// The largest input or output buffer the glue keeps for the next call:
+/// a plugin's first list, or its answer to it, can be tens of megabytes,
+/// not worth holding for the calls after.
+const KEPT_BYTES: usize = 64 * 1024;
+
 /// Builds the instance's controller; the macro passes a function that
 /// evaluates the expression it was given.
 pub type Make = fn() -> Box<dyn Controller>;
@@ -57,6 +62,9 @@ pub type Make = fn() -> Box<dyn Controller>;
 pub struct Guest {
     controller: Option<Box<dyn Controller>>,
     inputs: BTreeMap<usize, Vec<u8>>,
+    /// The last call's input buffer, kept for the next one if it is small:
+    /// a call then allocates no buffer for its input.
+    spare: Vec<u8>,
     output: Vec<u8>,
     delivered: Delivered,
 }
@@ -81,7 +89,8 @@ impl Guest {
     /// returns its address, or `None` if memory is exhausted (the export
     /// returns `0` then, as the ABI says).
     pub fn alloc(&mut self, len: usize) -> Option<usize> {
-        let mut buffer = Vec::new();
+        let mut buffer = std::mem::take(&mut self.spare);
+        buffer.clear();
         // At least one byte, so that every live buffer has its own address
         // (an empty Vec's dangling pointer would be shared).
         let size = len.max(1);
@@ -109,8 +118,11 @@ impl Guest {
     /// [`Guest::alloc`] or the document does not decode.
     pub fn init(&mut self, make: Make, address: usize, len: usize) -> &[u8] {
         let input = self.take_input(address, len, "recon_init");
+        let mut output = self.take_output();
         let controller = self.controller.get_or_insert_with(make);
-        self.output = init_json(controller.as_mut(), &mut self.delivered, &input);
+        init_json(controller.as_mut(), &mut self.delivered, &input, &mut output);
+        self.output = output;
+        self.keep_spare(input);
         &self.output
     }
 
@@ -120,11 +132,28 @@ impl Guest {
     /// not decode.
     pub fn handle(&mut self, address: usize, len: usize) -> &[u8] {
         let input = self.take_input(address, len, "recon_handle");
+        let mut output = self.take_output();
         let Some(controller) = self.controller.as_mut() else {
             panic!("recon_handle was called before recon_init");
         };
-        self.output = handle_json(controller.as_mut(), &mut self.delivered, &input);
+        handle_json(controller.as_mut(), &mut self.delivered, &input, &mut output);
+        self.output = output;
+        self.keep_spare(input);
         &self.output
+    }
+
+    /// Keeps a call's input buffer for the next call's, unless it is large.
+    fn keep_spare(&mut self, input: Vec<u8>) {
+        if input.capacity() <= KEPT_BYTES {
+            self.spare = input;
+        }
+    }
+
+    /// The buffer for a new call's output: the last one's (the host has
+    /// copied it out already), unless it grew large.
+    fn take_output(&mut self) -> Vec<u8> {
+        let output = std::mem::take(&mut self.output);
+        if output.capacity() > KEPT_BYTES { Vec::new() } else { output }
     }
 
     /// Removes the buffer at `address` from the table: it belongs to the
@@ -142,30 +171,34 @@ impl Guest {
 }
 
 /// Decodes a `ComponentConfig`, calls [`Controller::init`] and encodes the
-/// `Manifest`: the JSON round trip of `recon_init`. The manifest asks the
-/// host to leave unchanged parts out of watch events (`omitUnchanged`):
-/// [`handle_json`] puts them back from `delivered`, which starts empty
-/// here. Panics if the bytes do not decode.
-pub fn init_json(controller: &mut dyn Controller, delivered: &mut Delivered, input: &[u8]) -> Vec<u8> {
+/// `Manifest` into `output` (emptied first): the JSON round trip of
+/// `recon_init`. The manifest asks the host to leave unchanged parts out
+/// of watch events (`omitUnchanged`): [`handle_json`] puts them back from
+/// `delivered`, which starts empty here. Panics if the bytes do not decode.
+pub fn init_json(controller: &mut dyn Controller, delivered: &mut Delivered, input: &[u8], output: &mut Vec<u8>) {
     let config: ComponentConfig = decode("recon_init", "ComponentConfig", input);
     let mut manifest = controller.init(&config);
     manifest.omit_unchanged = true;
     *delivered = Delivered::new();
-    serde_json::to_vec(&manifest).expect("a Manifest always encodes as JSON")
+    output.clear();
+    serde_json::to_writer(output, &manifest).expect("a Manifest always encodes as JSON");
 }
 
 /// Decodes an `Input`, puts back into its watch events what the host left
 /// out (from `delivered`, which it then brings up to date), calls
-/// [`Controller::handle`] and encodes the `Output`: the JSON round trip
-/// of `recon_handle`. Panics if the bytes do not decode, or if an event
-/// leaves out a part of an object its watch never delivered.
-pub fn handle_json(controller: &mut dyn Controller, delivered: &mut Delivered, input: &[u8]) -> Vec<u8> {
+/// [`Controller::handle`] and encodes the `Output` into `output` (emptied
+/// first; a plugin's glue keeps one buffer for every call's, so encoding
+/// allocates only when an output is larger than any before): the JSON
+/// round trip of `recon_handle`. Panics if the bytes do not decode, or if
+/// an event leaves out a part of an object its watch never delivered.
+pub fn handle_json(controller: &mut dyn Controller, delivered: &mut Delivered, input: &[u8], output: &mut Vec<u8>) {
     let mut input: Input = decode("recon_handle", "Input", input);
     for event in &mut input.events {
         delivered.receive(event).unwrap_or_else(|e| panic!("recon_handle: {e}"));
     }
-    let output = controller.handle(&input);
-    serde_json::to_vec(&output).expect("an Output always encodes as JSON")
+    let actions = controller.handle(&input);
+    output.clear();
+    serde_json::to_writer(output, &actions).expect("an Output always encodes as JSON");
 }
 
 /// Decodes the JSON `bytes` that `export` was given as a `what`; panics
@@ -538,29 +571,31 @@ mod tests {
     fn a_part_left_out_of_an_object_never_delivered_panics() {
         let event = r#"{"timeMs":8,"events":[{"type":"watch","watch":0,"event":{"type":"MODIFIED",
             "object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-0"}},"unchanged":["status"]}}]}"#;
-        handle_json(&mut Echo, &mut Delivered::new(), event.as_bytes());
+        handle_json(&mut Echo, &mut Delivered::new(), event.as_bytes(), &mut Vec::new());
     }
 
     #[test]
     fn the_wire_text_uses_the_documented_camel_case_tags() {
         let mut echo = Echo;
-        let manifest = init_json(&mut echo, &mut Delivered::new(), br#"{"name":"c","node":"node-1"}"#);
+        let mut manifest = Vec::new();
+        init_json(&mut echo, &mut Delivered::new(), br#"{"name":"c","node":"node-1"}"#, &mut manifest);
         let text = String::from_utf8(manifest).unwrap();
         assert!(text.contains(r#""abiVersion":1"#) && text.contains(r#""listMode":"quorum""#), "{text}");
-        let output = handle_json(&mut echo, &mut Delivered::new(), br#"{"timeMs":0,"events":[]}"#);
+        let mut output = b"what the last call left".to_vec();
+        handle_json(&mut echo, &mut Delivered::new(), br#"{"timeMs":0,"events":[]}"#, &mut output);
         assert_eq!(output, br#"{"actions":[]}"#);
     }
 
     #[test]
     #[should_panic(expected = "the Input does not decode")]
     fn an_input_that_does_not_decode_panics_which_traps_the_instance() {
-        handle_json(&mut Echo, &mut Delivered::new(), br#"{"timeMs":0,"events":[],"surprise":true}"#);
+        handle_json(&mut Echo, &mut Delivered::new(), br#"{"timeMs":0,"events":[],"surprise":true}"#, &mut Vec::new());
     }
 
     #[test]
     #[should_panic(expected = "recon_handle: the Input is not UTF-8")]
     fn an_input_that_is_not_utf8_panics_before_it_is_parsed() {
-        handle_json(&mut Echo, &mut Delivered::new(), b"{\"timeMs\":0,\"events\":[],\"x\":\"\xff\"}");
+        handle_json(&mut Echo, &mut Delivered::new(), b"{\"timeMs\":0,\"events\":[],\"x\":\"\xff\"}", &mut Vec::new());
     }
 
     #[test]
@@ -597,6 +632,37 @@ mod tests {
             guest.init(make, a, 0);
         }));
         assert!(failed.is_err(), "an empty document is not a ComponentConfig");
+    }
+
+    // A call allocates no buffer for its input or output when the last
+    // call's were big enough, and a large one is not held after its call.
+    #[test]
+    fn small_buffers_serve_the_next_call_and_large_ones_are_let_go() {
+        let mut guest = Guest::new();
+        let config =
+            serde_json::to_vec(&ComponentConfig { name: "echo".into(), ..ComponentConfig::default() }).unwrap();
+        let address = send(&mut guest, &config);
+        guest.init(make, address, config.len());
+        let small =
+            serde_json::to_vec(&input(7, vec![listed(0, "5", vec![pod("default", "web-0", "u-1", "5")])])).unwrap();
+        let call = |guest: &mut Guest, bytes: &[u8]| {
+            let address = send(guest, bytes);
+            let output = guest.handle(address, bytes.len());
+            (address, output.as_ptr() as usize, serde_json::from_slice::<Output>(output).unwrap().actions.len())
+        };
+        let (first_in, first_out, created) = call(&mut guest, &small);
+        assert_eq!(created, 1);
+        let (second_in, second_out, created) = call(&mut guest, &small);
+        assert_eq!((second_in, second_out, created), (first_in, first_out, 1), "the same buffers, the same answer");
+
+        let pods = (0..1_000).map(|i| pod("default", &format!("web-{i}"), &format!("u-{i}"), "5")).collect();
+        let large = serde_json::to_vec(&input(8, vec![listed(0, "5", pods)])).unwrap();
+        assert!(large.len() > KEPT_BYTES);
+        let (_, _, created) = call(&mut guest, &large);
+        assert_eq!(created, 1_000);
+        assert!(guest.spare.capacity() <= KEPT_BYTES, "the large input is not kept");
+        call(&mut guest, &small);
+        assert!(guest.output.capacity() <= KEPT_BYTES, "nor is the large output once the next call answered");
     }
 
     #[test]

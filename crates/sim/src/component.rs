@@ -166,11 +166,17 @@ pub(crate) struct Component {
     /// Lines its plugin has logged into the trace this run.
     logged: usize,
     rng: Rng,
+    /// The instance made when the simulation was built, to check that its
+    /// controller exists: its first start uses it rather than making
+    /// another (a Wasm plugin's instance costs its memory's setup and
+    /// reset, a native one little).
+    unstarted: Option<Box<dyn recon_abi::Instance>>,
 }
 
 impl Component {
     /// Component `id` of the scenario, not started; `node` is the node its
-    /// spec names, if the scenario has it.
+    /// spec names, if the scenario has it; `unstarted` is a fresh instance
+    /// of its controller for its first start.
     pub fn new(
         id: ComponentId,
         name: Name,
@@ -178,6 +184,7 @@ impl Component {
         servers: &[recon_scenario::ApiServer],
         node: Option<NodeId>,
         rng: Rng,
+        unstarted: Box<dyn recon_abi::Instance>,
     ) -> Component {
         let index = |name: &str| ServerId(servers.iter().position(|s| s.name == name).expect("validated scenario"));
         let mut order = vec![index(&spec.api_server)];
@@ -197,6 +204,7 @@ impl Component {
             failures: 0,
             logged: 0,
             rng,
+            unstarted: Some(unstarted),
         }
     }
 
@@ -349,7 +357,8 @@ impl Component {
     /// Starts its controller: a fresh instance, its manifest, and a
     /// reflector (and first list) per watch. `lease` is the Lease it won.
     fn start_controller(&mut self, env: &mut Env<'_>, lease: Option<Candidacy>, started: EntryId) {
-        let mut controller = (env.instantiate)(&self.spec).expect("controller checked in Sim::new");
+        let mut controller =
+            (self.unstarted.take()).or_else(|| (env.instantiate)(&self.spec)).expect("controller checked in Sim::new");
         let config = ComponentConfig {
             name: self.spec.name.clone(),
             node: self.spec.node.clone(),

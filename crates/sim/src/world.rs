@@ -67,14 +67,18 @@ impl Sim {
         // A scenario runs with the fixes it has turned on made (a no-op for
         // one already prepared so, and for one without fixes).
         let scenario = &scenario.with_fixes_applied();
+        // Each component's first instance, made now to check its
+        // controller exists, serves its first start.
+        let mut unstarted = Vec::with_capacity(scenario.components.len());
         for (i, c) in scenario.components.iter().enumerate() {
-            if instantiate(c).is_none() {
+            let Some(instance) = instantiate(c) else {
                 return Err(SimError::UnknownController {
                     path: format!("components[{i}].controller"),
                     component: c.name.clone(),
                     controller: c.controller.clone(),
                 });
-            }
+            };
+            unstarted.push(instance);
         }
         let seed = scenario.seed;
         let kinds = scenario.kinds();
@@ -117,11 +121,11 @@ impl Sim {
         sim.bootstrap()?;
         let node_ids: BTreeMap<&str, NodeId> =
             scenario.nodes.iter().enumerate().rev().map(|(n, node)| (node.name.as_str(), NodeId(n))).collect();
-        for (i, c) in scenario.components.iter().enumerate() {
+        for ((i, c), first) in scenario.components.iter().enumerate().zip(unstarted) {
             let node = c.node.as_deref().and_then(|name| node_ids.get(name).copied());
             let rng = Rng::derive(seed, &c.name);
             let name = sim.engine.name(&c.name);
-            sim.components.push(Component::new(ComponentId(i), name, c, &scenario.api_servers, node, rng));
+            sim.components.push(Component::new(ComponentId(i), name, c, &scenario.api_servers, node, rng, first));
             if c.start_at.0 == 0 {
                 sim.with_component(ComponentId(i), |c, env| c.start(env, None, None));
             } else {

@@ -300,3 +300,30 @@ fn a_plugin_logs_at_most_the_run_limit_and_a_last_line_says_so() {
         "(log limit reached: 10000 lines per component per run; later lines are dropped)"
     );
 }
+
+// A Wasm plugin's instance costs its memory's setup and reset, so the
+// simulator makes one per start: the instance it makes to check that a
+// component's controller exists is the one its first start runs.
+#[test]
+fn every_start_makes_one_instance_and_the_first_is_the_one_checked() {
+    let made = Rc::new(RefCell::new(0));
+    let counted = made.clone();
+    let m = manifest(vec![]);
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let behaviour: fn(usize, &Input) -> Result<Output, Crash> =
+        |calls, _| if calls == 2 { Err(Crash::new("scripted trapped")) } else { Ok(Output::default()) };
+    let mut sim = Sim::new(
+        &scenario(),
+        Box::new(move |_| {
+            *counted.borrow_mut() += 1;
+            Some(Box::new(Scripted { manifest: m.clone(), behaviour, calls: 0, seen: seen.clone() })
+                as Box<dyn Instance>)
+        }),
+    )
+    .unwrap();
+    assert_eq!(*made.borrow(), 1, "checking the controller made its first instance");
+    sim.run_until(20_000);
+    let starts = starts(&sim);
+    assert!(starts.len() >= 2, "it crashed and started again: {starts:?}");
+    assert_eq!(*made.borrow(), starts.len(), "one instance per start");
+}
