@@ -5,6 +5,10 @@ use std::time::{Duration, Instant};
 
 use recon_e2e::{Browser, native_hash, native_run, plugin_path};
 
+#[path = "../../crates/audit/tests/support/mod.rs"]
+mod support;
+use support::Scratch;
+
 const DEFAULT: &str = "pod-safety-59848";
 
 #[tokio::test(flavor = "current_thread")]
@@ -128,7 +132,8 @@ async fn an_uploaded_plugin_crosses_to_the_worker_once_as_bytes_and_again_to_a_r
     // A plugin that loops, stopped: the worker is replaced, and the next run
     // sends the new worker the plugins it names again (the fixed kubelet once).
     let looper = looping_plugin();
-    let file = std::env::temp_dir().join(format!("recon-e2e-{}-looper-resend.wasm", std::process::id()));
+    let scratch = Scratch::of_this_test();
+    let file = scratch.path().join("recon-e2e-looper-resend.wasm");
     std::fs::write(&file, &looper).unwrap();
     page.find("#upload-scheduler").await.send_keys(&file.display().to_string()).await.unwrap();
     page.find("#progress").await;
@@ -144,7 +149,6 @@ async fn an_uploaded_plugin_crosses_to_the_worker_once_as_bytes_and_again_to_a_r
     assert_eq!(three, recon_e2e::run_scenario(&scenario, &both).hash());
     let sizes = binary_sizes(&posts(&page).await);
     assert_eq!(sizes, [bytes.len() as u64, looper.len() as u64, bytes.len() as u64]);
-    let _ = std::fs::remove_file(file);
     page.close().await;
 }
 
@@ -255,7 +259,8 @@ async fn the_museum_opens_an_entry_explained_and_its_fix_makes_the_violation_dis
 async fn a_rejected_upload_says_why_and_keeps_everything() {
     let page = Browser::open("").await;
     let before = page.hash_after(None).await;
-    let notes = std::env::temp_dir().join(format!("recon-e2e-{}-notes.wasm", std::process::id()));
+    let scratch = Scratch::of_this_test();
+    let notes = scratch.path().join("recon-e2e-notes.wasm");
     std::fs::write(&notes, "these are notes, not WebAssembly").unwrap();
     page.find("#upload-kubelet-node-1").await.send_keys(&notes.display().to_string()).await.unwrap();
     let error = page.wait_text("#error pre", |t| !t.is_empty()).await;
@@ -265,7 +270,6 @@ async fn a_rejected_upload_says_why_and_keeps_everything() {
     assert_eq!(page.find("#controller-kubelet-node-1").await.text().await.unwrap(), "kubelet");
     assert_eq!(page.hash_after(None).await, before);
     page.find("#explanation-0").await;
-    let _ = std::fs::remove_file(notes);
     page.close().await;
 }
 
@@ -353,7 +357,8 @@ async fn a_looping_plugin_is_contained_and_the_page_keeps_responding() {
     let page = Browser::open("").await;
     let before = page.hash_after(None).await;
     let bytes = looping_plugin();
-    let file = std::env::temp_dir().join(format!("recon-e2e-{}-looper.wasm", std::process::id()));
+    let scratch = Scratch::of_this_test();
+    let file = scratch.path().join("recon-e2e-looper.wasm");
     std::fs::write(&file, &bytes).unwrap();
     page.find("#upload-kubelet-node-2").await.send_keys(&file.display().to_string()).await.unwrap();
     // While the worker burns through the plugin's fuel, the page answers a click at once.
@@ -367,7 +372,6 @@ async fn a_looping_plugin_is_contained_and_the_page_keeps_responding() {
     assert_eq!(after, native.hash());
     let crashes = page.find("#crashes").await.text().await.unwrap();
     assert!(crashes.contains("kubelet-node-2 crashed") && crashes.contains("ran out of fuel"), "{crashes}");
-    let _ = std::fs::remove_file(file);
     page.close().await;
 }
 
@@ -375,7 +379,8 @@ async fn a_looping_plugin_is_contained_and_the_page_keeps_responding() {
 async fn stop_keeps_the_last_finished_run() {
     let page = Browser::open("").await;
     let before = page.hash_after(None).await;
-    let file = std::env::temp_dir().join(format!("recon-e2e-{}-looper-stop.wasm", std::process::id()));
+    let scratch = Scratch::of_this_test();
+    let file = scratch.path().join("recon-e2e-looper-stop.wasm");
     std::fs::write(&file, looping_plugin()).unwrap();
     page.find("#upload-kubelet-node-2").await.send_keys(&file.display().to_string()).await.unwrap();
     page.find("#progress").await;
@@ -383,7 +388,6 @@ async fn stop_keeps_the_last_finished_run() {
     page.wait_text("#notice", |t| t.contains("Stopped")).await;
     assert_eq!(page.hash_after(None).await, before);
     assert_eq!(page.find("#controller-kubelet-node-2").await.text().await.unwrap(), "kubelet");
-    let _ = std::fs::remove_file(file);
     page.close().await;
 }
 
@@ -794,8 +798,6 @@ async fn an_editor_problem_is_reached_with_tab_and_puts_the_caret_at_its_line_an
 /// (one per API server), the second gzipped, in a fresh directory: their
 /// paths and what `recon audit` draws from them natively.
 fn audit_logs_of_59848(dir: &std::path::Path) -> (Vec<std::path::PathBuf>, recon_audit::AuditTimeline) {
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir).unwrap();
     let logs = recon_audit::audit_logs(&native_run(DEFAULT, &[])).unwrap();
     let (mut paths, mut files, mut inputs) = (Vec::new(), Vec::new(), Vec::<Box<dyn std::io::BufRead>>::new());
     for (k, log) in logs.into_iter().enumerate() {
@@ -826,7 +828,8 @@ async fn an_audit_log_is_drawn_with_its_stale_list_marked_and_explained() {
     let page = Browser::open("").await;
     let before = page.hash_after(None).await;
     page.find("#tour-skip").await.click().await.unwrap();
-    let dir = std::env::temp_dir().join(format!("recon-e2e-{}-audit", std::process::id()));
+    let scratch = Scratch::of_this_test();
+    let dir = scratch.dir("audit");
     let (paths, native) = audit_logs_of_59848(&dir);
     let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     // Several files at once: WebDriver takes them one per line.
@@ -861,7 +864,6 @@ async fn an_audit_log_is_drawn_with_its_stale_list_marked_and_explained() {
     assert_eq!(page.hash_after(Some(&hash)).await, before);
     page.find("#component-kubelet-node-1").await;
     assert!(!page.exists("#audit-panel").await);
-    let _ = std::fs::remove_dir_all(dir);
     page.close().await;
 }
 

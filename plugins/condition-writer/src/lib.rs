@@ -5,15 +5,21 @@
 //!
 //! Parameters (`params` in the scenario): `conditionType` (default
 //! `Ready`), `status` (`True` or `False`, default `True`), `reason`
-//! (default `Decided`) and `precondition` (default `true`; `false` sends
-//! the status update without the cached `resourceVersion`: a blind write,
-//! last writer wins, the bug of `scenarios/status-condition-stale-view.yaml`).
+//! (default `Decided`) and `precondition` (default `true`; `false` writes
+//! the conditions with a status merge patch that carries no
+//! `resourceVersion`: a blind write, last writer wins, the bug of
+//! `scenarios/status-condition-stale-view.yaml`).
 //!
 //! The write is an `UpdateStatus` carrying the cached `resourceVersion`
 //! (optimistic concurrency): if the Widget changed meanwhile the API server
 //! refuses it with 409 Conflict, the SDK's runtime waits for the cache to
-//! show the newer Widget and the reconcile runs again on it. Conditions are
-//! kept sorted by type, so the list does not depend on who added first.
+//! show the newer Widget and the reconcile runs again on it. The blind
+//! write is a patch, not an update without a `resourceVersion`: a custom
+//! resource allows no unconditional update (the API server answers 422),
+//! so controllers that write blindly patch, as controller-runtime's
+//! `Status().Patch` with `MergeFrom` does; a merge patch replaces a custom
+//! resource's list whole. Conditions are kept sorted by type, so the list
+//! does not depend on who added first.
 //!
 //! Two of these with *the same* condition type and different rules are the
 //! museum's ordering race (`scenarios/status-condition-race.yaml`): the
@@ -23,7 +29,9 @@
 //! that fix each writes its own type and the outcome is the same whatever
 //! the order.
 
-use recon_abi::{ABI_VERSION, ComponentConfig, Manifest, ObjectKey, Verb, WatchSpec, WritePermission};
+use recon_abi::{
+    ABI_VERSION, ComponentConfig, Manifest, ObjectKey, Patch, PatchParams, Verb, WatchSpec, WritePermission,
+};
 use recon_sdk::reconcile::{Context, Reconciler, Requeue, Runtime};
 use serde_json::{Value, json};
 
@@ -60,7 +68,7 @@ impl Reconciler for ConditionWriter {
             name: "condition-writer".into(),
             abi_version: ABI_VERSION,
             watches: vec![WatchSpec { kind: KIND.into(), ..WatchSpec::default() }],
-            writes: vec![WritePermission { kind: KIND.into(), verbs: vec![Verb::UpdateStatus] }],
+            writes: vec![WritePermission { kind: KIND.into(), verbs: vec![Verb::UpdateStatus, Verb::PatchStatus] }],
             ..Manifest::default()
         }
     }
@@ -77,15 +85,17 @@ impl Reconciler for ConditionWriter {
         }
         conditions.push(json!({ "type": self.condition_type, "status": self.status, "reason": self.reason }));
         conditions.sort_by(|a, b| a.get("type").and_then(Value::as_str).cmp(&b.get("type").and_then(Value::as_str)));
+        if !self.precondition {
+            // Unconditional: the API server applies it whatever the Widget is now.
+            let blind = json!({ "status": { "conditions": conditions } });
+            ctx.patch_status(key, Patch::Merge(blind), PatchParams::default());
+            return Requeue::AwaitChange;
+        }
         let mut widget = widget.clone();
         if !widget.status.is_object() {
             widget.status = json!({}).into();
         }
         widget.status["conditions"] = Value::Array(conditions);
-        if !self.precondition {
-            // Unconditional: the API server applies it whatever the Widget is now.
-            widget.metadata.resource_version.clear();
-        }
         ctx.update_status(widget);
         Requeue::AwaitChange
     }

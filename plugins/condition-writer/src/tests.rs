@@ -1,4 +1,4 @@
-use recon_abi::{Action, ComponentConfig, Controller as _, InputEvent, Object, StatusReason, Verb};
+use recon_abi::{Action, ComponentConfig, Controller as _, InputEvent, Object, Patch, StatusReason, Verb};
 use recon_sdk::testing::{ObjectExt, failed, input, listed, modified, object};
 use serde_json::{Value, json};
 
@@ -23,7 +23,8 @@ fn written(actions: &[Action]) -> Vec<Value> {
         .iter()
         .map(|a| match a {
             Action::UpdateStatus { object, .. } => object.status["conditions"].clone(),
-            other => panic!("only status updates: {other:?}"),
+            Action::PatchStatus { patch: Patch::Merge(body), .. } => body["status"]["conditions"].clone(),
+            other => panic!("only status writes: {other:?}"),
         })
         .collect()
 }
@@ -73,10 +74,20 @@ fn its_own_condition_type_joins_the_others_sorted_by_type() {
     assert_eq!(types, vec![json!("Approved"), json!("Ready")]);
 }
 
+// A custom resource allows no update without a resourceVersion (422), so
+// a blind write is a merge patch that names none: the API server applies
+// it to whatever the Widget is when it arrives.
 #[test]
-fn without_a_precondition_its_status_update_carries_no_resource_version() {
+fn without_a_precondition_it_patches_the_conditions_naming_no_resource_version() {
     let mut c = started(json!({ "conditionType": "Ready", "precondition": false }));
     let out = c.handle(&input(0, vec![listed(0, "5", vec![widget("5", json!([]))])]));
-    let Action::UpdateStatus { object, .. } = &out.actions[0] else { panic!("{:?}", out.actions) };
-    assert_eq!(object.metadata.resource_version, "", "a blind write: the API server applies it unconditionally");
+    let [Action::PatchStatus { key, patch: Patch::Merge(body), .. }] = &out.actions[..] else {
+        panic!("{:?}", out.actions)
+    };
+    assert_eq!(key, &widget("5", json!([])).key());
+    assert_eq!(
+        body,
+        &json!({ "status": { "conditions": [{ "type": "Ready", "status": "True", "reason": "Decided" }] } })
+    );
+    assert_eq!(written(&out.actions), vec![json!([{ "type": "Ready", "status": "True", "reason": "Decided" }])]);
 }
