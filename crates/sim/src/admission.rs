@@ -390,7 +390,8 @@ fn plan_update_status(kinds: &Kinds, current: &Object, object: Object) -> Result
 
 /// The storage layer's checks of an update, status update or patch of
 /// `current` that asked for the uid `asked_uid` and the resourceVersion
-/// `asked` (each empty if it did not), in Kubernetes' order: the uid
+/// `asked` (each empty if it did not; a resourceVersion of `"0"` is none),
+/// in Kubernetes' order: the uid
 /// precondition, 409; a missing resourceVersion where the kind allows no
 /// unconditional update (custom resources), 422; a resourceVersion other
 /// than the stored one, 409. Returns the revision the store's
@@ -405,7 +406,9 @@ fn preconditions(kinds: &Kinds, current: &Object, asked_uid: &str, asked: &str) 
             ),
         ));
     }
-    if asked.is_empty() {
+    // "0" reads as no version at all (the storage's versioner parses it
+    // as 0, which an update takes as unset).
+    if asked.is_empty() || asked == "0" {
         return match kinds.get(&current.kind) {
             Some(kind) if kind.custom => Err(Status::new(
                 StatusReason::Invalid,

@@ -636,8 +636,9 @@ fn a_write_wrong_in_two_ways_is_refused_for_what_kubernetes_checks_first() {
 // so an update or status update of a custom resource without
 // metadata.resourceVersion is refused with 422 Invalid, "must be
 // specified for an update", where a built-in kind's is applied to
-// whatever is current (API Concepts, "Resource versions"). A patch needs
-// none: it is applied to the current version.
+// whatever is current (API Concepts, "Resource versions"). A
+// resourceVersion of "0" counts as none. A patch needs none: it is applied
+// to the current version.
 #[test]
 fn an_update_of_a_custom_resource_must_name_the_version_it_replaces() {
     let mut sim = cluster();
@@ -653,7 +654,15 @@ fn an_update_of_a_custom_resource_must_name_the_version_it_replaces() {
     );
     assert!(status.message.ends_with("metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"));
     unconditional.status = json!({ "ready": true }).into();
-    refused(&mut sim, 2_000, Action::UpdateStatus { object: unconditional, dry_run: false }, StatusReason::Invalid);
+    refused(
+        &mut sim,
+        2_000,
+        Action::UpdateStatus { object: unconditional.clone(), dry_run: false },
+        StatusReason::Invalid,
+    );
+    // "0" is no version either (the storage parses it as 0, which is unset).
+    unconditional.metadata.resource_version = "0".into();
+    refused(&mut sim, 2_500, Action::UpdateStatus { object: unconditional, dry_run: false }, StatusReason::Invalid);
 
     let conditional = stored(&sim, &widget);
     let updated = ok(&mut sim, 3_000, with_finalizer(conditional, "example.com/keep"));
@@ -663,6 +672,10 @@ fn an_update_of_a_custom_resource_must_name_the_version_it_replaces() {
     let mut deployment = stored(&sim, &web());
     deployment.metadata.resource_version.clear();
     deployment.spec["replicas"] = json!(4);
-    let updated = ok(&mut sim, 5_000, Action::Update { object: deployment, dry_run: false });
+    let updated = ok(&mut sim, 5_000, Action::Update { object: deployment.clone(), dry_run: false });
     assert_eq!(updated.spec["replicas"], 4, "a built-in kind's update without one is unconditional");
+    deployment.metadata.resource_version = "0".into();
+    deployment.spec["replicas"] = json!(5);
+    let updated = ok(&mut sim, 6_000, Action::Update { object: deployment, dry_run: false });
+    assert_eq!(updated.spec["replicas"], 5, "and with \"0\" too");
 }
