@@ -486,7 +486,20 @@ fn admit_patch(
         return Err(status);
     }
     let Some(current) = current else {
-        // Server-side apply of an object that does not exist creates it.
+        // Server-side apply of an object that does not exist creates it,
+        // unless it names a uid: that object is gone, and the apply must
+        // not bring back another in its place (patch.go's `applyPatch`).
+        if let Patch::Apply(body) = body
+            && let Some(uid) = body.pointer("/metadata/uid").and_then(Value::as_str).filter(|uid| !uid.is_empty())
+        {
+            return Err(Status::new(
+                StatusReason::Conflict,
+                format!(
+                    "Operation cannot be fulfilled on {key}: uid mismatch: the provided object specified uid {uid}, \
+                     and no existing object was found"
+                ),
+            ));
+        }
         let object = prepare_create(next, rng, kinds);
         return commit(store, now, Write::Create(object), params.dry_run);
     };

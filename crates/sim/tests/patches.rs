@@ -315,7 +315,22 @@ fn apply_creates_what_does_not_exist_and_needs_a_field_manager_and_a_typed_body(
     );
     assert!(status.message.contains("missing"), "{}", status.message);
     // A merge patch of something that does not exist is 404.
-    refused(&mut sim, 1_600, merge(other, json!({ "spec": {} })), StatusReason::NotFound);
+    refused(&mut sim, 1_600, merge(other.clone(), json!({ "spec": {} })), StatusReason::NotFound);
+
+    // An apply that names a uid creates nothing: the object it names is
+    // gone, and another must not take its place (the API server's patch
+    // handler answers 409 Conflict, "uid mismatch").
+    let mut gone = body;
+    gone["metadata"]["name"] = json!("other");
+    gone["metadata"]["uid"] = json!(created.metadata.uid);
+    let status = refused(
+        &mut sim,
+        1_800,
+        patch(other.clone(), Patch::Apply(gone), PatchParams::apply("ops")),
+        StatusReason::Conflict,
+    );
+    assert!(status.message.contains("uid mismatch"), "{status}");
+    assert!(sim.store().get(&other, None).unwrap().is_none(), "nothing was created");
 }
 
 // "Server-Side Apply" (kubernetes.io), "Field management": writes other
