@@ -196,9 +196,9 @@ pub fn handle_json(controller: &mut dyn Controller, delivered: &mut Delivered, i
     for event in &mut input.events {
         delivered.receive(event).unwrap_or_else(|e| panic!("recon_handle: {e}"));
     }
-    let actions = controller.handle(&input);
+    let answer = controller.handle(&input);
     output.clear();
-    serde_json::to_writer(output, &actions).expect("an Output always encodes as JSON");
+    serde_json::to_writer(output, &answer).expect("an Output always encodes as JSON");
 }
 
 /// Decodes the JSON `bytes` that `export` was given as a `what`; panics
