@@ -398,13 +398,7 @@ fn plan_update_status(kinds: &Kinds, current: &Object, object: Object) -> Result
 /// compare-and-swap then expects (`None`: whatever is current).
 fn preconditions(kinds: &Kinds, current: &Object, asked_uid: &str, asked: &str) -> Result<Option<u64>, Status> {
     if !asked_uid.is_empty() && asked_uid != current.metadata.uid {
-        return Err(Status::new(
-            StatusReason::Conflict,
-            format!(
-                "Precondition failed: UID in precondition: {asked_uid}, UID in object meta: {}",
-                current.metadata.uid
-            ),
-        ));
+        return Err(uid_precondition_failed(asked_uid, current));
     }
     // "0" reads as no version at all (the storage's versioner parses it
     // as 0, which an update takes as unset).
@@ -539,10 +533,7 @@ fn delete(
     let DeleteOptions { uid, resource_version, grace_period_seconds, propagation_policy } = options;
     let mut current = Arc::unwrap_or_clone(current(store, &key)?);
     if let Some(uid) = uid.filter(|u| *u != current.metadata.uid) {
-        return Err(Status::new(
-            StatusReason::Conflict,
-            format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", current.metadata.uid),
-        ));
+        return Err(uid_precondition_failed(&uid, &current));
     }
     let precondition = match resource_version {
         Some(rv) => Some(
@@ -671,6 +662,15 @@ fn current(store: &Store, key: &ObjectKey) -> Result<Arc<Object>, Status> {
         Some(kv) => Ok(kv.value),
         None => Err(Status::new(StatusReason::NotFound, format!("{key} not found"))),
     }
+}
+
+/// 409 for a write whose uid precondition names another incarnation
+/// than `current` (the storage layer's check, on update and delete alike).
+fn uid_precondition_failed(asked_uid: &str, current: &Object) -> Status {
+    Status::new(
+        StatusReason::Conflict,
+        format!("Precondition failed: UID in precondition: {asked_uid}, UID in object meta: {}", current.metadata.uid),
+    )
 }
 
 /// The stored object an update or status update of `object` changes; if
