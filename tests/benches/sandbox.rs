@@ -13,6 +13,11 @@ use std::time::{Duration, Instant};
 use recon_abi::{ComponentConfig, Input, InputEvent, Instance, Object, ObjectMeta};
 use recon_scenario::{Scenario, StepAction};
 
+/// The `recon` CLI's allocator (mimalloc, tuned as the CLI tunes it in
+/// `main`), so the host's side of both ways costs what it costs a user.
+#[global_allocator]
+static ALLOCATOR: recon_alloc::Allocator = recon_alloc::Allocator;
+
 const ROUNDS: usize = 7;
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -308,6 +313,7 @@ fn load_case() {
 }
 
 fn main() {
+    recon_alloc::tune_for_long_runs();
     let plugins = recon_tests::wasm_plugins();
     if !std::env::args().any(|a| a == "--bench") {
         let scenario = recon_tests::load("pod-safety-59848");

@@ -219,3 +219,37 @@ fn an_instance_that_finds_every_slot_taken_starts_without_the_pool_and_behaves_t
     instances.clear();
     assert_eq!(answer(&mut plugin.instantiate().unwrap()), expected, "an instance in a freed slot");
 }
+
+/// A slot's next instance starts as a fresh one would, however its last
+/// instance left the memory: the pool resets only the pages that were
+/// touched where the kernel can tell which (`pagemap_scan`), and a plugin
+/// that could read what another left would make a trace depend on what ran
+/// before. Each instance here grows its memory to 4 MiB, checks that a data
+/// segment's byte and words in the first page, in the part of the memory a
+/// slot keeps resident (2 MiB) and beyond it read as a fresh instance's do,
+/// then overwrites them all.
+#[test]
+fn a_slot_reused_shows_its_next_instance_nothing_of_the_last() {
+    const ADDRESSES: [u32; 3] = [0x8000, 0x15_0000, 0x30_0000];
+    let [a, b, c] = ADDRESSES.map(|at| format!("(i32.load (i32.const {at}))"));
+    let fresh = format!("(i32.or (i32.or {a} {b}) {c})");
+    let dirty = ADDRESSES.map(|at| format!("(i32.store (i32.const {at}) (i32.const -1))")).join(" ");
+    let handle = format!(
+        "(drop (memory.grow (i32.const 63)))
+         (if (i32.ne (i32.load8_u (i32.const {JUNK_AT})) (i32.const 110)) (then unreachable)) ;; 'n' of \"not json\"
+         (if {fresh} (then unreachable))
+         (i32.store8 (i32.const {JUNK_AT}) (i32.const 0))
+         {dirty}
+         i64.const {}",
+        packed(OUTPUT_AT, OUTPUT.len())
+    );
+    let module = Module::load("test.wasm", &Plugin::handling(handle).bytes(), &Limits::default()).unwrap();
+    let pooled = recon_host::Engine::pooled(1).unwrap();
+    let plugin = pooled.compile(&module).unwrap();
+    for i in 0..3 {
+        let mut instance = plugin.instantiate().unwrap();
+        instance.init(&config()).unwrap();
+        let output = instance.handle(&input(0)).map_err(|c| c.reason);
+        assert_eq!(output.map(|o| o.actions.len()), Ok(0), "instance {i} found its memory as a fresh one's");
+    }
+}
