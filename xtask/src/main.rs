@@ -13,7 +13,8 @@
 //!   alone (cluster sizes up to Kubernetes' published limits); `cargo xtask
 //!   bench browser [SECTION...]`: the browser benchmark alone. Every
 //!   benchmark builds with the `dist` profile (whole-program optimisation,
-//!   as the distributed CLI and, for size, the playground's worker).
+//!   as the distributed CLI and, for size, the playground's worker), and
+//!   so do the plugins it runs.
 //! - `cargo xtask e2e [ARGS]`: only the playground's end-to-end tests (ARGS
 //!   go to `cargo test`, e.g. `--test playground -- share`).
 //! - `cargo xtask plugins`: just build the plugins and print where they are
@@ -69,7 +70,7 @@ fn main() -> ExitCode {
         Some("bench") => bench(&args[1..]),
         Some("e2e") => e2e(&args[1..]),
         Some("fuzz") => fuzz_longer(&args[1..]),
-        Some("plugins") => build_plugins().map(|dir| println!("{}", dir.display())),
+        Some("plugins") => build_plugins(PLUGIN_PROFILE).map(|dir| println!("{}", dir.display())),
         Some("web") => build_web().map(|dir| println!("{}", dir.display())),
         Some("size") => download_size(),
         _ => {
@@ -149,7 +150,7 @@ fn test_phases(args: &[String], phases: &mut phases::Phases) -> Result<(), Strin
     disk::ensure_room(&target_dir(&root))?;
     let (plugins, chromium, dist) = phases.time("tools, plugins and the playground's build", || {
         tools::ensure_clang(&clang_scratch(&root));
-        let plugins = build_plugins()?;
+        let plugins = build_plugins(PLUGIN_PROFILE)?;
         let chromium = tools::ensure_chromium()?;
         tools::ensure_wasm_bindgen(&root)?;
         let dist = build_web()?;
@@ -209,7 +210,7 @@ fn fuzz_longer(args: &[String]) -> Result<(), String> {
 /// working on the page; ARGS go to `cargo test` (a test binary with
 /// `--test NAME`, a name filter after `--`).
 fn e2e(args: &[String]) -> Result<(), String> {
-    let plugins = build_plugins()?;
+    let plugins = build_plugins(PLUGIN_PROFILE)?;
     let chromium = tools::ensure_chromium()?;
     tools::ensure_wasm_bindgen(&workspace_root())?;
     playground_tests(&chromium, &plugins, args)
@@ -271,14 +272,19 @@ fn download_size() -> Result<(), String> {
 /// The Cargo profile of every benchmark's native side: the distributed
 /// CLI's (`[profile.dist]`, whole-program optimisation like the
 /// playground's `web` profile), so a browser/native ratio is like for like.
-/// Slow to build, so only `bench` uses it, never `test`.
+/// The plugins are built with it too, so a plugin/native ratio is as well:
+/// the same optimisation on both sides. Slow to build, so only `bench`
+/// uses it, never `test`.
 const BENCH_PROFILE: &str = "dist";
+
+/// The Cargo profile of the plugins everything but the benchmarks uses.
+const PLUGIN_PROFILE: &str = "release";
 
 /// `cargo xtask bench [scale FLAGS | browser [SECTION...] | ARGS]`: every
 /// benchmark, or the scale benchmark alone, or the browser benchmark alone
 /// (some of its sections, by name); all built with [`BENCH_PROFILE`].
 fn bench(args: &[String]) -> Result<(), String> {
-    let plugins = build_plugins()?;
+    let plugins = build_plugins(BENCH_PROFILE)?;
     // The scale benchmark is long (minutes at the largest size) and its own
     // program, so it runs alone: `cargo xtask bench scale [flags]`.
     if args.first().is_some_and(|a| a == "scale") {
@@ -311,13 +317,14 @@ fn bench(args: &[String]) -> Result<(), String> {
 }
 
 /// Builds every crate under `plugins/` and `tests/plugins/` for wasm32
-/// (release), and the plugins written in C where clang can, and returns
-/// the directory holding the `.wasm` files.
-fn build_plugins() -> Result<PathBuf, String> {
+/// with Cargo profile `profile`, and the plugins written in C where clang
+/// can, and returns the directory holding the `.wasm` files
+/// (`<target>/wasm32-unknown-unknown/<profile>`).
+fn build_plugins(profile: &str) -> Result<PathBuf, String> {
     tools::ensure_wasm_target()?;
     let root = workspace_root();
     let mut build = cargo();
-    build.args(["build", "--release", "--target", WASM_TARGET]);
+    build.args(["build", "--profile", profile, "--target", WASM_TARGET]);
     // The test plugins (`tests/plugins/`) too, beside the shipped ones:
     // tests find both in the one directory.
     for name in plugin_packages(&root.join("plugins"))?.into_iter().chain(plugin_packages(&root.join("tests/plugins"))?)
@@ -325,7 +332,7 @@ fn build_plugins() -> Result<PathBuf, String> {
         build.args(["--package", &name]);
     }
     run(&mut build)?;
-    let out = target_dir(&root).join(WASM_TARGET).join("release");
+    let out = target_dir(&root).join(WASM_TARGET).join(profile);
     let clang = tools::find_clang(&tools::clang(), &clang_scratch(&root));
     c_plugins::build_all(&root.join("plugins"), &out, &clang)?;
     Ok(out)
@@ -341,7 +348,7 @@ fn clang_scratch(root: &Path) -> PathBuf {
 /// study and upload again. Returns the directory.
 fn build_web() -> Result<PathBuf, String> {
     let root = workspace_root();
-    let plugins = build_plugins()?;
+    let plugins = build_plugins(PLUGIN_PROFILE)?;
     tools::ensure_wasm_bindgen(&root)?;
     tools::ensure_trunk()?;
     let dist = target_dir(&root).join("playground");
