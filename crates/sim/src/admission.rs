@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use recon_abi::{
-    Action, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Object, ObjectKey, Patch, PatchParams, PropagationPolicy, Status,
-    StatusReason, event::EVENT_KIND,
+    Action, Empty, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Object, ObjectKey, Patch, PatchParams, PropagationPolicy,
+    Shared, Status, StatusReason, event::EVENT_KIND,
 };
 use recon_store::{Store, StoreError, StoreEvent};
 use serde_json::Value;
@@ -347,6 +347,7 @@ enum Change {
 /// stale write that is also invalid is told it is stale, and retried.
 fn plan_update(kinds: &Kinds, current: &Object, object: Object) -> Result<Change, Status> {
     let mut next = object;
+    share_unchanged(&mut next, current);
     let asked_uid = std::mem::replace(&mut next.metadata.uid, current.metadata.uid.clone());
     next.metadata.deletion_timestamp = current.metadata.deletion_timestamp.clone();
     next.metadata.deletion_grace_period_seconds = current.metadata.deletion_grace_period_seconds;
@@ -377,6 +378,7 @@ fn plan_update(kinds: &Kinds, current: &Object, object: Object) -> Result<Change
 /// [`plan_update`] says; its whole body is decoded, spec included.
 fn plan_update_status(kinds: &Kinds, current: &Object, object: Object) -> Result<Change, Status> {
     let mut object = object;
+    share_unchanged(&mut object, current);
     if object.metadata.managed_fields.is_empty() {
         object.metadata.managed_fields = current.metadata.managed_fields.clone();
     }
@@ -386,6 +388,26 @@ fn plan_update_status(kinds: &Kinds, current: &Object, object: Object) -> Result
     next.status = object.status;
     next.metadata.managed_fields = object.metadata.managed_fields;
     Ok(Change::Update(next, precondition))
+}
+
+/// Makes each part of `next` that equals `current`'s (spec, status, labels,
+/// annotations, owner references) the stored one. A write decoded from a
+/// plugin's JSON, or a patch's result, holds copies of its own: kept, the
+/// store's versions would each hold one, and every later comparison of
+/// them (the generation's below, the watch caches' field selectors) would
+/// walk both. The values are equal, so nothing a client reads changes.
+fn share_unchanged(next: &mut Object, current: &Object) {
+    fn share<T: Empty + PartialEq>(next: &mut Shared<T>, current: &Shared<T>) {
+        // Equal as pointers first: then there is nothing to do.
+        if !next.ptr_eq(current) && next == current {
+            *next = current.clone();
+        }
+    }
+    share(&mut next.spec, &current.spec);
+    share(&mut next.status, &current.status);
+    share(&mut next.metadata.labels, &current.metadata.labels);
+    share(&mut next.metadata.annotations, &current.metadata.annotations);
+    share(&mut next.metadata.owner_references, &current.metadata.owner_references);
 }
 
 /// The storage layer's checks of an update, status update or patch of
