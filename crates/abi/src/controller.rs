@@ -945,6 +945,19 @@ impl fmt::Display for Target<'_> {
 }
 
 impl Action {
+    /// A plain delete of `key`: no uid or resourceVersion precondition, the
+    /// kind's default grace period and propagation policy, not a dry run.
+    pub fn delete(key: ObjectKey) -> Action {
+        Action::Delete {
+            key,
+            uid: None,
+            resource_version: None,
+            grace_period_seconds: None,
+            propagation_policy: None,
+            dry_run: false,
+        }
+    }
+
     /// The verb and object of a request to the API server (a write or a
     /// direct read; for a list: the kind and namespace, with an empty name),
     /// `None` for other actions.

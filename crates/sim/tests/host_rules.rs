@@ -180,14 +180,7 @@ fn writes_outside_the_manifest_are_refused_as_forbidden() {
                 InputEvent::Watch { event, .. } => Some(event.object.key()),
                 _ => None,
             })
-            .map(|key| Action::Delete {
-                key,
-                uid: None,
-                resource_version: None,
-                grace_period_seconds: None,
-                propagation_policy: None,
-                dry_run: false,
-            })
+            .map(Action::delete)
             .collect();
         Ok(Output::new(actions))
     }

@@ -92,18 +92,6 @@ fn refused(sim: &mut Sim, at: u64, action: Action, reason: StatusReason) -> Stat
     status
 }
 
-/// A plain delete of `key`: no preconditions, grace period or policy.
-fn delete(key: ObjectKey) -> Action {
-    Action::Delete {
-        key,
-        uid: None,
-        resource_version: None,
-        grace_period_seconds: None,
-        propagation_policy: None,
-        dry_run: false,
-    }
-}
-
 fn owners(object: &Object) -> Vec<(String, String)> {
     object.metadata.managed_fields.iter().map(|e| (e.manager.clone(), e.operation.clone())).collect()
 }
@@ -467,7 +455,7 @@ fn patch_and_patch_status_touch_only_their_part() {
 fn finalizer_rules_hold_for_patches() {
     let mut sim = cluster();
     let pod = key("Pod", "web-0");
-    write(&mut sim, 1_000, delete(pod.clone())).unwrap();
+    write(&mut sim, 1_000, Action::delete(pod.clone())).unwrap();
     let add = json!({ "metadata": { "finalizers": ["example.com/cleanup", "example.com/late"] } });
     refused(&mut sim, 1_200, merge(pod.clone(), add), StatusReason::Invalid);
     let gone = write(&mut sim, 1_400, merge(pod.clone(), json!({ "metadata": { "finalizers": null } })));
@@ -606,7 +594,7 @@ fn a_write_wrong_in_two_ways_is_refused_for_what_kubernetes_checks_first() {
     let mut sim = cluster();
     let pod = key("Pod", "web-0");
     let before = stored(&sim, &pod);
-    let marked = ok(&mut sim, 1_000, delete(pod.clone()));
+    let marked = ok(&mut sim, 1_000, Action::delete(pod.clone()));
     assert!(marked.is_terminating(), "its finalizer holds it, marked");
 
     // Stale and adding a finalizer to an object being deleted: stale.

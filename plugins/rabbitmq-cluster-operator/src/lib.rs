@@ -141,14 +141,7 @@ impl Clusters {
             Some(_) if self.delete_precondition_uid => {}
             // As the operator was: by name, whichever incarnation holds it.
             Some(_) => {
-                ctx.send(Action::Delete {
-                    key,
-                    uid: None,
-                    resource_version: None,
-                    grace_period_seconds: None,
-                    propagation_policy: None,
-                    dry_run: false,
-                });
+                ctx.send(Action::delete(key));
             }
             None => {}
         }
