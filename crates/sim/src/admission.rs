@@ -306,7 +306,7 @@ fn write_object(
         }
         Action::Update { object, .. } => {
             let current = current_or_undecodable(store, &object)?;
-            match plan_update(kinds, &current, object)? {
+            match plan_update(kinds, &current, object, BodyUid::Precondition)? {
                 Change::Update(next, precondition) => commit(store, now, Write::Update(next, precondition), dry_run),
                 Change::Delete(key, precondition) => commit(store, now, Write::Delete(key, precondition), dry_run),
             }
@@ -314,7 +314,9 @@ fn write_object(
         Action::UpdateStatus { object, .. } => {
             has_status(kinds, &object.kind)?;
             let current = current_or_undecodable(store, &object)?;
-            let Change::Update(next, precondition) = plan_update_status(kinds, &current, object)? else {
+            let Change::Update(next, precondition) =
+                plan_update_status(kinds, &current, object, BodyUid::Precondition)?
+            else {
                 unreachable!("a status update never deletes")
             };
             commit(store, now, Write::Update(next, precondition), dry_run)
@@ -345,7 +347,10 @@ enum Change {
 /// preconditions ([`preconditions`]), 409 or 422; only then does the
 /// kind's validation run (an added finalizer while deleting, 422). So a
 /// stale write that is also invalid is told it is stale, and retried.
-fn plan_update(kinds: &Kinds, current: &Object, object: Object) -> Result<Change, Status> {
+/// A patch's uid is not a precondition ([`BodyUid`]): changed, it is
+/// refused as a change to an immutable field once the storage layer's
+/// checks passed.
+fn plan_update(kinds: &Kinds, current: &Object, object: Object, body_uid: BodyUid) -> Result<Change, Status> {
     let mut next = object;
     share_unchanged(&mut next, current);
     let asked_uid = std::mem::replace(&mut next.metadata.uid, current.metadata.uid.clone());
@@ -356,7 +361,7 @@ fn plan_update(kinds: &Kinds, current: &Object, object: Object) -> Result<Change
         next.metadata.managed_fields = current.metadata.managed_fields.clone();
     }
     undecodable(&next, Some(current))?;
-    let precondition = preconditions(kinds, current, &asked_uid, &next.metadata.resource_version)?;
+    let precondition = body_uid.check(kinds, current, &asked_uid, &next.metadata.resource_version)?;
     let status_subresource = kinds.has_status(&next.kind);
     if status_subresource {
         next.status = current.status.clone();
@@ -376,14 +381,14 @@ fn plan_update(kinds: &Kinds, current: &Object, object: Object) -> Result<Change
 
 /// A status update: only status changes. Refused in the order
 /// [`plan_update`] says; its whole body is decoded, spec included.
-fn plan_update_status(kinds: &Kinds, current: &Object, object: Object) -> Result<Change, Status> {
+fn plan_update_status(kinds: &Kinds, current: &Object, object: Object, body_uid: BodyUid) -> Result<Change, Status> {
     let mut object = object;
     share_unchanged(&mut object, current);
     if object.metadata.managed_fields.is_empty() {
         object.metadata.managed_fields = current.metadata.managed_fields.clone();
     }
     undecodable(&object, Some(current))?;
-    let precondition = preconditions(kinds, current, &object.metadata.uid, &object.metadata.resource_version)?;
+    let precondition = body_uid.check(kinds, current, &object.metadata.uid, &object.metadata.resource_version)?;
     let mut next = current.clone();
     next.status = object.status;
     next.metadata.managed_fields = object.metadata.managed_fields;
@@ -408,6 +413,48 @@ fn share_unchanged(next: &mut Object, current: &Object) {
     share(&mut next.metadata.labels, &current.metadata.labels);
     share(&mut next.metadata.annotations, &current.metadata.annotations);
     share(&mut next.metadata.owner_references, &current.metadata.owner_references);
+}
+
+/// What a write's `metadata.uid` is to the API server.
+///
+/// An update (PUT) sends a whole object, and the update handler makes
+/// its uid a precondition of the storage layer's compare-and-swap
+/// (apiserver `rest.DefaultUpdatedObjectInfo`'s `Preconditions`, from
+/// the object it was given): another incarnation's uid is 409, before
+/// the resourceVersion is looked at. A patch's handler builds its object
+/// info from no object (`patch.go`, `DefaultUpdatedObjectInfo(nil, …)`),
+/// so a patch has no uid precondition: a uid the patch changes reaches
+/// the registry's `BeforeUpdate`, whose common validation keeps
+/// `metadata.uid` immutable, 422, after the resourceVersion's 409.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BodyUid {
+    /// An update's or status update's: a precondition.
+    Precondition,
+    /// A patch's result's: an immutable field.
+    Immutable,
+}
+
+impl BodyUid {
+    /// The checks [`preconditions`] makes, with the body's uid judged as
+    /// this kind of write judges it.
+    fn check(self, kinds: &Kinds, current: &Object, asked_uid: &str, asked: &str) -> Result<Option<u64>, Status> {
+        match self {
+            BodyUid::Precondition => preconditions(kinds, current, asked_uid, asked),
+            BodyUid::Immutable => {
+                let precondition = preconditions(kinds, current, "", asked)?;
+                if !asked_uid.is_empty() && asked_uid != current.metadata.uid {
+                    return Err(Status::new(
+                        StatusReason::Invalid,
+                        format!(
+                            "{} is invalid: metadata.uid: Invalid value: {asked_uid:?}: field is immutable",
+                            current.key()
+                        ),
+                    ));
+                }
+                Ok(precondition)
+            }
+        }
+    }
 }
 
 /// The storage layer's checks of an update, status update or patch of
@@ -436,6 +483,9 @@ fn preconditions(kinds: &Kinds, current: &Object, asked_uid: &str, asked: &str) 
             _ => Ok(None),
         };
     }
+    // Kubernetes answers 500 here: the versioner's parse error is not a
+    // Status, and the handler makes any other error an internal one. The
+    // ABI has no 500; 400 says as plainly that the request is at fault.
     let expected = asked
         .parse::<u64>()
         .map_err(|_| Status::new(StatusReason::BadRequest, format!("invalid resourceVersion {asked:?}")))?;
@@ -522,7 +572,11 @@ fn admit_patch(
     // A resourceVersion the patch set is a precondition; without one the
     // patch applies to whatever is current (it carries the current one).
     let managed = next.metadata.managed_fields.clone();
-    let change = if status { plan_update_status(kinds, &current, next)? } else { plan_update(kinds, &current, next)? };
+    let change = if status {
+        plan_update_status(kinds, &current, next, BodyUid::Immutable)?
+    } else {
+        plan_update(kinds, &current, next, BodyUid::Immutable)?
+    };
     match change {
         Change::Update(mut next, precondition) => {
             next.metadata.managed_fields = managed;
@@ -557,11 +611,26 @@ fn delete(
     if let Some(uid) = uid.filter(|u| *u != current.metadata.uid) {
         return Err(uid_precondition_failed(&uid, &current));
     }
+    // The registry's `BeforeDelete` compares a resourceVersion precondition
+    // with the stored one as text, before anything parses it: one that is
+    // not a revision as the server writes it ("abc", "", "007") names no
+    // version there is, 409. A revision goes on to the store's
+    // compare-and-swap, which refuses a stale one the same way.
     let precondition = match resource_version {
-        Some(rv) => Some(
-            rv.parse::<u64>()
-                .map_err(|_| Status::new(StatusReason::BadRequest, format!("invalid resourceVersion {rv:?}")))?,
-        ),
+        Some(rv) => match rv.parse::<u64>() {
+            Ok(revision) if revision.to_string() == rv => Some(revision),
+            _ => {
+                return Err(Status::new(
+                    StatusReason::Conflict,
+                    format!(
+                        "Operation cannot be fulfilled on {}: the ResourceVersion in the precondition ({rv}) does not \
+                         match the ResourceVersion in record ({}). The object might have been modified",
+                        current.key(),
+                        current.revision().unwrap_or(0)
+                    ),
+                ));
+            }
+        },
         None => None,
     };
     // Only a pod on a node is deleted gracefully; its kubelet finishes it.

@@ -140,7 +140,9 @@ fn deleting_what_is_already_being_deleted_changes_nothing() {
 
 // DeleteOptions.preconditions (API reference): a uid or resourceVersion
 // precondition that does not hold makes the delete fail with 409 Conflict
-// and changes nothing — also for an object already being deleted.
+// and changes nothing — also for an object already being deleted. The
+// resourceVersion is opaque to clients (API concepts, "Resource
+// versions"), so the server compares it as it was written.
 #[test]
 fn delete_preconditions_on_uid_and_resource_version() {
     let mut sim = cluster(HELD);
@@ -157,10 +159,23 @@ fn delete_preconditions_on_uid_and_resource_version() {
     };
     assert_eq!(write(&mut sim, 1_000, with(Some("not-its-uid"), None)).unwrap_err().reason, StatusReason::Conflict);
     assert_eq!(write(&mut sim, 1_200, with(None, Some("999"))).unwrap_err().reason, StatusReason::Conflict);
-    assert!(!stored(&sim, &held).unwrap().is_terminating(), "neither failed delete marked it");
+    // The registry's BeforeDelete compares the precondition with the stored
+    // resourceVersion as text, before anything parses it: text that is not
+    // the stored revision as the server writes it is another version, 409,
+    // even where it reads as the same number.
+    let revision = stored(&sim, &held).unwrap().metadata.resource_version;
+    for (at, text) in [(1_250, "not-a-version".to_owned()), (1_300, String::new()), (1_350, format!("00{revision}"))] {
+        let status = write(&mut sim, at, with(None, Some(&text))).unwrap_err();
+        assert_eq!(status.reason, StatusReason::Conflict, "{text:?}: {status}");
+        assert!(
+            status.message.contains(&format!("the ResourceVersion in the precondition ({text}) does not match")),
+            "{status}"
+        );
+    }
+    assert!(!stored(&sim, &held).unwrap().is_terminating(), "no failed delete marked it");
     let uid = stored(&sim, &held).unwrap().metadata.uid;
-    write(&mut sim, 1_400, with(Some(&uid), None)).expect("the right uid deletes");
-    assert_eq!(write(&mut sim, 1_600, with(None, Some("1"))).unwrap_err().reason, StatusReason::Conflict);
+    write(&mut sim, 1_500, with(Some(&uid), None)).expect("the right uid deletes");
+    assert_eq!(write(&mut sim, 1_700, with(None, Some("1"))).unwrap_err().reason, StatusReason::Conflict);
 }
 
 // Termination of Pods (kubernetes.io, "Pod Lifecycle"): deleting a pod on a

@@ -391,6 +391,55 @@ fn two_patches_without_a_precondition_lose_an_update_and_with_one_the_second_con
     assert_eq!(stored(&sim, &web()).spec["replicas"], json!(2));
 }
 
+// A patch names no incarnation: unlike an update, whose object's uid the
+// update handler makes a precondition (409 for another incarnation's), a
+// patch's handler builds its update from no object (apiserver
+// `endpoints/handlers/patch.go`), so a uid the patch changes is judged by
+// the registry's BeforeUpdate, which keeps metadata.uid immutable (422)
+// once the storage layer found the resourceVersion current (409 if not).
+#[test]
+fn a_patch_that_changes_the_uid_is_invalid_once_its_resource_version_holds() {
+    let mut sim = cluster();
+    let pod = key("Pod", "web-0");
+    let before = stored(&sim, &pod);
+    let rv = before.metadata.resource_version.clone();
+    let other_uid = |rv: Option<&str>| {
+        let mut body = json!({ "metadata": { "uid": "not-its-uid" } });
+        if let Some(rv) = rv {
+            body["metadata"]["resourceVersion"] = json!(rv);
+        }
+        body
+    };
+    for (at, (what, action)) in (1..).map(|s| s * 1_000).zip([
+        ("a merge patch", merge(pod.clone(), other_uid(None))),
+        ("the same with its resourceVersion", merge(pod.clone(), other_uid(Some(&rv)))),
+        (
+            "a merge patch of the status",
+            Action::PatchStatus {
+                key: pod.clone(),
+                patch: Patch::Merge(other_uid(None)),
+                params: PatchParams::default(),
+            },
+        ),
+    ]) {
+        let status = refused(&mut sim, at, action, StatusReason::Invalid);
+        assert!(
+            status.message.contains("metadata.uid: Invalid value: \"not-its-uid\": field is immutable"),
+            "{what}: {status}"
+        );
+    }
+    // A stale resourceVersion is found first: the writer is told to reread.
+    ok(&mut sim, 5_000, merge(pod.clone(), json!({ "metadata": { "labels": { "moved": "on" } } })));
+    let status = refused(&mut sim, 6_000, merge(pod.clone(), other_uid(Some(&rv))), StatusReason::Conflict);
+    assert!(status.message.contains("has been modified"), "{status}");
+    // An update of the whole object names its incarnation: 409, as before.
+    let mut update = stored(&sim, &pod);
+    update.metadata.uid = "not-its-uid".into();
+    let status = refused(&mut sim, 7_000, Action::Update { object: update, dry_run: false }, StatusReason::Conflict);
+    assert!(status.message.starts_with("Precondition failed: UID in precondition: not-its-uid"), "{status}");
+    assert_eq!(stored(&sim, &pod).metadata.uid, before.metadata.uid);
+}
+
 // API concepts, "Dry-run": a dry-run request goes through admission and
 // validation and answers with the object as it would be, but nothing is
 // stored and no watch sees it; a dry run that would fail fails the same.
