@@ -250,6 +250,24 @@ pub enum FromWorker {
     },
 }
 
+impl FromWorker {
+    /// The id of the request this answers (0 for [`FromWorker::Ready`],
+    /// which answers none).
+    pub fn id(&self) -> u64 {
+        match self {
+            FromWorker::Ready => 0,
+            FromWorker::Progress { id, .. }
+            | FromWorker::Done { id, .. }
+            | FromWorker::Snapshot { id, .. }
+            | FromWorker::Checked { id, .. }
+            | FromWorker::AuditProgress { id, .. }
+            | FromWorker::Audited { id, .. }
+            | FromWorker::Failed { id, .. } => *id,
+            FromWorker::Search(report) => report.id(),
+        }
+    }
+}
+
 impl ToWorker {
     /// The request's id.
     pub fn id(&self) -> u64 {

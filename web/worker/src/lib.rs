@@ -5,11 +5,12 @@
 //! simulator with the built-in controllers linked in, uploaded plugins in
 //! the browser's own WebAssembly through `recon-host`, the search for a
 //! violation, and a real cluster's audit logs drawn as a trace. [`runner`] is what it does
-//! with a request, [`search`] the search's shard of `recon explore` and
+//! with a request, [`answer`] how an answer is encoded for the page, [`search`] the search's shard of `recon explore` and
 //! [`audit`] the reading of audit logs; all are plain Rust that runs
 //! natively in the tests (the page's tests run them too). Every run is
 //! prepared by `recon-prepare`, as `recon run` prepares its own.
 
+pub mod answer;
 pub mod audit;
 pub mod crash;
 #[cfg(target_arch = "wasm32")]

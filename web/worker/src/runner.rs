@@ -53,7 +53,8 @@ pub trait Progress {
 pub const MEMORY_CEILING: u64 = 7 << 29;
 
 /// Room kept per trace entry for the answer: the trace as JSON (about
-/// 250 bytes an entry for a typical run) while its buffer doubles.
+/// 250 bytes an entry for a typical run, `crate::answer`), with room to
+/// spare for entries longer than that.
 pub const ANSWER_BYTES_PER_ENTRY: u64 = 600;
 
 /// The answer to a run stopped at `memory` bytes held, after `entries`

@@ -77,9 +77,15 @@ impl WorkerLink {
         let message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             // The worker sends JSON bytes in a transferred ArrayBuffer.
             let data = event.data();
+            // Checked as UTF-8 once, as a whole: `serde_json`'s reader over
+            // bytes checks every string on its own.
             let parsed = match data.dyn_ref::<js_sys::ArrayBuffer>() {
-                Some(buffer) => serde_json::from_slice::<FromWorker>(&js_sys::Uint8Array::new(buffer).to_vec()),
-                None => serde_json::from_str::<FromWorker>(&data.as_string().unwrap_or_default()),
+                Some(buffer) => String::from_utf8(js_sys::Uint8Array::new(buffer).to_vec())
+                    .map_err(|e| e.to_string())
+                    .and_then(|text| serde_json::from_str::<FromWorker>(&text).map_err(|e| e.to_string())),
+                None => {
+                    serde_json::from_str::<FromWorker>(&data.as_string().unwrap_or_default()).map_err(|e| e.to_string())
+                }
             };
             match parsed {
                 Ok(message) => messages.emit(Event::Message(message)),

@@ -1,0 +1,176 @@
+//! An answer to the page as JSON bytes, encoded in pieces.
+//!
+//! A big run's trace is hundreds of megabytes of JSON. Encoded into one
+//! `Vec`, its buffer doubles as it grows, and on wasm32 no allocation may
+//! pass 2 GiB: a trace of more than 1 GiB of JSON ended the worker with
+//! "capacity overflow" while it was being sent, after the whole run. Here
+//! the JSON goes into pieces of [`PIECE_BYTES`] that never move, which the
+//! worker copies one by one into the buffer it hands to the page, and an
+//! answer longer than the page can take in ([`MAX_ANSWER_BYTES`]) stops
+//! being encoded there and is answered with why instead.
+
+use std::io::Write;
+
+use recon_web_protocol::FromWorker;
+
+/// The most bytes of JSON one answer may take: the page copies them into
+/// its own 32-bit memory, where no allocation may pass 2 GiB, and decodes
+/// the trace beside them while it still holds the last run's. The
+/// 2,000-node scale cluster's answer, 1.1 GB, is drawn (BENCHMARKS.md).
+pub const MAX_ANSWER_BYTES: usize = 3 << 29;
+
+/// The size of each piece of an encoded answer.
+pub const PIECE_BYTES: usize = 64 << 20;
+
+/// An answer's JSON, in pieces of at most [`PIECE_BYTES`].
+#[derive(Debug, Default)]
+pub struct Encoded {
+    /// The pieces, in order; every one but the last is full.
+    pub pieces: Vec<Vec<u8>>,
+    /// Their bytes, together.
+    pub len: usize,
+}
+
+/// Where the JSON goes while it is encoded: pieces, up to a limit.
+struct Pieces {
+    encoded: Encoded,
+    limit: usize,
+    piece_bytes: usize,
+}
+
+impl Write for Pieces {
+    fn write(&mut self, mut buf: &[u8]) -> std::io::Result<usize> {
+        let written = buf.len();
+        if self.encoded.len + buf.len() > self.limit {
+            return Err(std::io::Error::other("the answer is longer than the page can take in"));
+        }
+        while !buf.is_empty() {
+            let piece_bytes = self.piece_bytes;
+            let first = self.encoded.pieces.is_empty();
+            let piece = match self.encoded.pieces.last_mut() {
+                Some(piece) if piece.len() < piece_bytes => piece,
+                _ => {
+                    // The first piece grows as a `Vec` does (most answers
+                    // are small: a progress report every 100 ms), doubling
+                    // up to the piece size; the next ones are a piece each.
+                    self.encoded.pieces.push(if first { Vec::new() } else { Vec::with_capacity(piece_bytes) });
+                    self.encoded.pieces.last_mut().expect("just pushed")
+                }
+            };
+            let n = buf.len().min(piece_bytes - piece.len());
+            if piece.capacity() - piece.len() < n {
+                // Doubling, as a `Vec` would, but never past a piece.
+                let wanted = (2 * piece.capacity()).max(piece.len() + n).max(4_096).min(piece_bytes);
+                piece.reserve_exact(wanted - piece.len());
+            }
+            piece.extend_from_slice(&buf[..n]);
+            buf = &buf[n..];
+        }
+        self.encoded.len += written;
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `message` as JSON in pieces of `piece_bytes`, or, if it would take more
+/// than `limit` bytes, the answer that says so in its place (encoded the
+/// same way; it is short).
+pub fn encode(message: &FromWorker, limit: usize, piece_bytes: usize) -> Encoded {
+    let mut pieces = Pieces { encoded: Encoded::default(), limit, piece_bytes };
+    match serde_json::to_writer(&mut pieces, message) {
+        Ok(()) => pieces.encoded,
+        Err(_) => {
+            let refusal = too_long(message, limit);
+            let mut pieces = Pieces { encoded: Encoded::default(), limit: usize::MAX, piece_bytes };
+            serde_json::to_writer(&mut pieces, &refusal).expect("a failure always encodes");
+            pieces.encoded
+        }
+    }
+}
+
+/// The answer in place of `message`, whose JSON passed `limit` bytes.
+fn too_long(message: &FromWorker, limit: usize) -> FromWorker {
+    let what = match message {
+        FromWorker::Done { trace, .. } | FromWorker::Audited { trace, .. } => {
+            format!("its trace of {} entries", trace.entries.len())
+        }
+        _ => "its answer".to_owned(),
+    };
+    FromWorker::Failed {
+        id: message.id(),
+        component: None,
+        error: format!(
+            "This run is too big for a browser tab: it ran to the end, but {what} takes more than {} MiB \
+             as JSON, the most the page can take in from its worker (both hold it in WebAssembly's 32-bit \
+             memory). Run it with the recon command line (recon run), which has no such limit, or make it \
+             smaller (fewer nodes, pods or virtual seconds).",
+            limit >> 20
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn done(entries: usize) -> FromWorker {
+        let scenario = recon_scenario::parse(
+            "t.yaml",
+            "name: t\nduration: 1s\napiServers: [ { name: apiserver-1 } ]\nobjects:\n  - { apiVersion: v1, kind: ConfigMap, metadata: { name: c, namespace: default } }\n",
+        )
+        .unwrap();
+        let mut sim = recon_sim::Sim::new(&scenario, Box::new(|_| None)).unwrap();
+        sim.run_until(1_000);
+        let mut trace = sim.into_trace();
+        let first = trace.entries[0].clone();
+        while trace.entries.len() < entries {
+            trace.push(first.time_ms, first.lane, first.event.clone(), Vec::new());
+        }
+        FromWorker::Done { id: 7, hash: trace.hash(), wall_ms: Some(1.0), trace }
+    }
+
+    fn joined(encoded: &Encoded) -> Vec<u8> {
+        encoded.pieces.concat()
+    }
+
+    // The pieces, joined, are the answer's JSON byte for byte, every piece
+    // but the last is full, and none is over its size.
+    #[test]
+    fn an_answer_in_pieces_is_its_json() {
+        let message = done(300);
+        let whole = serde_json::to_vec(&message).unwrap();
+        let encoded = encode(&message, usize::MAX, 1_000);
+        assert_eq!(joined(&encoded), whole);
+        assert_eq!(encoded.len, whole.len());
+        assert!(encoded.pieces.len() > 3, "{} pieces", encoded.pieces.len());
+        let (last, full) = encoded.pieces.split_last().unwrap();
+        assert!(full.iter().all(|p| p.len() == 1_000));
+        assert!(!last.is_empty() && last.len() <= 1_000);
+        assert!(encoded.pieces.iter().all(|p| p.capacity() == 1_000), "no piece holds more than its size");
+        // A short answer takes a short buffer, not a piece's worth.
+        let short = encode(&FromWorker::Ready, usize::MAX, 64 << 20);
+        assert_eq!(short.pieces[0].capacity(), 4_096);
+    }
+
+    // An answer longer than the page can take is replaced by one that
+    // says so, for the same request, and encoding stops at the limit.
+    #[test]
+    fn an_answer_past_the_limit_is_replaced_by_why() {
+        let message = done(300);
+        let whole = serde_json::to_vec(&message).unwrap().len();
+        let encoded = encode(&message, whole - 1, 1_000);
+        let answer: FromWorker = serde_json::from_slice(&joined(&encoded)).unwrap();
+        let FromWorker::Failed { id, error, .. } = answer else { panic!("not a failure: {answer:?}") };
+        assert_eq!(id, 7, "it answers the same request");
+        assert!(
+            error.starts_with("This run is too big for a browser tab: it ran to the end, but its trace of 300 entries"),
+            "{error}"
+        );
+        assert!(error.contains("recon run"), "{error}");
+        // Exactly at the limit it still goes through.
+        assert_eq!(joined(&encode(&message, whole, 1_000)), serde_json::to_vec(&message).unwrap());
+    }
+}
