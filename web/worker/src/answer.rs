@@ -93,23 +93,24 @@ pub fn encode(message: &FromWorker, limit: usize, piece_bytes: usize) -> Encoded
 
 /// The answer in place of `message`, whose JSON passed `limit` bytes.
 fn too_long(message: &FromWorker, limit: usize) -> FromWorker {
-    let what = match message {
-        FromWorker::Done { trace, .. } | FromWorker::Audited { trace, .. } => {
-            format!("its trace of {} entries", trace.entries.len())
-        }
-        _ => "its answer".to_owned(),
-    };
-    FromWorker::Failed {
-        id: message.id(),
-        component: None,
-        error: format!(
-            "This run is too big for a browser tab: it ran to the end, but {what} takes more than {} MiB \
-             as JSON, the most the page can take in from its worker (both hold it in WebAssembly's 32-bit \
-             memory). Run it with the recon command line (recon run), which has no such limit, or make it \
-             smaller (fewer nodes, pods or virtual seconds).",
-            limit >> 20
+    let mib = limit >> 20;
+    let why = "the most the page can take in from its worker (both hold it in WebAssembly's 32-bit memory)";
+    let error = match message {
+        FromWorker::Done { trace, .. } => format!(
+            "This run is too big for a browser tab: it ran to the end, but its trace of {} entries takes more \
+             than {mib} MiB as JSON, {why}. Run it with the recon command line (recon run), which has no such \
+             limit, or make it smaller (fewer nodes, pods or virtual seconds).",
+            trace.entries.len()
         ),
-    }
+        FromWorker::Audited { trace, .. } => format!(
+            "These audit logs are too big for a browser tab: they were read, but their trace of {} entries \
+             takes more than {mib} MiB as JSON, {why}. Read them with the recon command line (recon audit), \
+             which has no such limit, or open fewer or shorter logs.",
+            trace.entries.len()
+        ),
+        _ => format!("The answer is too big for a browser tab: it takes more than {mib} MiB as JSON, {why}."),
+    };
+    FromWorker::Failed { id: message.id(), component: None, error }
 }
 
 #[cfg(test)]
@@ -170,6 +171,23 @@ mod tests {
             "{error}"
         );
         assert!(error.contains("recon run"), "{error}");
+        // Audit logs are told what to do with audit logs.
+        let FromWorker::Done { trace, hash, .. } = done(300) else { unreachable!() };
+        let audited = FromWorker::Audited {
+            id: 9,
+            hash,
+            wall_ms: 1.0,
+            trace,
+            explanations: Vec::new(),
+            summary: String::new(),
+            unjudged: Vec::new(),
+            problems: String::new(),
+        };
+        let answer: FromWorker = serde_json::from_slice(&joined(&encode(&audited, 1_000, 1_000))).unwrap();
+        let FromWorker::Failed { id, error, .. } = answer else { panic!("not a failure: {answer:?}") };
+        assert_eq!(id, 9);
+        assert!(error.starts_with("These audit logs are too big for a browser tab"), "{error}");
+        assert!(error.contains("recon audit"), "{error}");
         // Exactly at the limit it still goes through.
         assert_eq!(joined(&encode(&message, whole, 1_000)), serde_json::to_vec(&message).unwrap());
     }
