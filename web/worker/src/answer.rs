@@ -36,12 +36,15 @@ struct Pieces {
     encoded: Encoded,
     limit: usize,
     piece_bytes: usize,
+    /// A write would have passed the limit: why encoding stopped.
+    overflowed: bool,
 }
 
 impl Write for Pieces {
     fn write(&mut self, mut buf: &[u8]) -> std::io::Result<usize> {
         let written = buf.len();
         if self.encoded.len + buf.len() > self.limit {
+            self.overflowed = true;
             return Err(std::io::Error::other("the answer is longer than the page can take in"));
         }
         while !buf.is_empty() {
@@ -79,15 +82,16 @@ impl Write for Pieces {
 /// than `limit` bytes, the answer that says so in its place (encoded the
 /// same way; it is short).
 pub fn encode(message: &FromWorker, limit: usize, piece_bytes: usize) -> Encoded {
-    let mut pieces = Pieces { encoded: Encoded::default(), limit, piece_bytes };
+    let mut pieces = Pieces { encoded: Encoded::default(), limit, piece_bytes, overflowed: false };
     match serde_json::to_writer(&mut pieces, message) {
         Ok(()) => pieces.encoded,
-        Err(_) => {
+        Err(_) if pieces.overflowed => {
             let refusal = too_long(message, limit);
-            let mut pieces = Pieces { encoded: Encoded::default(), limit: usize::MAX, piece_bytes };
+            let mut pieces = Pieces { encoded: Encoded::default(), limit: usize::MAX, piece_bytes, overflowed: false };
             serde_json::to_writer(&mut pieces, &refusal).expect("a failure always encodes");
             pieces.encoded
         }
+        Err(e) => panic!("an answer did not encode (answers are plain data): {e}"),
     }
 }
 
