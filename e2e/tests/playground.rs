@@ -676,9 +676,10 @@ async fn the_tours_steps_advance_with_the_keyboard_and_point_at_the_stale_read()
     let entry: usize =
         page.find("#timeline-selected").await.attr("data-entry").await.unwrap().unwrap().parse().unwrap();
     let trace = native_run(DEFAULT, &[]);
-    let recon_trace::Event::ListServed { component, api_server, stale_ms, .. } = &trace.entries[entry].event else {
+    let recon_trace::Event::ListServed(list) = &trace.entries[entry].event else {
         panic!("entry {entry} is not a list: {:?}", trace.entries[entry])
     };
+    let (component, api_server, stale_ms) = (&list.component, &list.api_server, &list.stale_ms);
     assert_eq!((component.as_str(), api_server.as_str()), ("kubelet-node-1", "apiserver-2"));
     assert!(*stale_ms > 0);
     let text = page.find("#tour").await.text().await.unwrap();

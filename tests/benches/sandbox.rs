@@ -137,9 +137,7 @@ fn kube_case(pods: usize, plugins: &std::collections::BTreeMap<String, recon_hos
     let reconciles = native
         .entries
         .iter()
-        .filter(
-            |e| matches!(&e.event, recon_trace::Event::Reconcile { component, .. } if component == "pod-reconciler"),
-        )
+        .filter(|e| matches!(&e.event, recon_trace::Event::Reconcile(call) if call.component == "pod-reconciler"))
         .count();
     let times = compare(
         || {

@@ -147,8 +147,8 @@ fn a_write_that_fails_otherwise_is_logged_and_retried_by_the_c_controller_a_seco
     let at = lines.iter().position(|l| l == failed).unwrap_or_else(|| panic!("{failed:?} in {lines:#?}"));
     assert!(lines[at + 1].starts_with("created ConfigMap payments/team-info for team billing"), "{lines:#?}");
     let requeued = run.trace.entries.iter().any(|e| {
-        matches!(&e.event, Event::Reconcile { component, actions, .. }
-            if component == "team-config" && actions.iter().any(|a| a.to_string().starts_with("requeue retry after 1000ms")))
+        matches!(&e.event, Event::Reconcile(call)
+            if call.component == "team-config" && call.actions.iter().any(|a| a.to_string().starts_with("requeue retry after 1000ms")))
     });
     assert!(requeued, "the retry is a requeueAfter, on the trace");
     assert_eq!(run.maps[0], ("payments", team("billing")));

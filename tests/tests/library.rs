@@ -269,7 +269,7 @@ fn a_run_that_reaches_its_trace_limit_stops_there_and_says_why() {
         .entries
         .iter()
         .map(|e| match &e.event {
-            Event::Reconcile { inputs, actions, .. } => inputs.len() + actions.len(),
+            Event::Reconcile(call) => call.inputs.len() + call.actions.len(),
             _ => 0,
         })
         .sum();
@@ -379,8 +379,8 @@ fn the_database_operator_holds_its_database_with_a_finalizer_and_leaves_nothing_
         .entries
         .iter()
         .filter_map(|e| match &e.event {
-            Event::EventPublished { reason, regarding, .. } => {
-                Some((trace.lane_name(e), format!("{reason} {}", regarding.as_ref()?)))
+            Event::EventPublished(published) => {
+                Some((trace.lane_name(e), format!("{} {}", published.reason, published.regarding.as_ref()?)))
             }
             _ => None,
         })

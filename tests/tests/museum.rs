@@ -211,8 +211,8 @@ fn a_status_write_skipped_against_a_stale_copy_leaves_grove_idle_with_work_left_
     // object before its no-op check.
     let fixed = run(&with_fixes(&scenario, &["live-read"]));
     let read_live = fixed.entries.iter().any(|e| {
-        matches!(&e.event, recon_trace::Event::Reconcile { component, actions, .. }
-            if component == "grove-podcliqueset-controller" && actions.iter().any(|a| a.to_string().starts_with("direct get")))
+        matches!(&e.event, recon_trace::Event::Reconcile(call)
+            if call.component == "grove-podcliqueset-controller" && call.actions.iter().any(|a| a.to_string().starts_with("direct get")))
     });
     assert!(read_live, "the live read is sent");
     assert_eq!(fixed.violations().count(), 0);

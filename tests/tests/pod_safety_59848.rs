@@ -36,10 +36,8 @@ fn explanation_names_the_api_server_the_stale_revision_and_the_object() {
         .entries
         .iter()
         .find_map(|e| match &e.event {
-            Event::ListServed { component, api_server, revision, store_revision, objects, .. }
-                if component == "kubelet-node-1" && api_server == "apiserver-2" =>
-            {
-                Some((*revision, *store_revision, objects[0].uid.clone()))
+            Event::ListServed(list) if list.component == "kubelet-node-1" && list.api_server == "apiserver-2" => {
+                Some((list.revision, list.store_revision, list.objects[0].uid.clone()))
             }
             _ => None,
         })

@@ -206,10 +206,10 @@ fn reference_pod_identity(trace: &Trace) -> Vec<(u64, u64)> {
                         }
                     }
                 }
-                running.entry(node.to_string()).or_default().insert(pod.clone(), e.id);
+                running.entry(node.to_string()).or_default().insert((**pod).clone(), e.id);
             }
             Event::ContainerStopped { node, pod } => {
-                running.entry(node.to_string()).or_default().remove(pod);
+                running.entry(node.to_string()).or_default().remove(&**pod);
             }
             _ => {}
         }

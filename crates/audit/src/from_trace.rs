@@ -27,7 +27,7 @@
 //! scenario, the seed and the entry, so the same run gives the same bytes.
 
 use recon_abi::{ObjectKey, Status, Verb};
-use recon_trace::{Entry, Event as TraceEvent, LaneRole, ReadPurpose, Trace};
+use recon_trace::{Entry, Event as TraceEvent, LaneRole, ListServed, ReadPurpose, Trace};
 
 use crate::event::{
     API_VERSION, Event, Item, Level, Metadata, Object, ObjectReference, ResponseStatus, Stage, UserInfo,
@@ -136,7 +136,8 @@ fn event_for(trace: &Trace, entry: &Entry) -> Result<Option<(String, Event)>, St
             event.response_status = Some(failure(status));
             via.clone()
         }
-        TraceEvent::ListServed { component, api_server, request, purpose, revision, objects, .. } => {
+        TraceEvent::ListServed(list) => {
+            let ListServed { component, api_server, request, purpose, revision, objects, .. } = &**list;
             let read = ReadRequest::parse(request).map_err(|e| format!("trace entry {}: {e}", entry.id))?;
             set_user(&mut event, trace, user_of_read(component, *purpose));
             let kind = kind_info(&read.kind);
@@ -240,7 +241,8 @@ fn add_bodies(line: &mut serde_json::Value, entry: &TraceEvent, objects: &dyn Fn
                 line["responseObject"] = body;
             }
         }
-        TraceEvent::ListServed { objects: shown, .. } => {
+        TraceEvent::ListServed(list) => {
+            let shown = &list.objects;
             if let Some(items) = line.pointer_mut("/responseObject/items").and_then(Value::as_array_mut) {
                 for (item, o) in items.iter_mut().zip(shown) {
                     if let Some(body) = whole(o.revision, item) {

@@ -22,7 +22,7 @@ use std::io::BufRead;
 use recon_abi::{ObjectKey, Verb};
 use recon_scenario::Check;
 use recon_trace::{
-    EntryId, Event as TraceEvent, Explanation, ExplanationStep, Key, LaneId, LaneRole, Name, ObjectVersion,
+    EntryId, Event as TraceEvent, Explanation, ExplanationStep, Key, LaneId, LaneRole, ListServed, Name, ObjectVersion,
     ReadPurpose, ServedFrom, Trace,
 };
 
@@ -275,7 +275,7 @@ impl Drawing {
                 self.trace.push(
                     time_ms,
                     lane,
-                    TraceEvent::ListServed {
+                    TraceEvent::ListServed(Box::new(ListServed {
                         component: client,
                         api_server: server,
                         request: format!("{} {}", e.verb, e.request_uri),
@@ -286,7 +286,7 @@ impl Drawing {
                         stale_ms: out_of_date_since.map_or(0, |t| time_ms.saturating_sub(t)),
                         partitioned: false,
                         objects,
-                    },
+                    })),
                     vec![],
                 )
             }

@@ -92,9 +92,10 @@ fn every_time_travel_the_simulator_flags_is_a_stale_read_in_the_audit_logs() {
             }
             // The time travel's first cause is the stale list.
             let list = trace.get(entry.causes[0]).expect("the stale list");
-            let Event::ListServed { component, api_server, revision, .. } = &list.event else {
+            let Event::ListServed(served) = &list.event else {
                 panic!("{name}: a time travel caused by {:?}", list.event)
             };
+            let (component, api_server, revision) = (&served.component, &served.api_server, &served.revision);
             let stale = findings(&report, FindingKind::StaleRead, component);
             assert!(
                 stale.iter().any(|f| f.served_revision == Some(*revision) && f.location.server == *api_server),
@@ -237,7 +238,7 @@ fn the_59848_logs_draw_as_a_timeline_with_the_stale_list_marked_and_explained() 
     let list = stale[0];
     assert_eq!(list.lane, lane("kubelet-node-1"));
     assert!(
-        matches!(&list.event, Event::ListServed { api_server, revision: 9, store_revision: 21, stale_ms, .. } if api_server == "apiserver-2" && *stale_ms > 2_900)
+        matches!(&list.event, Event::ListServed(l) if l.revision == 9 && l.store_revision == 21 && l.api_server == "apiserver-2" && l.stale_ms > 2_900)
     );
     assert!(
         t.entries

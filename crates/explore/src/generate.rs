@@ -83,9 +83,9 @@ impl<'t> Facts<'t> {
                         list.push(Delivery { time: e.time_ms, revision: *revision, api_server: api_server.clone() });
                     }
                 }
-                Event::ListServed { component, objects, .. } => {
-                    for o in objects {
-                        slot(&mut seen, component, &o.key);
+                Event::ListServed(list) => {
+                    for o in &list.objects {
+                        slot(&mut seen, &list.component, &o.key);
                     }
                 }
                 _ => {}

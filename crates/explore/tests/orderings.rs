@@ -160,8 +160,8 @@ fn a_blind_write_on_a_stale_view_is_found_with_stale_views_and_by_no_ordering_al
     let mut sim = Sim::new(&parsed, builtins()).unwrap();
     sim.run();
     let held = sim.trace().entries.iter().any(|e| {
-        matches!(&e.event, recon_sim::Event::Reconcile { component, held_back, .. }
-            if component == "provisioner" && !held_back.is_empty())
+        matches!(&e.event, recon_sim::Event::Reconcile(call)
+            if call.component == "provisioner" && !call.held_back.is_empty())
     });
     assert!(held, "the trace shows the reconcile that went without the newer Widget");
 }

@@ -82,7 +82,7 @@ fn a_plugin_runs_a_component_whose_controller_is_not_built_in() {
         .trace()
         .entries
         .iter()
-        .filter(|e| matches!(&e.event, recon_sim::Event::Reconcile { component, .. } if component == "my-operator-1"))
+        .filter(|e| matches!(&e.event, recon_sim::Event::Reconcile(call) if call.component == "my-operator-1"))
         .count();
     assert_eq!(reconciles, 1);
 }

@@ -10,7 +10,9 @@ use std::sync::Arc;
 use recon_abi::event::EVENT_KIND;
 use recon_abi::{Action, EventType, Object, ObjectKey, Outcome, Patch, Status, StatusReason, Verb, WatchEvent};
 use recon_store::StoreError;
-use recon_trace::{EntryId, Event, Interner, LaneId, LaneRole, Name, ObjectVersion, PatchNote, ServedFrom};
+use recon_trace::{
+    EntryId, Event, EventPublished, Interner, LaneId, LaneRole, ListServed, Name, ObjectVersion, PatchNote, ServedFrom,
+};
 
 use recon_scenario::Kinds;
 
@@ -178,7 +180,12 @@ impl ApiServer {
             let api_server = self.name.clone();
             engine.record(
                 engine.lanes.component(c),
-                Event::RequestFailed { component, api_server, request: request.to_string(), status: status.clone() },
+                Event::RequestFailed {
+                    component,
+                    api_server,
+                    request: request.to_string(),
+                    status: Box::new(status.clone()),
+                },
                 vec![],
             );
         }
@@ -391,7 +398,7 @@ impl ApiServer {
         let objects = object_versions(engine, objects);
         engine.record(
             lane,
-            Event::ListServed {
+            Event::ListServed(Box::new(ListServed {
                 component,
                 api_server,
                 request: target.request().to_string(),
@@ -402,7 +409,7 @@ impl ApiServer {
                 stale_ms,
                 partitioned,
                 objects,
-            },
+            })),
             cause.into_iter().collect(),
         )
     }
@@ -642,7 +649,7 @@ impl ApiServer {
                     revision: object.revision().unwrap_or(0),
                     by: engine.client_name(&client),
                     via: self.name.clone(),
-                    patch,
+                    patch: patch.map(Box::new),
                     dry_run,
                 };
                 let entry = engine.record(lane, unchanged, cause.into_iter().collect());
@@ -670,7 +677,7 @@ impl ApiServer {
                     terminating,
                     by,
                     via,
-                    patch,
+                    patch: patch.map(Box::new),
                 };
                 let entry = engine.record(engine.lanes.store, write, cause.into_iter().collect());
                 engine.store_writes.insert(event.revision, entry, shared_key, uid);
@@ -707,13 +714,13 @@ impl ApiServer {
             engine.trace.lanes.iter().position(|l| l.role == LaneRole::Node && l.name == name).map(LaneId::from_index)
         });
         let writer = client_component(client).map_or(engine.lanes.script, |c| engine.lanes.component(c));
-        let published = Event::EventPublished {
+        let published = Event::EventPublished(Box::new(EventPublished {
             event_type: recon_abi::event::event_type(stored).to_owned(),
             reason: recon_abi::event::reason(stored).to_owned(),
             note: recon_abi::event::note(stored).to_owned(),
             regarding: regarding.map(|key| engine.names.key(&key)),
             by: engine.client_name(client),
-        };
+        }));
         engine.record(node_lane.unwrap_or(writer), published, vec![write]);
     }
 
@@ -730,7 +737,14 @@ impl ApiServer {
         let by = engine.client_name(&client);
         let via = self.name.clone();
         let lane = client_component(&client).map_or(engine.lanes.script, |c| engine.lanes.component(c));
-        let failed = Event::WriteFailed { verb, key: engine.names.key(&key), status: status.clone(), by, via, patch };
+        let failed = Event::WriteFailed {
+            verb,
+            key: engine.names.key(&key),
+            status: Box::new(status.clone()),
+            by,
+            via,
+            patch: patch.map(Box::new),
+        };
         let entry = engine.record(lane, failed, cause.into_iter().collect());
         self.reply(engine, client, Reply::Written { verb, key, outcome: Outcome::Err(status), entry }, delay);
     }

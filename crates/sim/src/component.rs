@@ -16,7 +16,7 @@ use recon_abi::{
     ObjectList, Outcome, PodRef, RequestId, Status, StatusReason, Verb, WatchEvent,
 };
 use recon_trace::text::short_uid;
-use recon_trace::{EntryId, Event, Interner, Key, Line, Name};
+use recon_trace::{EntryId, Event, Interner, Key, Line, Name, Reconcile};
 
 use crate::admission::{Admitted, admit};
 use crate::api::{GetRequest, Request};
@@ -865,7 +865,13 @@ impl Component {
         env.engine.listed_items += (inputs.len() + actions.len()) as u64;
         let entry = env.engine.record(
             env.engine.lanes.component(self.id),
-            Event::Reconcile { component: self.name.clone(), view_revision, inputs, actions, held_back: held },
+            Event::Reconcile(Box::new(Reconcile {
+                component: self.name.clone(),
+                view_revision,
+                inputs,
+                actions,
+                held_back: held,
+            })),
             causes,
         );
         for held in output.held {
@@ -918,7 +924,11 @@ impl Component {
         let status = Status::new(StatusReason::Forbidden, reason);
         env.engine.record(
             env.engine.lanes.component(self.id),
-            Event::ActionRefused { component: self.name.clone(), action: describe_action_text(action), status },
+            Event::ActionRefused {
+                component: self.name.clone(),
+                action: describe_action_text(action),
+                status: Box::new(status),
+            },
             vec![entry],
         );
     }
@@ -997,7 +1007,8 @@ fn start_container(env: &mut Env<'_>, n: NodeId, pod: &PodRef, object: Option<Ob
     if env.nodes[n.index()].runs(pod) {
         return; // already running: starting again is a no-op, as in a real runtime
     }
-    let started = Event::ContainerStarted { node: env.engine.name(&env.nodes[n.index()].name), pod: pod.clone() };
+    let started =
+        Event::ContainerStarted { node: env.engine.name(&env.nodes[n.index()].name), pod: Box::new(pod.clone()) };
     let entry = env.engine.record(env.engine.lanes.node(n), started, vec![cause]);
     env.nodes[n.index()].start(pod, env.engine.now);
     let start = ContainerStart { node: n, pod, object: object.as_ref(), entry };
@@ -1007,7 +1018,8 @@ fn start_container(env: &mut Env<'_>, n: NodeId, pod: &PodRef, object: Option<Ob
 /// A node agent stopped a container.
 fn stop_container(env: &mut Env<'_>, n: NodeId, pod: &PodRef, cause: EntryId) {
     if env.nodes[n.index()].stop(pod) {
-        let stopped = Event::ContainerStopped { node: env.engine.name(&env.nodes[n.index()].name), pod: pod.clone() };
+        let stopped =
+            Event::ContainerStopped { node: env.engine.name(&env.nodes[n.index()].name), pod: Box::new(pod.clone()) };
         env.engine.record(env.engine.lanes.node(n), stopped, vec![cause]);
         env.checks.container_stopped(n, pod);
     }

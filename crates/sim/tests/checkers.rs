@@ -171,7 +171,7 @@ fn node_index(node: &str) -> usize {
 /// The container start an entry records.
 fn started(trace: &Trace, id: u64) -> (usize, PodRef) {
     match &trace.get(id).expect("cause exists").event {
-        Event::ContainerStarted { node, pod } => (node_index(node), pod.clone()),
+        Event::ContainerStarted { node, pod } => (node_index(node), (**pod).clone()),
         other => panic!("a container check's cause is not a container start: {other:?}"),
     }
 }

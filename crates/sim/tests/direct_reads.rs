@@ -165,8 +165,8 @@ fn direct_reads(sim: &Sim) -> Vec<(ServedFrom, u64)> {
         .entries
         .iter()
         .filter_map(|e| match &e.event {
-            Event::ListServed { purpose: ReadPurpose::DirectRead, served_from, revision, .. } => {
-                Some((*served_from, *revision))
+            Event::ListServed(list) if list.purpose == ReadPurpose::DirectRead => {
+                Some((list.served_from, list.revision))
             }
             _ => None,
         })
@@ -331,14 +331,15 @@ fn a_direct_read_is_on_the_trace_as_the_components_own_read_and_causes_its_resul
     let read = trace
         .entries
         .iter()
-        .find(|e| matches!(&e.event, Event::ListServed { purpose: ReadPurpose::DirectRead, .. }))
+        .find(|e| matches!(&e.event, Event::ListServed(list) if list.purpose == ReadPurpose::DirectRead))
         .expect("the read is on the trace");
-    let Event::ListServed { component, request, .. } = &read.event else { unreachable!() };
+    let Event::ListServed(list) = &read.event else { unreachable!() };
+    let (component, request) = (&list.component, &list.request);
     assert_eq!((component.as_str(), request.as_str()), ("reader", "get Pod default/b resourceVersion=\"0\""));
     let reconcile = trace
         .entries
         .iter()
-        .find(|e| matches!(&e.event, Event::Reconcile { inputs, .. } if inputs.iter().any(|i| i.to_string().starts_with("get Pod default/b"))))
+        .find(|e| matches!(&e.event, Event::Reconcile(call) if call.inputs.iter().any(|i| i.to_string().starts_with("get Pod default/b"))))
         .expect("the result reaches the reader");
     assert!(reconcile.causes.contains(&read.id), "the result is caused by the read");
 }

@@ -62,8 +62,8 @@ fn published(sim: &Sim) -> Vec<(String, String, String)> {
         .entries
         .iter()
         .filter_map(|e| match &e.event {
-            Event::EventPublished { reason, note, .. } => {
-                Some((trace.lane_name(e).to_owned(), reason.clone(), note.clone()))
+            Event::EventPublished(published) => {
+                Some((trace.lane_name(e).to_owned(), published.reason.clone(), published.note.clone()))
             }
             _ => None,
         })

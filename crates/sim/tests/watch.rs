@@ -338,7 +338,7 @@ fn relisted_after_the_break(sim: &Sim) -> (bool, bool) {
             Event::RequestFailed { component, status, .. } if component == "scheduler" => {
                 gone |= status.reason == StatusReason::Gone;
             }
-            Event::ListServed { component, purpose: ReadPurpose::InformerList, .. } if component == "scheduler" => {
+            Event::ListServed(list) if list.component == "scheduler" && list.purpose == ReadPurpose::InformerList => {
                 listed = true;
             }
             _ => {}

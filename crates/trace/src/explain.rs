@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use recon_scenario::Check;
 
 use crate::text::{describe, fmt_duration, fmt_time, short_uid};
-use crate::{Entry, EntryId, Event, ServedFrom, Trace};
+use crate::{Entry, EntryId, Event, ListServed, ServedFrom, Trace};
 
 /// A violation explained step by step.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -206,14 +206,14 @@ fn container_origin(trace: &Trace, start: &Entry, detailed: bool) -> Vec<Explana
     // The start that broke the property is always traced to its source; the
     // one already running only when a stale read showed it the pod (then
     // the stale read is the story, whichever start the check fired on).
-    if let Some(Entry { event: Event::Reconcile { component, .. }, id, .. }) = reconcile
-        && let Some(source) = source_of_pod(trace, component, &pod.uid, *id)
+    if let Some(Entry { event: Event::Reconcile(call), id, .. }) = reconcile
+        && let Some(source) = source_of_pod(trace, &call.component, &pod.uid, *id)
         && (detailed || source.event.is_stale_read())
     {
         steps.extend(view_origin(trace, source));
     }
     let who = match reconcile.map(|r| &r.event) {
-        Some(Event::Reconcile { component, .. }) => format!("{component} starts"),
+        Some(Event::Reconcile(call)) => format!("{} starts", call.component),
         _ => format!("{node} starts"),
     };
     steps.push(ExplanationStep {
@@ -238,7 +238,8 @@ fn step(e: &Entry) -> ExplanationStep {
 /// from, if any, and each watch event it acted on that the store had
 /// already overtaken when it acted (with the write that overtook it).
 fn decision_origin(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
-    let Event::Reconcile { component, .. } = &reconcile.event else { return vec![] };
+    let Event::Reconcile(call) = &reconcile.event else { return vec![] };
+    let component = &call.component;
     let before = trace.entries.range(..reconcile.id as usize);
     let mut steps = Vec::new();
     // A controller run under leader election starts when it wins the Lease.
@@ -251,7 +252,7 @@ fn decision_origin(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
     }
     // Its informers' last list (not a leader election's get of its Lease).
     if let Some(list) = before.clone().rev().find(|e| {
-        e.event.is_informer_read() && matches!(&e.event, Event::ListServed { component: c, .. } if c == component)
+        e.event.is_informer_read() && matches!(&e.event, Event::ListServed(list) if &list.component == component)
     }) && list.event.is_stale_read()
     {
         steps.extend(view_origin(trace, list));
@@ -294,7 +295,8 @@ fn decision_origin(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
 /// client): a view stale in anyone else's writes, or in writes made
 /// before a restart, is not held.
 fn mitigation_waits(trace: &Trace, reconcile: &Entry) -> Vec<ExplanationStep> {
-    let Event::Reconcile { component, .. } = &reconcile.event else { return vec![] };
+    let Event::Reconcile(call) = &reconcile.event else { return vec![] };
+    let component = &call.component;
     // A call's waits are recorded right after it, at the same moment.
     let ended: Vec<ExplanationStep> = trace
         .entries
@@ -395,7 +397,7 @@ fn pod_creation(trace: &Trace, start: &Entry) -> Vec<ExplanationStep> {
 /// The latest entry before `before` that showed `component` the pod `uid`.
 fn source_of_pod<'t>(trace: &'t Trace, component: &str, uid: &str, before: EntryId) -> Option<&'t Entry> {
     trace.entries.range(..before as usize).rev().find(|e| match &e.event {
-        Event::ListServed { component: c, objects, .. } => c == component && objects.iter().any(|o| o.uid == uid),
+        Event::ListServed(list) => list.component == component && list.objects.iter().any(|o| o.uid == uid),
         Event::WatchDelivered { component: c, uid: u, .. } => c == component && u == uid,
         _ => false,
     })
@@ -405,7 +407,13 @@ fn source_of_pod<'t>(trace: &'t Trace, component: &str, uid: &str, before: Entry
 /// read was and why, and what the read still contained that was gone.
 fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
     let mut steps = Vec::new();
-    let Event::ListServed {
+    let Event::ListServed(list) = &read.event else {
+        return vec![ExplanationStep {
+            entry: read.id,
+            text: format!("{}: {}", fmt_time(read.time_ms), describe(read)),
+        }];
+    };
+    let ListServed {
         component,
         api_server,
         request,
@@ -416,13 +424,7 @@ fn view_origin(trace: &Trace, read: &Entry) -> Vec<ExplanationStep> {
         partitioned,
         objects,
         ..
-    } = &read.event
-    else {
-        return vec![ExplanationStep {
-            entry: read.id,
-            text: format!("{}: {}", fmt_time(read.time_ms), describe(read)),
-        }];
-    };
+    } = &**list;
     // The (re)start that made it list.
     if let Some(start) = trace
         .entries
@@ -578,8 +580,8 @@ pub fn unavailability(trace: &Trace) -> Vec<Unavailability> {
                     }),
                 }
             }
-            Event::ListServed { component, .. } => {
-                if let Some(i) = open.iter().position(|u| &u.component == component) {
+            Event::ListServed(list) => {
+                if let Some(i) = open.iter().position(|u| u.component == list.component) {
                     let mut u = open.remove(i);
                     u.until_ms = Some(e.time_ms);
                     done.push(u);
@@ -598,7 +600,7 @@ pub(crate) mod tests {
     use recon_abi::{HeldSync, Mitigation, ObjectKey, Verb};
 
     use super::*;
-    use crate::{Lane, LaneId, LaneRole};
+    use crate::{Lane, LaneId, LaneRole, Reconcile};
 
     fn held(released: bool) -> Event {
         Event::SyncHeld {
@@ -641,13 +643,13 @@ pub(crate) mod tests {
     }
 
     fn reconcile() -> Event {
-        Event::Reconcile {
+        Event::Reconcile(Box::new(Reconcile {
             component: "rs".into(),
             view_revision: 7,
             inputs: vec![],
             actions: vec!["create Pod default/web-*".into()],
             held_back: vec![],
-        }
+        }))
     }
 
     fn create() -> Event {

@@ -149,6 +149,81 @@ impl std::fmt::Display for PatchNote {
     }
 }
 
+/// An API server answered a list (or the initial state of a watch-list).
+///
+/// Boxed in [`Event::ListServed`]: the largest kinds of entry would
+/// otherwise set the size of every entry.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListServed {
+    /// Which component asked.
+    pub component: Name,
+    /// The API server that answered.
+    pub api_server: Name,
+    /// The request, e.g. `list Pods spec.nodeName=node-1 resourceVersion="0"`.
+    pub request: String,
+    /// Why it was asked: an informer's list, a Lease get, kubectl.
+    pub purpose: ReadPurpose,
+    /// Cache or store.
+    pub served_from: ServedFrom,
+    /// The revision of the state returned (the list's resourceVersion).
+    pub revision: u64,
+    /// The store's revision at that moment.
+    pub store_revision: u64,
+    /// How long the returned state had been out of date (0 if current).
+    pub stale_ms: u64,
+    /// Whether the API server was cut off from the store.
+    pub partitioned: bool,
+    /// The objects returned.
+    pub objects: Vec<ObjectVersion>,
+}
+
+/// A Kubernetes Event (`v1` or `events.k8s.io/v1`, one stored
+/// resource) was written: created, or updated as a recorder does when
+/// it sees the same thing again. Recorded after its store write (its
+/// cause) on the lane of the object it is about: a Node's lane, a
+/// pod's node's lane once it is bound; otherwise its writer's lane.
+///
+/// Boxed in [`Event::EventPublished`]: the largest kinds of entry would
+/// otherwise set the size of every entry.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventPublished {
+    /// `Normal` or `Warning` (empty if the Event has no type).
+    pub event_type: String,
+    /// Why, in one CamelCase word (`Scheduled`, `FailedMount`).
+    pub reason: String,
+    /// What happened, for people (`note`; `message` in `v1`).
+    pub note: String,
+    /// The object it is about, if it names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regarding: Option<Key>,
+    /// Who wrote it (component name, or `kubectl`).
+    pub by: Name,
+}
+
+/// A component's controller was called.
+///
+/// Boxed in [`Event::Reconcile`]: the largest kinds of entry would
+/// otherwise set the size of every entry.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Reconcile {
+    /// The component.
+    pub component: Name,
+    /// The highest revision the component had observed when called.
+    pub view_revision: u64,
+    /// What the call was given, one short line per input.
+    pub inputs: Vec<Line>,
+    /// What it returned, one short line per action.
+    pub actions: Vec<Line>,
+    /// Inputs delivered to it that the call went without (a stale view
+    /// chosen by a scenario's `staleViews` or a search), one line
+    /// each: they reach it in the next call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_back: Vec<Line>,
+}
+
 /// The kinds of trace entries.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "kind")]
@@ -188,7 +263,7 @@ pub enum Event {
         via: Name,
         /// For a patch: its type, field manager and options.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        patch: Option<PatchNote>,
+        patch: Option<Box<PatchNote>>,
     },
     /// A write was refused or failed.
     #[serde(rename_all = "camelCase")]
@@ -198,14 +273,14 @@ pub enum Event {
         /// Which object.
         key: Key,
         /// Why.
-        status: Status,
+        status: Box<Status>,
         /// Who asked.
         by: Name,
         /// Through which API server (empty if refused before sending).
         via: Name,
         /// For a patch: its type, field manager and options.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        patch: Option<PatchNote>,
+        patch: Option<Box<PatchNote>>,
     },
     /// A write the API server accepted that changed nothing (a delete of an
     /// object already being deleted, with no shorter grace period, or a dry
@@ -227,7 +302,7 @@ pub enum Event {
         via: Name,
         /// For a patch: its type, field manager and options.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        patch: Option<PatchNote>,
+        patch: Option<Box<PatchNote>>,
         /// Whether it was a dry run of a create, update, status update or
         /// delete (a patch's dry run is in its `patch` note).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -267,29 +342,7 @@ pub enum Event {
         revision: u64,
     },
     /// An API server answered a list (or the initial state of a watch-list).
-    #[serde(rename_all = "camelCase")]
-    ListServed {
-        /// Which component asked.
-        component: Name,
-        /// The API server that answered.
-        api_server: Name,
-        /// The request, e.g. `list Pods spec.nodeName=node-1 resourceVersion="0"`.
-        request: String,
-        /// Why it was asked: an informer's list, a Lease get, kubectl.
-        purpose: ReadPurpose,
-        /// Cache or store.
-        served_from: ServedFrom,
-        /// The revision of the state returned (the list's resourceVersion).
-        revision: u64,
-        /// The store's revision at that moment.
-        store_revision: u64,
-        /// How long the returned state had been out of date (0 if current).
-        stale_ms: u64,
-        /// Whether the API server was cut off from the store.
-        partitioned: bool,
-        /// The objects returned.
-        objects: Vec<ObjectVersion>,
-    },
+    ListServed(Box<ListServed>),
     /// A list or watch request failed.
     #[serde(rename_all = "camelCase")]
     RequestFailed {
@@ -300,7 +353,7 @@ pub enum Event {
         /// The request.
         request: String,
         /// The error.
-        status: Status,
+        status: Box<Status>,
     },
     /// A watch event reached a component.
     #[serde(rename_all = "camelCase")]
@@ -359,20 +412,7 @@ pub enum Event {
     /// it sees the same thing again. Recorded after its store write (its
     /// cause) on the lane of the object it is about: a Node's lane, a
     /// pod's node's lane once it is bound; otherwise its writer's lane.
-    #[serde(rename_all = "camelCase")]
-    EventPublished {
-        /// `Normal` or `Warning` (empty if the Event has no type).
-        event_type: String,
-        /// Why, in one CamelCase word (`Scheduled`, `FailedMount`).
-        reason: String,
-        /// What happened, for people (`note`; `message` in `v1`).
-        note: String,
-        /// The object it is about, if it names one.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        regarding: Option<Key>,
-        /// Who wrote it (component name, or `kubectl`).
-        by: Name,
-    },
+    EventPublished(Box<EventPublished>),
     /// A component won (or lost) its Lease: its controller starts (or stops).
     Leadership {
         /// The component.
@@ -393,22 +433,7 @@ pub enum Event {
         to: Name,
     },
     /// A component's controller was called.
-    #[serde(rename_all = "camelCase")]
-    Reconcile {
-        /// The component.
-        component: Name,
-        /// The highest revision the component had observed when called.
-        view_revision: u64,
-        /// What the call was given, one short line per input.
-        inputs: Vec<Line>,
-        /// What it returned, one short line per action.
-        actions: Vec<Line>,
-        /// Inputs delivered to it that the call went without (a stale view
-        /// chosen by a scenario's `staleViews` or a search), one line
-        /// each: they reach it in the next call.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        held_back: Vec<Line>,
-    },
+    Reconcile(Box<Reconcile>),
     /// A staleness mitigation began, or ended, holding back a component's
     /// reconcile of one object until its informer observed the component's
     /// own write (KEP-5647's skipped sync; controller-runtime's
@@ -430,7 +455,7 @@ pub enum Event {
         /// The action, in words.
         action: String,
         /// The refusal.
-        status: Status,
+        status: Box<Status>,
     },
     /// A node's runtime started a container.
     #[serde(rename_all = "camelCase")]
@@ -438,7 +463,7 @@ pub enum Event {
         /// The node.
         node: Name,
         /// The pod incarnation.
-        pod: PodRef,
+        pod: Box<PodRef>,
     },
     /// A node's runtime stopped a container.
     #[serde(rename_all = "camelCase")]
@@ -446,7 +471,7 @@ pub enum Event {
         /// The node.
         node: Name,
         /// The pod incarnation.
-        pod: PodRef,
+        pod: Box<PodRef>,
     },
     /// A safety check failed.
     #[serde(rename_all = "camelCase")]
@@ -464,13 +489,13 @@ impl Event {
     /// definition every reader uses: the explanation, the timeline's marks,
     /// the CLI.
     pub fn is_stale_read(&self) -> bool {
-        matches!(self, Event::ListServed { revision, store_revision, .. } if revision < store_revision)
+        matches!(self, Event::ListServed(list) if list.revision < list.store_revision)
     }
 
     /// Whether this is a read an informer made: what a component's view is
     /// built from (not a Lease get, not kubectl).
     pub fn is_informer_read(&self) -> bool {
-        matches!(self, Event::ListServed { purpose: ReadPurpose::InformerList, .. })
+        matches!(self, Event::ListServed(list) if list.purpose == ReadPurpose::InformerList)
     }
 }
 
@@ -620,6 +645,18 @@ mod tests {
         }
         assert_eq!(trace.hash(), format!("{:016x}", fnv1a(trace.to_json().as_bytes())));
         assert_ne!(trace.hash(), Trace::default().hash());
+    }
+
+    /// A trace of millions of entries holds each one inline, so the
+    /// largest kind of event sets the size of all: the large, rarer kinds
+    /// (lists, reconciles, Kubernetes Events) and rare parts (a patch's
+    /// note, a failure's status, a container's pod) are boxed. An entry
+    /// was 136 bytes before they were, 96 since.
+    #[cfg(target_pointer_width = "64")]
+    #[test]
+    fn an_entry_stays_small() {
+        assert!(std::mem::size_of::<Event>() <= 56, "an event takes {} bytes", std::mem::size_of::<Event>());
+        assert!(std::mem::size_of::<Entry>() <= 96, "an entry takes {} bytes", std::mem::size_of::<Entry>());
     }
 
     /// An entry's causes keep their order, most direct first, and each

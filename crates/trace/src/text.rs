@@ -6,7 +6,7 @@ use recon_scenario::StepAction;
 
 use recon_abi::HeldSync;
 
-use crate::{Entry, Event, Line, ServedFrom};
+use crate::{Entry, Event, EventPublished, Line, ListServed, Reconcile, ServedFrom};
 
 /// Virtual time as a reader wants it: `t=8.012s`.
 pub fn fmt_time(ms: u64) -> String {
@@ -77,9 +77,9 @@ pub fn describe(e: &Entry) -> String {
             format!("{api_server} cache: {event_type} {key} (now at revision {revision})")
         }
         Event::CacheRelist { api_server, revision } => format!("{api_server} rebuilt its cache at revision {revision}"),
-        Event::ListServed {
-            component, api_server, request, served_from, revision, store_revision, objects, ..
-        } => {
+        Event::ListServed(list) => {
+            let ListServed { component, api_server, request, served_from, revision, store_revision, objects, .. } =
+                &**list;
             let from = match served_from {
                 ServedFrom::Cache => "its watch cache",
                 ServedFrom::Store => "the store",
@@ -121,7 +121,8 @@ pub fn describe(e: &Entry) -> String {
                 lines.iter().map(|l| one_line(l)).collect::<Vec<_>>().join(" | ")
             ),
         },
-        Event::EventPublished { event_type, reason, note, regarding, by } => {
+        Event::EventPublished(published) => {
+            let EventPublished { event_type, reason, note, regarding, by } = &**published;
             let kind = if event_type.is_empty() { String::new() } else { format!(" {event_type}") };
             let about = regarding.as_ref().map(|k| format!(" about {k}")).unwrap_or_default();
             format!("{by} reports{kind} Event {reason}{about}: {}", one_line(note))
@@ -131,7 +132,8 @@ pub fn describe(e: &Entry) -> String {
             format!("{component} wins Lease {lease} and starts its controller")
         }
         Event::Leadership { component, lease, leading: false } => format!("{component} loses Lease {lease}"),
-        Event::Reconcile { component, view_revision, actions, held_back, .. } => {
+        Event::Reconcile(call) => {
+            let Reconcile { component, view_revision, actions, held_back, .. } = &**call;
             // A stale view says what the call went without.
             let stale = match held_back.len() {
                 0 => String::new(),

@@ -176,7 +176,7 @@ mod tests {
         assert!(matches!(trace.lane(kubelet).role, LaneRole::NodeAgent { .. }));
         let stale: Vec<_> = trace.entries.iter().filter(|e| e.event.is_stale_read()).collect();
         assert_eq!(stale.len(), 1, "{stale:?}");
-        assert!(matches!(&stale[0].event, Event::ListServed { api_server, .. } if api_server == "apiserver-2"));
+        assert!(matches!(&stale[0].event, Event::ListServed(list) if list.api_server == "apiserver-2"));
         assert!(!explanations.is_empty());
         assert!(explanations.iter().all(|x| x.steps.iter().any(|s| s.entry == stale[0].id)), "{explanations:?}");
         // The audit crate's own reading of the same text gives the same trace.

@@ -164,8 +164,11 @@ fn assert_rest_goes_on(case: &str, trace: &Trace) {
     };
     assert!(writes("statefulset-controller") >= 2 && writes("scheduler") >= 2, "{case}: the controllers stopped");
     assert!(
-        trace.entries.iter().any(|e| e.time_ms > 5_000
-            && matches!(&e.event, Event::Reconcile { component, .. } if component == "kubelet-node-1")),
+        trace
+            .entries
+            .iter()
+            .any(|e| e.time_ms > 5_000
+                && matches!(&e.event, Event::Reconcile(call) if call.component == "kubelet-node-1")),
         "{case}: kubelet-node-1 stopped"
     );
 }

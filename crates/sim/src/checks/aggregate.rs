@@ -168,10 +168,8 @@ fn last_informer_list<'t>(
     before: EntryId,
 ) -> Option<(&'t Entry, Vec<ObjectKey>, u64)> {
     truth.trace.entries.range(..usize::try_from(before).ok()?).rev().find_map(|entry| match &entry.event {
-        Event::ListServed { component: c, objects, revision, .. }
-            if c == component && entry.event.is_informer_read() =>
-        {
-            Some((entry, objects.iter().map(|o| o.key.as_key().clone()).collect(), *revision))
+        Event::ListServed(list) if list.component == component && entry.event.is_informer_read() => {
+            Some((entry, list.objects.iter().map(|o| o.key.as_key().clone()).collect(), list.revision))
         }
         _ => None,
     })

@@ -40,8 +40,8 @@ fn owner_at(store: &Store, dependent: &Object, owner: &OwnerReference, at: Optio
 fn view_of(truth: &Truth<'_>, write: EntryId) -> Option<u64> {
     let write = truth.trace.get(write)?;
     let reconcile = truth.trace.get(*write.causes.first()?)?;
-    match reconcile.event {
-        Event::Reconcile { view_revision, .. } => Some(view_revision),
+    match &reconcile.event {
+        Event::Reconcile(call) => Some(call.view_revision),
         _ => None,
     }
 }

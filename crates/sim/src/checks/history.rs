@@ -206,7 +206,7 @@ fn unobserved<'v>(truth: &Truth<'_>, writer: &str, versions: &'v [Version], writ
         .entries
         .range(..write as usize)
         .filter_map(|e| match &e.event {
-            Event::Reconcile { component, view_revision, .. } if component == writer => Some(*view_revision),
+            Event::Reconcile(call) if call.component == writer => Some(call.view_revision),
             _ => None,
         })
         .collect();

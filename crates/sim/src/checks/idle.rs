@@ -141,8 +141,8 @@ fn skipped_after<'t>(
 ) -> Option<(&'t Entry, u64)> {
     let entries = &truth.trace.entries;
     let mut stale_calls = entries.iter().skip(own as usize + 1).filter_map(|e| match &e.event {
-        Event::Reconcile { component: c, view_revision, .. } if c == component && *view_revision < written => {
-            Some((e, *view_revision))
+        Event::Reconcile(call) if call.component == component && call.view_revision < written => {
+            Some((e, call.view_revision))
         }
         _ => None,
     });

@@ -75,8 +75,8 @@ impl Observer for LostWork {
             history.push(Seen { entry: o.entry, revision, newest });
         };
         match &entry.event {
-            Event::ListServed { purpose: ReadPurpose::InformerList, objects, .. } => {
-                for v in objects {
+            Event::ListServed(list) if list.purpose == ReadPurpose::InformerList => {
+                for v in &list.objects {
                     note(&v.key, &v.uid, v.revision);
                 }
             }

@@ -88,9 +88,8 @@ pub struct Step {
 /// chain if there is one, else the first in the trace; `None` if every
 /// list was current.
 pub fn stale_read(trace: &Trace, explanations: &[Explanation], headline: Option<EntryId>) -> Option<EntryId> {
-    let stale = |id: EntryId| {
-        trace.get(id).is_some_and(|e| matches!(e.event, Event::ListServed { stale_ms, .. } if stale_ms > 0))
-    };
+    let stale =
+        |id: EntryId| trace.get(id).is_some_and(|e| matches!(&e.event, Event::ListServed(list) if list.stale_ms > 0));
     let chains = explanations.iter().filter(|e| Some(e.violation) == headline).chain(explanations);
     chains
         .flat_map(|e| e.steps.iter().map(|s| s.entry))
@@ -103,9 +102,12 @@ pub fn steps(run: &RunView) -> Vec<Step> {
     let headline = run.headline_violation();
     let stale = stale_read(&run.trace, &run.explanations, headline);
     let list = stale.and_then(|id| run.trace.get(id)).and_then(|entry| match &entry.event {
-        Event::ListServed {
-            component, api_server, served_from: ServedFrom::Cache, revision, store_revision, ..
-        } => Some((entry.time_ms, component.as_str(), api_server.as_str(), store_revision.saturating_sub(*revision))),
+        Event::ListServed(list) if list.served_from == ServedFrom::Cache => Some((
+            entry.time_ms,
+            list.component.as_str(),
+            list.api_server.as_str(),
+            list.store_revision.saturating_sub(list.revision),
+        )),
         _ => None,
     });
     let lanes = Step {
@@ -635,9 +637,8 @@ mod tests {
     fn the_default_runs_stale_read_is_node_1s_kubelet_listing_from_the_frozen_cache() {
         let run = run_library(recon_catalog::DEFAULT_SCENARIO);
         let id = stale_read(&run.trace, &run.explanations, run.headline_violation()).expect("a stale read");
-        let Event::ListServed { component, api_server, stale_ms, .. } = &run.trace.get(id).unwrap().event else {
-            panic!("a list")
-        };
+        let Event::ListServed(list) = &run.trace.get(id).unwrap().event else { panic!("a list") };
+        let (component, api_server, stale_ms) = (&list.component, &list.api_server, &list.stale_ms);
         assert_eq!((component.as_str(), api_server.as_str()), ("kubelet-node-1", "apiserver-2"));
         assert!(*stale_ms > 0);
         // It is the list the headline violation's causal chain walks through.

@@ -23,9 +23,9 @@ pub fn entry_tooltip(trace: &Trace, model: &TimelineModel, id: EntryId) -> Optio
     let lane = model.lane_of(id).and_then(|l| model.lanes.get(l)).map_or(trace.lane_name(entry), |l| l.name.as_str());
     let mut lines = vec![describe(entry)];
     match (&entry.event, model.kind_of(id)) {
-        (Event::ListServed { stale_ms, store_revision, revision, .. }, Some(MarkKind::StaleRead)) => {
-            let behind = store_revision.saturating_sub(*revision);
-            lines.push(format!("Stale read: {behind} revisions and {stale_ms} ms behind the store"));
+        (Event::ListServed(list), Some(MarkKind::StaleRead)) => {
+            let behind = list.store_revision.saturating_sub(list.revision);
+            lines.push(format!("Stale read: {behind} revisions and {} ms behind the store", list.stale_ms));
         }
         (_, Some(MarkKind::TimeTravel)) => lines.push("Time travel: this component's view went backwards".into()),
         (_, Some(MarkKind::Violation)) => lines.push("Safety violation".into()),
@@ -33,7 +33,8 @@ pub fn entry_tooltip(trace: &Trace, model: &TimelineModel, id: EntryId) -> Optio
         // place of the description that has them all on one line.
         (Event::Logged { component, lines: logged }, _) => lines = logged_lines(component, logged),
         // Reason and note on lines of their own: the note is for people.
-        (Event::EventPublished { event_type, reason, note, regarding, by }, _) => {
+        (Event::EventPublished(published), _) => {
+            let recon_trace::EventPublished { event_type, reason, note, regarding, by } = &**published;
             let about = regarding.as_ref().map(|k| format!(" about {k}")).unwrap_or_default();
             let kind = if event_type.is_empty() { "Event" } else { event_type.as_str() };
             lines = vec![format!("{kind} {reason}{about}")];

@@ -273,9 +273,9 @@ pub fn informer_bands(
                 }
                 continue;
             }
-            Event::ListServed { component, revision, purpose: ReadPurpose::InformerList, .. } => {
-                let Some(&i) = by_name.get(component.as_str()) else { continue };
-                (i, Some(*revision))
+            Event::ListServed(list) if list.purpose == ReadPurpose::InformerList => {
+                let Some(&i) = by_name.get(list.component.as_str()) else { continue };
+                (i, Some(list.revision))
             }
             Event::WatchDelivered { component, revision, .. } => {
                 let Some(&i) = by_name.get(component.as_str()) else { continue };

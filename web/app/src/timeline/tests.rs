@@ -320,14 +320,9 @@ fn the_band_agrees_with_the_simulator_on_how_stale_the_kubelets_list_was() {
         .entries
         .iter()
         .find_map(|e| match &e.event {
-            Event::ListServed {
-                api_server,
-                served_from: ServedFrom::Cache,
-                revision,
-                store_revision,
-                stale_ms,
-                ..
-            } if api_server == "apiserver-2" => Some((e.time_ms, store_revision - revision, *stale_ms)),
+            Event::ListServed(list) if list.served_from == ServedFrom::Cache && list.api_server == "apiserver-2" => {
+                Some((e.time_ms, list.store_revision - list.revision, list.stale_ms))
+            }
             _ => None,
         })
         .unwrap();
@@ -387,13 +382,13 @@ fn a_plugins_log_is_a_mark_in_its_lane_whose_tooltip_lists_the_lines() {
 fn a_kubernetes_event_is_a_mark_in_the_lane_it_was_recorded_on_with_reason_and_note_on_hover() {
     // Issue 14: an Event shows where the object it concerns is, which the
     // trace says by the entry's lane; the timeline does not re-infer it.
-    let published = Event::EventPublished {
+    let published = Event::EventPublished(Box::new(recon_trace::EventPublished {
         event_type: "Warning".into(),
         reason: "FailedMount".into(),
         note: "volume data is not ready\nretrying".into(),
         regarding: Some(ObjectKey::new("Pod", "default", "web-0").into()),
         by: "db-operator".into(),
-    };
+    }));
     let trace = trace_of(&lanes_with(&["db-operator", "node-1"]), vec![(7, "node-1", published, vec![])]);
     let model = TimelineModel::build(&trace);
     assert_eq!(model.kind_of(0), Some(MarkKind::KubeEvent));
@@ -835,7 +830,7 @@ fn scaling_a_scenario_repeats_its_story_and_multiplies_its_replicas() {
 // ---- informer bands and held reconciles ----
 
 fn informer_list(component: &str, revision: u64, store_revision: u64) -> Event {
-    Event::ListServed {
+    Event::ListServed(Box::new(recon_trace::ListServed {
         component: component.into(),
         api_server: "apiserver-1".into(),
         request: "list Pods resourceVersion=\"0\"".into(),
@@ -846,7 +841,7 @@ fn informer_list(component: &str, revision: u64, store_revision: u64) -> Event {
         stale_ms: 0,
         partitioned: false,
         objects: Vec::new(),
-    }
+    }))
 }
 
 fn held(object: &str, since_ms: u64, resource_version: u64, released: bool) -> Event {
