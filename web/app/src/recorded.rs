@@ -52,6 +52,7 @@ fn with_id(mut answer: FromWorker, id: u64) -> FromWorker {
         | FromWorker::Done { id: to, .. }
         | FromWorker::Snapshot { id: to, .. }
         | FromWorker::Checked { id: to, .. }
+        | FromWorker::Entries { id: to, .. }
         | FromWorker::Failed { id: to, .. } => *to = id,
         FromWorker::Ready | FromWorker::Search(_) => {}
     }

@@ -18,15 +18,20 @@
 //! size stays on the visitor's disk until it is read, and leaves the
 //! browser never.
 //!
-//! The worker answers with [`FromWorker`] as JSON strings. Every request
-//! carries an id the answers repeat, so the page can ignore answers to a
-//! request it has since replaced.
+//! The worker answers with [`FromWorker`] as JSON bytes, each message in
+//! an `ArrayBuffer` handed over. Every request carries an id the answers
+//! repeat, so the page can ignore answers to a request it has since
+//! replaced. A trace's entries go ahead of the answer that carries it, a
+//! few tens of megabytes of JSON a message ([`FromWorker::Entries`]), and
+//! the page puts them back ([`Reassembly`]) before anything else sees the
+//! answer: a trace of millions of entries never has to exist as one
+//! block of JSON, on either side.
 
 use std::collections::BTreeSet;
 
 use recon_abi::Manifest;
 use recon_prepare::{PluginBytes, PluginKey};
-use recon_trace::{Explanation, Trace};
+use recon_trace::{Entries, Entry, Explanation, Trace};
 use serde::{Deserialize, Serialize};
 
 pub mod search;
@@ -215,6 +220,18 @@ pub enum FromWorker {
         /// The files' sizes, summed.
         total_bytes: u64,
     },
+    /// The next entries of the trace of the answer to come, in trace
+    /// order. A trace's entries go ahead of the answer that carries the
+    /// rest of it ([`FromWorker::Done`], [`FromWorker::Audited`]), in
+    /// messages of tens of megabytes, so that neither side ever holds the
+    /// whole trace as JSON; [`Reassembly`] puts them back in the page.
+    #[serde(rename_all = "camelCase")]
+    Entries {
+        /// Request id.
+        id: u64,
+        /// The entries, each with its id (its place in the trace).
+        entries: Vec<Entry>,
+    },
     /// Audit logs drawn as a trace, with their findings explained: what
     /// `recon audit` reports, shown on the timeline.
     #[serde(rename_all = "camelCase")]
@@ -262,9 +279,65 @@ impl FromWorker {
             | FromWorker::Checked { id, .. }
             | FromWorker::AuditProgress { id, .. }
             | FromWorker::Audited { id, .. }
+            | FromWorker::Entries { id, .. }
             | FromWorker::Failed { id, .. } => *id,
             FromWorker::Search(report) => report.id(),
         }
+    }
+}
+
+/// The page's side of [`FromWorker::Entries`]: holds the entries that
+/// come ahead of an answer and puts them back into its trace, so that the
+/// rest of the page sees each answer whole, as the worker made it.
+#[derive(Debug, Default)]
+pub struct Reassembly {
+    /// The request whose entries are held.
+    id: u64,
+    /// Its entries so far, in order.
+    entries: Entries,
+}
+
+impl Reassembly {
+    /// Takes in one message from the worker. Entries are held (`None`);
+    /// the answer they came ahead of is returned with them in its trace;
+    /// any other message is returned as it came. A run of entries that
+    /// does not continue the last one is an error (the messages of one
+    /// worker arrive in the order they were posted, so it is a bug).
+    pub fn receive(&mut self, message: FromWorker) -> Result<Option<FromWorker>, String> {
+        let mut message = message;
+        match &mut message {
+            FromWorker::Entries { id, entries } => {
+                if *id != self.id {
+                    // A new answer: what an earlier one left unfinished (its
+                    // request replaced, its worker stopped) is let go.
+                    self.id = *id;
+                    self.entries = Entries::new();
+                }
+                let next = self.entries.len() as u64;
+                if let Some(first) = entries.first()
+                    && first.id != next
+                {
+                    return Err(format!(
+                        "the worker sent trace entries out of order: entry {} where {next} was next",
+                        first.id
+                    ));
+                }
+                self.entries.extend(std::mem::take(entries));
+                return Ok(None);
+            }
+            FromWorker::Done { id, trace, .. } | FromWorker::Audited { id, trace, .. } if *id == self.id => {
+                let held = std::mem::take(&mut self.entries);
+                if !held.is_empty() {
+                    if !trace.entries.is_empty() {
+                        return Err("the worker sent a trace's entries both ahead of its answer and in it".into());
+                    }
+                    trace.entries = held;
+                }
+            }
+            FromWorker::Failed { id, .. } if *id == self.id => self.entries = Entries::new(),
+            _ => {}
+        }
+        Ok(Some(message))
     }
 }
 
@@ -311,6 +384,82 @@ mod tests {
         };
         assert_eq!((id, &received_hash), (7, &hash));
         assert_eq!(trace.hash(), hash, "the decoded trace encodes to the same bytes");
+    }
+
+    /// The default scenario's run, its trace cut into runs of `n` entries
+    /// sent ahead, as the worker sends it; and the answer as made.
+    fn sent_ahead(n: usize) -> (Vec<FromWorker>, FromWorker) {
+        let library = recon_catalog::scenario(recon_catalog::DEFAULT_SCENARIO).unwrap();
+        let scenario = recon_scenario::parse("default.yaml", library.yaml).unwrap();
+        let mut sim = recon_sim::Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).unwrap();
+        sim.run();
+        let trace = sim.into_trace();
+        let whole = FromWorker::Done { id: 4, hash: trace.hash(), wall_ms: None, trace: trace.clone() };
+        let entries: Vec<Entry> = trace.entries.iter().cloned().collect();
+        let mut messages: Vec<FromWorker> =
+            entries.chunks(n).map(|run| FromWorker::Entries { id: 4, entries: run.to_vec() }).collect();
+        let hash = trace.hash();
+        messages.push(FromWorker::Done {
+            id: 4,
+            hash,
+            wall_ms: None,
+            trace: Trace { entries: Entries::new(), ..trace },
+        });
+        (messages, whole)
+    }
+
+    // The page puts a trace's entries back into the answer they came
+    // ahead of, and hands on nothing before it.
+    #[test]
+    fn entries_sent_ahead_are_put_back_into_their_answer() {
+        let (messages, whole) = sent_ahead(10);
+        assert!(messages.len() > 3);
+        let mut reassembly = Reassembly::default();
+        let mut out = Vec::new();
+        for message in messages {
+            let text = serde_json::to_string(&message).unwrap();
+            out.extend(reassembly.receive(serde_json::from_str(&text).unwrap()).unwrap());
+        }
+        let [answer] = &out[..] else { panic!("{} answers", out.len()) };
+        assert_eq!(serde_json::to_string(answer).unwrap(), serde_json::to_string(&whole).unwrap());
+        // An answer that came whole (a recorded one) passes unchanged.
+        let answer = reassembly.receive(whole.clone()).unwrap().unwrap();
+        assert_eq!(serde_json::to_string(&answer).unwrap(), serde_json::to_string(&whole).unwrap());
+    }
+
+    // Entries out of order are an error that says so; an answer's entries
+    // left unfinished (its request replaced, or failed) are let go.
+    #[test]
+    fn entries_out_of_order_or_unfinished_are_not_put_into_an_answer() {
+        let (messages, whole) = sent_ahead(10);
+        let mut reassembly = Reassembly::default();
+        assert_eq!(reassembly.receive(messages[0].clone()).unwrap().map(|m| m.id()), None);
+        let error = reassembly.receive(messages[2].clone()).unwrap_err();
+        assert!(error.contains("out of order: entry 20 where 10 was next"), "{error}");
+        // A failure of the same request lets its entries go.
+        let mut reassembly = Reassembly::default();
+        reassembly.receive(messages[0].clone()).unwrap();
+        let failed = FromWorker::Failed { id: 4, component: None, error: "too big".into() };
+        assert!(reassembly.receive(failed).unwrap().is_some(), "the failure is handed on");
+        let FromWorker::Done { trace, .. } = reassembly.receive(messages.last().unwrap().clone()).unwrap().unwrap()
+        else {
+            panic!("a Done")
+        };
+        assert!(trace.entries.is_empty(), "the failed request's entries were let go");
+        // Entries of a newer request replace an older one's unfinished ones.
+        let mut reassembly = Reassembly::default();
+        reassembly.receive(messages[0].clone()).unwrap();
+        for message in messages.iter().cloned() {
+            let renumbered = match message {
+                FromWorker::Entries { entries, .. } => FromWorker::Entries { id: 5, entries },
+                FromWorker::Done { hash, wall_ms, trace, .. } => FromWorker::Done { id: 5, hash, wall_ms, trace },
+                other => other,
+            };
+            if let Some(FromWorker::Done { trace, .. }) = reassembly.receive(renumbered).unwrap() {
+                let FromWorker::Done { trace: sent, .. } = &whole else { unreachable!() };
+                assert_eq!(trace.hash(), sent.hash(), "only the newer request's entries, each once");
+            }
+        }
     }
 
     fn upload() -> Upload {

@@ -3,21 +3,30 @@
 //! A big run's trace is hundreds of megabytes of JSON. Encoded into one
 //! `Vec`, its buffer doubles as it grows, and on wasm32 no allocation may
 //! pass 2 GiB: a trace of more than 1 GiB of JSON ended the worker with
-//! "capacity overflow" while it was being sent, after the whole run. Here
-//! the JSON goes into pieces of [`PIECE_BYTES`] that never move, which the
-//! worker copies one by one into the buffer it hands to the page, and an
-//! answer longer than the page can take in ([`MAX_ANSWER_BYTES`]) stops
-//! being encoded there and is answered with why instead.
+//! "capacity overflow" while it was being sent, after the whole run. So a
+//! trace's entries go ahead of their answer, in messages of about
+//! [`ENTRIES_BYTES`] ([`FromWorker::Entries`], which the page puts back
+//! with `recon_web_protocol::Reassembly`), and every message goes into
+//! pieces of [`PIECE_BYTES`] that never move, which the worker copies one
+//! by one into the buffer it hands to the page. Neither side holds a
+//! whole trace as JSON. A message longer than the page can take in
+//! ([`MAX_ANSWER_BYTES`]) stops being encoded there and is answered with
+//! why instead; with the entries sent ahead, that is a backstop.
 
 use std::io::Write;
 
 use recon_web_protocol::FromWorker;
 
-/// The most bytes of JSON one answer may take: the page copies them into
+/// The most bytes of JSON one message may take: the page copies them into
 /// its own 32-bit memory, where no allocation may pass 2 GiB, and decodes
-/// the trace beside them while it still holds the last run's. The
-/// 2,000-node scale cluster's answer, 1.1 GB, is drawn (BENCHMARKS.md).
+/// them beside the last run's trace. A trace's entries go ahead in
+/// messages of about [`ENTRIES_BYTES`], so only an answer that is huge
+/// without its entries could pass it.
 pub const MAX_ANSWER_BYTES: usize = 3 << 29;
+
+/// About how many bytes of JSON each [`FromWorker::Entries`] message
+/// carries: a message ends with the first entry that reaches it.
+pub const ENTRIES_BYTES: usize = 32 << 20;
 
 /// The size of each piece of an encoded answer.
 pub const PIECE_BYTES: usize = 64 << 20;
@@ -76,6 +85,49 @@ impl Write for Pieces {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// `message` as the messages that carry it to the page, handed to `send`
+/// one at a time in the order they are to be posted, each as JSON in
+/// pieces of `piece_bytes`: first its trace's entries, if it has a trace
+/// ([`FromWorker::Done`], [`FromWorker::Audited`]), in
+/// [`FromWorker::Entries`] messages of about `entries_bytes` each; then
+/// the message itself with the rest of its trace ([`encode`], with
+/// `limit`).
+pub fn encode_all(
+    mut message: FromWorker,
+    limit: usize,
+    piece_bytes: usize,
+    entries_bytes: usize,
+    mut send: impl FnMut(Encoded),
+) {
+    let id = message.id();
+    let entries = match &mut message {
+        FromWorker::Done { trace, .. } | FromWorker::Audited { trace, .. } => std::mem::take(&mut trace.entries),
+        _ => recon_trace::Entries::new(),
+    };
+    let mut rest = entries.iter().peekable();
+    while rest.peek().is_some() {
+        // Written as serde writes `FromWorker::Entries` (the test decodes
+        // it as one), a borrowed entry at a time.
+        let mut pieces = Pieces { encoded: Encoded::default(), limit: usize::MAX, piece_bytes, overflowed: false };
+        let written: std::io::Result<()> = (|| {
+            write!(pieces, r#"{{"type":"entries","id":{id},"entries":["#)?;
+            let mut first = true;
+            while let Some(entry) = rest.next_if(|_| first || pieces.encoded.len < entries_bytes) {
+                if !first {
+                    pieces.write_all(b",")?;
+                }
+                serde_json::to_writer(&mut pieces, entry)?;
+                first = false;
+            }
+            pieces.write_all(b"]}")
+        })();
+        written.expect("trace entries always encode: plain data, and no limit");
+        send(pieces.encoded);
+    }
+    drop(entries);
+    send(encode(&message, limit, piece_bytes));
 }
 
 /// `message` as JSON in pieces of `piece_bytes`, or, if it would take more
@@ -158,6 +210,48 @@ mod tests {
         // A short answer takes a short buffer, not a piece's worth.
         let short = encode(&FromWorker::Ready, usize::MAX, 64 << 20);
         assert_eq!(short.pieces[0].capacity(), 4_096);
+    }
+
+    // A trace's entries go ahead of their answer in messages of about the
+    // size asked, each the JSON of `FromWorker::Entries`, and the page's
+    // reassembly gives back the answer the worker made, byte for byte.
+    #[test]
+    fn a_trace_goes_ahead_of_its_answer_in_runs_of_entries() {
+        let message = done(300);
+        let whole = serde_json::to_vec(&message).unwrap();
+        let entry_bytes = serde_json::to_vec(&done(1)).unwrap().len();
+        let mut sent: Vec<Vec<u8>> = Vec::new();
+        encode_all(message, usize::MAX, 1_000, 4_000, |encoded| {
+            assert_eq!(encoded.len, encoded.pieces.iter().map(Vec::len).sum::<usize>());
+            sent.push(joined(&encoded));
+        });
+        assert!(sent.len() > 3, "{} messages", sent.len());
+        let mut reassembly = recon_web_protocol::Reassembly::default();
+        let mut answers = Vec::new();
+        for (i, bytes) in sent.iter().enumerate() {
+            let message: FromWorker = serde_json::from_slice(bytes).unwrap();
+            let last = i + 1 == sent.len();
+            match &message {
+                FromWorker::Entries { id, entries } => {
+                    assert!(!last, "the answer comes last");
+                    assert_eq!(*id, 7);
+                    assert!(!entries.is_empty());
+                    assert!(bytes.len() < 4_000 + entry_bytes, "a message of {} bytes", bytes.len());
+                }
+                FromWorker::Done { trace, .. } => {
+                    assert!(last, "the answer comes after its entries");
+                    assert!(trace.entries.is_empty(), "its entries went ahead");
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+            answers.extend(reassembly.receive(message).unwrap());
+        }
+        let [answer] = &answers[..] else { panic!("one answer, not {}", answers.len()) };
+        assert_eq!(serde_json::to_vec(answer).unwrap(), whole);
+        // A message without a trace goes as it is, alone.
+        let mut alone = Vec::new();
+        encode_all(FromWorker::Ready, usize::MAX, 1_000, 4_000, |encoded| alone.push(joined(&encoded)));
+        assert_eq!(alone, [serde_json::to_vec(&FromWorker::Ready).unwrap()]);
     }
 
     // An answer longer than the page can take is replaced by one that

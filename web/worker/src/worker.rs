@@ -37,20 +37,22 @@ impl Progress for Port {
     fn report(&mut self, message: FromWorker) {
         // JSON as bytes in an ArrayBuffer handed over, not as a string: a
         // big run's trace is hundreds of megabytes, and V8 refuses a string
-        // past 512 MiB. Encoded in pieces (`crate::answer`), each copied
-        // over and freed in turn.
-        let encoded = crate::answer::encode(&message, crate::answer::MAX_ANSWER_BYTES, crate::answer::PIECE_BYTES);
-        drop(message);
-        let array = js_sys::Uint8Array::new_with_length(encoded.len as u32);
-        let mut at = 0u32;
-        for piece in encoded.pieces {
-            let end = at + piece.len() as u32;
-            array.subarray(at, end).copy_from(&piece);
-            at = end;
-        }
-        let buffer = array.buffer();
-        // Posting fails only if the page is gone; nobody is left to tell.
-        let _ = self.scope.post_message_with_transfer(&buffer, &js_sys::Array::of1(&buffer));
+        // past 512 MiB. A trace's entries go ahead in messages of their
+        // own, and each message is encoded in pieces (`crate::answer`),
+        // each copied over and freed in turn.
+        use crate::answer::{ENTRIES_BYTES, MAX_ANSWER_BYTES, PIECE_BYTES};
+        crate::answer::encode_all(message, MAX_ANSWER_BYTES, PIECE_BYTES, ENTRIES_BYTES, |encoded| {
+            let array = js_sys::Uint8Array::new_with_length(encoded.len as u32);
+            let mut at = 0u32;
+            for piece in encoded.pieces {
+                let end = at + piece.len() as u32;
+                array.subarray(at, end).copy_from(&piece);
+                at = end;
+            }
+            let buffer = array.buffer();
+            // Posting fails only if the page is gone; nobody is left to tell.
+            let _ = self.scope.post_message_with_transfer(&buffer, &js_sys::Array::of1(&buffer));
+        });
     }
 }
 

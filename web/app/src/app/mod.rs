@@ -516,8 +516,10 @@ impl State {
                 self.current = self.good.clone();
                 Outcome::Redraw
             }
-            // Search workers report to the search panel, never here.
-            FromWorker::Search(_) => Outcome::Nothing,
+            // Search workers report to the search panel, never here; a
+            // trace's entries are put back into its answer by the worker
+            // link before the app sees it.
+            FromWorker::Search(_) | FromWorker::Entries { .. } => Outcome::Nothing,
             // An answer to a request that has since been replaced.
             FromWorker::Done { .. }
             | FromWorker::Audited { .. }

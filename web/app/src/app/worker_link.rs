@@ -11,7 +11,7 @@ use yew::Callback;
 
 use recon_prepare::PluginBytes;
 
-use recon_web_protocol::{Delivery, FromWorker, ToWorker};
+use recon_web_protocol::{Delivery, FromWorker, Reassembly, ToWorker};
 
 /// The worker's script, as Trunk emits it next to `index.html`.
 const WORKER_SCRIPT: &str = "./recon-worker_loader.js";
@@ -74,6 +74,9 @@ impl WorkerLink {
     pub fn start(on_event: Callback<Event>) -> Result<WorkerLink, String> {
         let worker = Worker::new(WORKER_SCRIPT).map_err(|e| format!("the simulation worker did not start: {e:?}"))?;
         let messages = on_event.clone();
+        // A trace's entries come ahead of their answer, in messages of
+        // their own: the app sees the answer whole.
+        let mut reassembly = Reassembly::default();
         let message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             // The worker sends JSON bytes in a transferred ArrayBuffer.
             let data = event.data();
@@ -87,9 +90,13 @@ impl WorkerLink {
                     serde_json::from_str::<FromWorker>(&data.as_string().unwrap_or_default()).map_err(|e| e.to_string())
                 }
             };
-            match parsed {
-                Ok(message) => messages.emit(Event::Message(message)),
-                Err(e) => messages.emit(Event::Broken(format!("unreadable message from the worker: {e}"))),
+            match parsed.map_err(|e| format!("unreadable message from the worker: {e}")) {
+                Ok(message) => match reassembly.receive(message) {
+                    Ok(Some(message)) => messages.emit(Event::Message(message)),
+                    Ok(None) => {}
+                    Err(e) => messages.emit(Event::Broken(e)),
+                },
+                Err(e) => messages.emit(Event::Broken(e)),
             }
         });
         let errors = on_event.clone();
@@ -176,7 +183,7 @@ impl WorkerLink {
                 }
             }
             FromWorker::Progress { entries, .. } => self.entries = *entries,
-            FromWorker::AuditProgress { .. } => {}
+            FromWorker::AuditProgress { .. } | FromWorker::Entries { .. } => {}
             FromWorker::Search(report) => self.busy = !report.is_final(),
             FromWorker::Done { .. }
             | FromWorker::Audited { .. }
