@@ -126,19 +126,26 @@ pub fn encode_all(
         written.expect("trace entries always encode: plain data, and no limit");
         send(pieces.encoded);
     }
+    let ahead = entries.len();
     drop(entries);
-    send(encode(&message, limit, piece_bytes));
+    send(encode_with(&message, limit, piece_bytes, ahead));
 }
 
 /// `message` as JSON in pieces of `piece_bytes`, or, if it would take more
 /// than `limit` bytes, the answer that says so in its place (encoded the
 /// same way; it is short).
 pub fn encode(message: &FromWorker, limit: usize, piece_bytes: usize) -> Encoded {
+    encode_with(message, limit, piece_bytes, 0)
+}
+
+/// [`encode`], for a message whose trace had `ahead` entries sent ahead of
+/// it (the refusal counts them).
+fn encode_with(message: &FromWorker, limit: usize, piece_bytes: usize, ahead: usize) -> Encoded {
     let mut pieces = Pieces { encoded: Encoded::default(), limit, piece_bytes, overflowed: false };
     match serde_json::to_writer(&mut pieces, message) {
         Ok(()) => pieces.encoded,
         Err(_) if pieces.overflowed => {
-            let refusal = too_long(message, limit);
+            let refusal = too_long(message, limit, ahead);
             let mut pieces = Pieces { encoded: Encoded::default(), limit: usize::MAX, piece_bytes, overflowed: false };
             serde_json::to_writer(&mut pieces, &refusal).expect("a failure always encodes");
             pieces.encoded
@@ -147,22 +154,23 @@ pub fn encode(message: &FromWorker, limit: usize, piece_bytes: usize) -> Encoded
     }
 }
 
-/// The answer in place of `message`, whose JSON passed `limit` bytes.
-fn too_long(message: &FromWorker, limit: usize) -> FromWorker {
+/// The answer in place of `message`, whose JSON passed `limit` bytes;
+/// `ahead` of its trace's entries had been sent before it.
+fn too_long(message: &FromWorker, limit: usize, ahead: usize) -> FromWorker {
     let mib = limit >> 20;
     let why = "the most the page can take in from its worker (both hold it in WebAssembly's 32-bit memory)";
     let error = match message {
         FromWorker::Done { trace, .. } => format!(
-            "This run is too big for a browser tab: it ran to the end, but its trace of {} entries takes more \
-             than {mib} MiB as JSON, {why}. Run it with the recon command line (recon run), which has no such \
-             limit, or make it smaller (fewer nodes, pods or virtual seconds).",
-            trace.entries.len()
+            "This run is too big for a browser tab: it ran to the end, but its answer, with a trace of {} \
+             entries, takes more than {mib} MiB as JSON, {why}. Run it with the recon command line (recon run), \
+             which has no such limit, or make it smaller (fewer nodes, pods or virtual seconds).",
+            trace.entries.len() + ahead
         ),
         FromWorker::Audited { trace, .. } => format!(
-            "These audit logs are too big for a browser tab: they were read, but their trace of {} entries \
-             takes more than {mib} MiB as JSON, {why}. Read them with the recon command line (recon audit), \
-             which has no such limit, or open fewer or shorter logs.",
-            trace.entries.len()
+            "These audit logs are too big for a browser tab: they were read, but their answer, with a trace \
+             of {} entries, takes more than {mib} MiB as JSON, {why}. Read them with the recon command line \
+             (recon audit), which has no such limit, or open fewer or shorter logs.",
+            trace.entries.len() + ahead
         ),
         _ => format!("The answer is too big for a browser tab: it takes more than {mib} MiB as JSON, {why}."),
     };
@@ -252,6 +260,13 @@ mod tests {
         let mut alone = Vec::new();
         encode_all(FromWorker::Ready, usize::MAX, 1_000, 4_000, |encoded| alone.push(joined(&encoded)));
         assert_eq!(alone, [serde_json::to_vec(&FromWorker::Ready).unwrap()]);
+        // An answer still too long once its entries went ahead is refused,
+        // counting them.
+        let mut last = Vec::new();
+        encode_all(done(300), 100, 1_000, 4_000, |encoded| last = joined(&encoded));
+        let FromWorker::Failed { id, error, .. } = serde_json::from_slice(&last).unwrap() else { panic!("a refusal") };
+        assert_eq!(id, 7);
+        assert!(error.contains("with a trace of 300 entries"), "{error}");
     }
 
     // An answer longer than the page can take is replaced by one that
@@ -265,7 +280,9 @@ mod tests {
         let FromWorker::Failed { id, error, .. } = answer else { panic!("not a failure: {answer:?}") };
         assert_eq!(id, 7, "it answers the same request");
         assert!(
-            error.starts_with("This run is too big for a browser tab: it ran to the end, but its trace of 300 entries"),
+            error.starts_with(
+                "This run is too big for a browser tab: it ran to the end, but its answer, with a trace of 300 entries"
+            ),
             "{error}"
         );
         assert!(error.contains("recon run"), "{error}");
