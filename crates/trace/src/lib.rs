@@ -35,7 +35,7 @@ pub use causes::Causes;
 pub use entries::Entries;
 pub use lanes::{Lane, LaneId, LaneRole};
 pub use line::Line;
-pub use shared::{Interner, Key, Name};
+pub use shared::{Interner, Key, Name, read_shared};
 
 pub use explain::{
     CrashSummary, Explanation, ExplanationStep, Unavailability, crashes, explain, explain_all, unavailability,

@@ -11,8 +11,13 @@
 //! Both read as what they share (`&str`, `&ObjectKey`), compare with it,
 //! and encode exactly as it does, so the JSON and the trace hash are those
 //! of the owned strings they replace.
+//!
+//! A trace read back from JSON shares them too when it is read inside
+//! [`read_shared`] (the playground's page does, for every run it is
+//! sent); read outside it, each name and key is a copy of its own.
 
 use std::borrow::Borrow;
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -146,7 +151,22 @@ impl Serialize for Name {
 
 impl<'de> Deserialize<'de> for Name {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        String::deserialize(deserializer).map(Name::from)
+        /// Takes the string borrowed where the format lends it, so a name
+        /// read before costs no allocation.
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Name;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Name, E> {
+                Ok(READING.with_borrow_mut(|reading| match reading {
+                    Some(interner) => interner.name(s),
+                    None => Name::from(s),
+                }))
+            }
+        }
+        deserializer.deserialize_str(Visitor)
     }
 }
 
@@ -231,8 +251,43 @@ impl Serialize for Key {
 
 impl<'de> Deserialize<'de> for Key {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        ObjectKey::deserialize(deserializer).map(Key::from)
+        let key = ObjectKey::deserialize(deserializer)?;
+        Ok(READING.with_borrow_mut(|reading| match reading {
+            Some(interner) => interner.key(&key),
+            None => Key::from(key),
+        }))
     }
+}
+
+thread_local! {
+    /// The interner that names and keys read on this thread go through
+    /// while [`read_shared`] runs.
+    static READING: RefCell<Option<Interner>> = const { RefCell::new(None) };
+}
+
+/// Runs `read`, a deserialization of trace data (a [`crate::Trace`], its
+/// entries, a message that carries them), with every [`Name`] and [`Key`]
+/// it reads handed out by `interner`: one shared copy per distinct string
+/// or key, with those `interner` already holds, as the simulator's trace
+/// has them. The values read are the same either way; only their memory
+/// differs (a large run read back without this holds a copy of every name
+/// in every entry).
+pub fn read_shared<R>(interner: &mut Interner, read: impl FnOnce() -> R) -> R {
+    /// Gives the interner back to its owner however `read` ends, and puts
+    /// back whatever read was under way around this one.
+    struct Restore<'a> {
+        interner: &'a mut Interner,
+        outer: Option<Interner>,
+    }
+    impl Drop for Restore<'_> {
+        fn drop(&mut self) {
+            let used = READING.replace(self.outer.take());
+            *self.interner = used.unwrap_or_default();
+        }
+    }
+    let outer = READING.replace(Some(std::mem::take(interner)));
+    let _restore = Restore { interner, outer };
+    read()
 }
 
 /// Hands out one shared [`Name`] per distinct string and one [`Key`] per
@@ -313,6 +368,31 @@ type FixedState = FxBuildHasher;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Read inside `read_shared`, equal names and keys are one copy, and
+    /// the same as those the interner already held; read outside it, each
+    /// is its own. Either way they read as what was written.
+    #[test]
+    fn names_and_keys_read_inside_read_shared_are_shared() {
+        let json = r#"[["apiserver-1", {"kind": "Pod", "namespace": "default", "name": "web-0"}],
+                       ["apiserver-1", {"kind": "Pod", "namespace": "default", "name": "web-0"}]]"#;
+        let mut interner = Interner::new();
+        let held = interner.name("apiserver-1");
+        let read: Vec<(Name, Key)> = read_shared(&mut interner, || serde_json::from_str(json).unwrap());
+        assert!(Arc::ptr_eq(&read[0].0.0, &read[1].0.0));
+        assert!(Arc::ptr_eq(&read[0].0.0, &held.0), "shared with what the interner held");
+        assert!(Arc::ptr_eq(&read[0].1.0, &read[1].1.0));
+        assert!(Arc::ptr_eq(&interner.key_of("Pod", "default", "web-0").0, &read[0].1.0), "the interner kept them");
+        let apart: Vec<(Name, Key)> = serde_json::from_str(json).unwrap();
+        assert!(!Arc::ptr_eq(&apart[0].0.0, &apart[1].0.0));
+        assert!(!Arc::ptr_eq(&apart[0].1.0, &apart[1].1.0));
+        assert_eq!(read, apart);
+        assert_eq!(serde_json::to_string(&read).unwrap(), serde_json::to_string(&apart).unwrap());
+        // A read that fails gives the interner back all the same.
+        let failed: Result<Vec<Name>, _> = read_shared(&mut interner, || serde_json::from_str("[\"apiserver-1\", 7]"));
+        assert!(failed.is_err());
+        assert!(Arc::ptr_eq(&interner.name("apiserver-1").0, &held.0));
+    }
 
     #[test]
     fn equal_strings_and_keys_share_one_copy() {

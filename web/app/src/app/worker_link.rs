@@ -82,20 +82,14 @@ impl WorkerLink {
             let data = event.data();
             // Checked as UTF-8 once, as a whole: `serde_json`'s reader over
             // bytes checks every string on its own.
-            let parsed = match data.dyn_ref::<js_sys::ArrayBuffer>() {
+            let text = match data.dyn_ref::<js_sys::ArrayBuffer>() {
                 Some(buffer) => String::from_utf8(js_sys::Uint8Array::new(buffer).to_vec())
-                    .map_err(|e| e.to_string())
-                    .and_then(|text| serde_json::from_str::<FromWorker>(&text).map_err(|e| e.to_string())),
-                None => {
-                    serde_json::from_str::<FromWorker>(&data.as_string().unwrap_or_default()).map_err(|e| e.to_string())
-                }
+                    .map_err(|e| format!("unreadable message from the worker: {e}")),
+                None => Ok(data.as_string().unwrap_or_default()),
             };
-            match parsed.map_err(|e| format!("unreadable message from the worker: {e}")) {
-                Ok(message) => match reassembly.receive(message) {
-                    Ok(Some(message)) => messages.emit(Event::Message(message)),
-                    Ok(None) => {}
-                    Err(e) => messages.emit(Event::Broken(e)),
-                },
+            match text.and_then(|text| reassembly.read(&text)) {
+                Ok(Some(message)) => messages.emit(Event::Message(message)),
+                Ok(None) => {}
                 Err(e) => messages.emit(Event::Broken(e)),
             }
         });
