@@ -130,14 +130,14 @@ const TIMELINE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(90
 /// page's worker simulates a library scenario scaled up): the run, the
 /// request until the trace is in the page, building the model, frame
 /// times panning with a fifth of the run in view and with all of it in
-/// view, and the hover's hit test.
+/// view, the hover's hit test, and the page's memory with the run drawn.
 async fn timeline_frames() {
     println!("## Timeline with large runs\n");
     println!(
         "| events | run in worker ms | request to trace in page ms | model ms | pan frame median / p95 / max ms \
-         | whole-run frame median / p95 / max ms | hover median / max ms |"
+         | whole-run frame median / p95 / max ms | hover median / max ms | page memory MiB (bytes an entry) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for events in [100_000, 1_000_000] {
         let page = Browser::open(&format!("?bench=timeline&events={events}")).await;
         let start = Instant::now();
@@ -161,7 +161,7 @@ async fn timeline_frames() {
         let text = text.replace('\n', " ");
         page.close().await;
         let Ok(result) = serde_json::from_str::<serde_json::Value>(&text) else {
-            println!("| {events} | failed after {:.0} s: {text} | | | | | |", start.elapsed().as_secs_f64());
+            println!("| {events} | failed after {:.0} s: {text} | | | | | | |", start.elapsed().as_secs_f64());
             continue;
         };
         let series =
@@ -175,8 +175,10 @@ async fn timeline_frames() {
             )
         };
         let hovers = series("hovers");
+        let page_bytes = result["pageBytes"].as_f64().unwrap_or(f64::NAN);
+        let entries = result["events"].as_f64().unwrap_or(f64::NAN);
         println!(
-            "| {} | {:.0} | {:.0} | {:.0} | {} | {} | {:.3} / {:.3} |",
+            "| {} | {:.0} | {:.0} | {:.0} | {} | {} | {:.3} / {:.3} | {:.0} ({:.0}) |",
             result["events"],
             result["runMs"].as_f64().unwrap_or(f64::NAN),
             result["arrivedMs"].as_f64().unwrap_or(f64::NAN),
@@ -185,6 +187,8 @@ async fn timeline_frames() {
             summary(series("wholeFrames")),
             median(hovers.clone()),
             hovers.iter().cloned().fold(0.0, f64::max),
+            page_bytes / f64::from(1 << 20),
+            page_bytes / entries,
         );
     }
     println!();

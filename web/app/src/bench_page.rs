@@ -4,7 +4,8 @@
 //! `#bench-result` (read by `cargo xtask bench`): the run in the worker,
 //! the request until the trace is in the page (run, encoding, transfer and
 //! decoding), building the timeline's model, frames panning and with the
-//! whole run in view, and hover hit tests.
+//! whole run in view, and hover hit tests; and the page's own memory once
+//! the trace is drawn.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -58,6 +59,7 @@ pub fn timeline_bench(props: &TimelineBenchProps) -> Html {
                                     "frames": times.frames,
                                     "wholeFrames": times.whole_frames,
                                     "hovers": times.hovers,
+                                    "pageBytes": page_memory_bytes(),
                                 });
                                 shown.set(json.to_string());
                             }
@@ -91,6 +93,18 @@ pub fn timeline_bench(props: &TimelineBenchProps) -> Html {
             <pre id="bench-result">{ (*result).clone() }</pre>
         </div>
     }
+}
+
+/// The size of the page's WebAssembly memory: what its program has ever
+/// held at once, as a WebAssembly memory grows and never shrinks. With a
+/// large trace in the page, most of it is the trace and its timeline.
+fn page_memory_bytes() -> f64 {
+    use wasm_bindgen::JsCast;
+    wasm_bindgen::memory()
+        .dyn_into::<js_sys::WebAssembly::Memory>()
+        .ok()
+        .and_then(|memory| memory.buffer().dyn_into::<js_sys::ArrayBuffer>().ok())
+        .map_or(0.0, |buffer| f64::from(buffer.byte_length()))
 }
 
 /// `performance.now()`, or 0 where the page has no clock.

@@ -52,15 +52,16 @@ pub trait Progress {
 /// more than what is left still can).
 pub const MEMORY_CEILING: u64 = 7 << 29;
 
-/// Room kept per trace entry for the answer. It was for the trace as
-/// JSON (about 250 bytes an entry for a typical run) when the worker
-/// encoded the whole answer at once; the entries now go to the page in
-/// runs of about 32 MiB (`crate::answer`), so the worker needs far less,
-/// but the page decodes the whole trace into its own 32-bit memory beside
-/// the last run's. 600 bytes an entry is kept until the page's own cost
-/// per entry is measured: the 2,000-node scale cluster, 3.6 million
-/// entries, passes it and is drawn.
-pub const ANSWER_BYTES_PER_ENTRY: u64 = 600;
+/// Room kept per trace entry for the answer's way to the page. The worker
+/// sends a trace's entries in runs of about 32 MiB (`crate::answer`), so
+/// it needs little itself; what this keeps room for is the page, which
+/// decodes the whole trace into its own 32-bit memory, with its timeline,
+/// beside the last run's: about 200 bytes an entry with its names shared
+/// (`cargo xtask bench browser timeline-frames`, BENCHMARKS.md). A run the
+/// worker finishes under this ceiling at 250 bytes an entry leaves the
+/// page room for its trace and one as large before it. It was 600 while
+/// the worker encoded the whole answer's JSON at once.
+pub const ANSWER_BYTES_PER_ENTRY: u64 = 250;
 
 /// The answer to a run stopped at `memory` bytes held, after `entries`
 /// trace entries and `time_ms` of `end_ms` virtual milliseconds: what
