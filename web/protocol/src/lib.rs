@@ -304,8 +304,7 @@ impl Reassembly {
     /// Reads one message from the worker (its JSON) and takes it in, as
     /// [`Reassembly::receive`] does. The names and keys of an answer's
     /// trace are read as one shared copy each, as the worker's trace holds
-    /// them, rather than a copy per entry: a few bytes an entry in place
-    /// of a few hundred.
+    /// them, rather than a copy in every entry that names them.
     pub fn read(&mut self, json: &str) -> Result<Option<FromWorker>, String> {
         let message = read_shared(&mut self.names, || serde_json::from_str::<FromWorker>(json))
             .map_err(|e| format!("unreadable message from the worker: {e}"))?;
