@@ -321,8 +321,7 @@ impl Reassembly {
     /// any other message is returned as it came. A run of entries that
     /// does not continue the last one is an error (the messages of one
     /// worker arrive in the order they were posted, so it is a bug).
-    pub fn receive(&mut self, message: FromWorker) -> Result<Option<FromWorker>, String> {
-        let mut message = message;
+    pub fn receive(&mut self, mut message: FromWorker) -> Result<Option<FromWorker>, String> {
         match &mut message {
             FromWorker::Entries { id, entries } => {
                 if *id != self.id {

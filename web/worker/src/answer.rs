@@ -49,6 +49,13 @@ struct Pieces {
     overflowed: bool,
 }
 
+impl Pieces {
+    /// Nothing written yet; writes past `limit` bytes in all fail.
+    fn new(limit: usize, piece_bytes: usize) -> Pieces {
+        Pieces { encoded: Encoded::default(), limit, piece_bytes, overflowed: false }
+    }
+}
+
 impl Write for Pieces {
     fn write(&mut self, mut buf: &[u8]) -> std::io::Result<usize> {
         let written = buf.len();
@@ -93,7 +100,7 @@ impl Write for Pieces {
 /// ([`FromWorker::Done`], [`FromWorker::Audited`]), in
 /// [`FromWorker::Entries`] messages of about `entries_bytes` each; then
 /// the message itself with the rest of its trace ([`encode`], with
-/// `limit`).
+/// `limit`, counting the entries sent ahead).
 pub fn encode_all(
     mut message: FromWorker,
     limit: usize,
@@ -110,7 +117,7 @@ pub fn encode_all(
     while rest.peek().is_some() {
         // Written as serde writes `FromWorker::Entries` (the test decodes
         // it as one), a borrowed entry at a time.
-        let mut pieces = Pieces { encoded: Encoded::default(), limit: usize::MAX, piece_bytes, overflowed: false };
+        let mut pieces = Pieces::new(usize::MAX, piece_bytes);
         let written: std::io::Result<()> = (|| {
             write!(pieces, r#"{{"type":"entries","id":{id},"entries":["#)?;
             let mut first = true;
@@ -128,25 +135,20 @@ pub fn encode_all(
     }
     let ahead = entries.len();
     drop(entries);
-    send(encode_with(&message, limit, piece_bytes, ahead));
+    send(encode(&message, limit, piece_bytes, ahead));
 }
 
 /// `message` as JSON in pieces of `piece_bytes`, or, if it would take more
 /// than `limit` bytes, the answer that says so in its place (encoded the
-/// same way; it is short).
-pub fn encode(message: &FromWorker, limit: usize, piece_bytes: usize) -> Encoded {
-    encode_with(message, limit, piece_bytes, 0)
-}
-
-/// [`encode`], for a message whose trace had `ahead` entries sent ahead of
-/// it (the refusal counts them).
-fn encode_with(message: &FromWorker, limit: usize, piece_bytes: usize, ahead: usize) -> Encoded {
-    let mut pieces = Pieces { encoded: Encoded::default(), limit, piece_bytes, overflowed: false };
+/// same way; it is short), counting `ahead` entries of its trace sent
+/// before it.
+pub fn encode(message: &FromWorker, limit: usize, piece_bytes: usize, ahead: usize) -> Encoded {
+    let mut pieces = Pieces::new(limit, piece_bytes);
     match serde_json::to_writer(&mut pieces, message) {
         Ok(()) => pieces.encoded,
         Err(_) if pieces.overflowed => {
             let refusal = too_long(message, limit, ahead);
-            let mut pieces = Pieces { encoded: Encoded::default(), limit: usize::MAX, piece_bytes, overflowed: false };
+            let mut pieces = Pieces::new(usize::MAX, piece_bytes);
             serde_json::to_writer(&mut pieces, &refusal).expect("a failure always encodes");
             pieces.encoded
         }
@@ -207,7 +209,7 @@ mod tests {
     fn an_answer_in_pieces_is_its_json() {
         let message = done(300);
         let whole = serde_json::to_vec(&message).unwrap();
-        let encoded = encode(&message, usize::MAX, 1_000);
+        let encoded = encode(&message, usize::MAX, 1_000, 0);
         assert_eq!(joined(&encoded), whole);
         assert_eq!(encoded.len, whole.len());
         assert!(encoded.pieces.len() > 3, "{} pieces", encoded.pieces.len());
@@ -216,7 +218,7 @@ mod tests {
         assert!(!last.is_empty() && last.len() <= 1_000);
         assert!(encoded.pieces.iter().all(|p| p.capacity() == 1_000), "no piece holds more than its size");
         // A short answer takes a short buffer, not a piece's worth.
-        let short = encode(&FromWorker::Ready, usize::MAX, 64 << 20);
+        let short = encode(&FromWorker::Ready, usize::MAX, 64 << 20, 0);
         assert_eq!(short.pieces[0].capacity(), 4_096);
     }
 
@@ -275,7 +277,7 @@ mod tests {
     fn an_answer_past_the_limit_is_replaced_by_why() {
         let message = done(300);
         let whole = serde_json::to_vec(&message).unwrap().len();
-        let encoded = encode(&message, whole - 1, 1_000);
+        let encoded = encode(&message, whole - 1, 1_000, 0);
         let answer: FromWorker = serde_json::from_slice(&joined(&encoded)).unwrap();
         let FromWorker::Failed { id, error, .. } = answer else { panic!("not a failure: {answer:?}") };
         assert_eq!(id, 7, "it answers the same request");
@@ -298,12 +300,12 @@ mod tests {
             unjudged: Vec::new(),
             problems: String::new(),
         };
-        let answer: FromWorker = serde_json::from_slice(&joined(&encode(&audited, 1_000, 1_000))).unwrap();
+        let answer: FromWorker = serde_json::from_slice(&joined(&encode(&audited, 1_000, 1_000, 0))).unwrap();
         let FromWorker::Failed { id, error, .. } = answer else { panic!("not a failure: {answer:?}") };
         assert_eq!(id, 9);
         assert!(error.starts_with("These audit logs are too big for a browser tab"), "{error}");
         assert!(error.contains("recon audit"), "{error}");
         // Exactly at the limit it still goes through.
-        assert_eq!(joined(&encode(&message, whole, 1_000)), serde_json::to_vec(&message).unwrap());
+        assert_eq!(joined(&encode(&message, whole, 1_000, 0)), serde_json::to_vec(&message).unwrap());
     }
 }
