@@ -68,6 +68,11 @@ pub fn timeline_bench(props: &TimelineBenchProps) -> Html {
                         _ => {}
                     }
                 }
+                WorkerEvent::Heard => {
+                    if let Some(link) = link.borrow_mut().as_mut() {
+                        link.heard();
+                    }
+                }
                 WorkerEvent::Broken(why) => shown.set(why),
                 WorkerEvent::Stalled(_) => shown.set("the worker stopped answering".into()),
             });

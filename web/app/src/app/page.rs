@@ -242,7 +242,7 @@ impl Component for App {
 
     fn update(&mut self, ctx: &Context<Self>, msg: Msg) -> bool {
         match msg {
-            Msg::Worker(event) => self.worker_event(ctx, event),
+            Msg::Worker(event) => return self.worker_event(ctx, event),
             Msg::Edit(edit) => {
                 let mut scenario = self.state.current.scenario.clone();
                 match edit(&mut scenario) {
@@ -573,8 +573,15 @@ impl App {
         self.send(ctx, &ToWorker::Check { id, upload: upload.to_ref(), limits }, &[upload.plugin]);
     }
 
-    fn worker_event(&mut self, ctx: &Context<Self>, event: WorkerEvent) {
+    fn worker_event(&mut self, ctx: &Context<Self>, event: WorkerEvent) -> bool {
         match event {
+            WorkerEvent::Heard => {
+                if let Some(worker) = self.worker.as_mut() {
+                    worker.heard();
+                }
+                // Nothing the page shows has changed.
+                return false;
+            }
             WorkerEvent::Message(message) => {
                 if let Some(worker) = self.worker.as_mut() {
                     worker.received(&message);
@@ -619,5 +626,6 @@ impl App {
                 self.restart_worker(ctx);
             }
         }
+        true
     }
 }

@@ -498,6 +498,12 @@ mod view {
                     hunt.fail("a search worker stopped answering".into());
                     Step::Finished
                 }
+                WorkerEvent::Heard => {
+                    if let Some(Some(link)) = search.workers.get_mut(worker) {
+                        link.heard();
+                    }
+                    Step::Nothing
+                }
             };
             match step {
                 Step::Nothing => false,

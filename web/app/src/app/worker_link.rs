@@ -28,6 +28,10 @@ pub const WATCHDOG_MS: u32 = 30_000;
 pub enum Event {
     /// A message from the worker.
     Message(FromWorker),
+    /// A run of trace entries ahead of their answer ([`FromWorker::Entries`]),
+    /// kept until the answer comes: the worker is alive, the app has
+    /// nothing to show yet (hand it to [`WorkerLink::heard`]).
+    Heard,
     /// The worker failed to load or threw; the text says how.
     Broken(String),
     /// A busy worker was silent for this many milliseconds
@@ -89,7 +93,7 @@ impl WorkerLink {
             };
             match text.and_then(|text| reassembly.read(&text)) {
                 Ok(Some(message)) => messages.emit(Event::Message(message)),
-                Ok(None) => {}
+                Ok(None) => messages.emit(Event::Heard),
                 Err(e) => messages.emit(Event::Broken(e)),
             }
         });
@@ -185,6 +189,12 @@ impl WorkerLink {
             | FromWorker::Checked { .. }
             | FromWorker::Failed { .. } => self.busy = false,
         }
+        self.arm_watchdog();
+    }
+
+    /// Called by the app when the worker sent entries ahead of an answer
+    /// ([`Event::Heard`]): the watchdog starts again, as for any message.
+    pub fn heard(&mut self) {
         self.arm_watchdog();
     }
 
