@@ -6,6 +6,7 @@
 //! `recon explore` searches for a fault schedule that breaks one.
 //! `recon audit` checks a real cluster's audit logs for stale reads.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -30,6 +31,7 @@ macro_rules! say {
 mod audit;
 mod explore;
 mod plugins;
+mod progress;
 mod report;
 mod stdout;
 
@@ -81,6 +83,10 @@ enum Command {
         /// per API server, as a real cluster's would be (`recon audit` reads them).
         #[arg(long, value_name = "DIR")]
         audit_log: Option<PathBuf>,
+        /// Print the run's progress on standard error (it is printed anyway
+        /// when standard error is a terminal).
+        #[arg(long)]
+        progress: bool,
     },
     /// Validate a Wasm plugin and print its manifest, or say precisely why it is rejected.
     ///
@@ -185,9 +191,10 @@ fn main() -> ExitCode {
     recon_alloc::tune_for_long_runs();
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { scenario, seed, trace, timeline, expect, plugins, fixes, mitigations, audit_log } => {
+        Command::Run { scenario, seed, trace, timeline, expect, plugins, fixes, mitigations, audit_log, progress } => {
             let options = RunOptions { seed, fixes, plugins, mitigations };
-            run(&scenario, &options, trace, timeline, expect, audit_log.as_deref())
+            let progress = progress || std::io::stderr().is_terminal();
+            run(&scenario, &options, RunOutputs { trace, timeline, expect, audit_log, progress })
         }
         Command::Explore {
             scenario,
@@ -280,14 +287,22 @@ fn prepare(path: &Path, options: &RunOptions) -> Result<Prepared, ExitCode> {
     Ok(prepared)
 }
 
-fn run(
-    path: &Path,
-    options: &RunOptions,
-    trace_out: Option<PathBuf>,
+/// What `recon run` writes besides its summary, and how.
+struct RunOutputs {
+    /// `--trace FILE`.
+    trace: Option<PathBuf>,
+    /// `--timeline`.
     timeline: bool,
+    /// `--expect`.
     expect: bool,
-    audit_log: Option<&std::path::Path>,
-) -> ExitCode {
+    /// `--audit-log DIR`.
+    audit_log: Option<PathBuf>,
+    /// `--progress`, or standard error is a terminal.
+    progress: bool,
+}
+
+fn run(path: &Path, options: &RunOptions, outputs: RunOutputs) -> ExitCode {
+    let RunOutputs { trace: trace_out, timeline, expect, audit_log, progress } = outputs;
     let prepared = match prepare(path, options) {
         Ok(prepared) => prepared,
         Err(status) => return status,
@@ -296,10 +311,10 @@ fn run(
         Ok(sim) => sim,
         Err(message) => return bad_input(message),
     };
-    sim.run();
+    progress::run(&mut sim, prepared.scenario().duration.0, progress);
     // Written before the trace is taken: the logs' bodies come from the run's store.
     if let Some(dir) = audit_log
-        && let Err(e) = audit::write_logs(dir, &sim)
+        && let Err(e) = audit::write_logs(&dir, &sim)
     {
         eprintln!("{e}");
         return ExitCode::from(2);

@@ -348,3 +348,27 @@ fn a_plugins_log_lines_are_printed_in_the_timeline_and_counted_in_the_summary() 
     assert!(text.contains("logger logs: handle at "), "{text}");
     assert!(text.contains("Plugin logs (every line is in the timeline above):\n- logger: "), "{text}");
 }
+
+/// `--progress` shows the run on standard error, as a terminal would see
+/// it, and ends with a line for the whole run whose count of entries is
+/// the summary's; standard output and the exit status are what they are
+/// without it. Without the flag, and with standard error not a terminal
+/// (as here), nothing is added.
+#[test]
+fn progress_goes_to_standard_error_and_changes_nothing_else() {
+    let path = scenario("pod-safety-59848.yaml");
+    let plain = recon(&["run", path.to_str().unwrap()]);
+    let shown = recon(&["run", "--progress", path.to_str().unwrap()]);
+    assert_eq!(stdout(&plain), stdout(&shown));
+    assert_eq!(plain.status.code(), shown.status.code());
+    assert_eq!(stderr(&plain), "", "no progress unless asked, off a terminal");
+    let summary = stdout(&shown);
+    let entries = summary
+        .lines()
+        .find_map(|l| l.strip_prefix("ran ")?.split(", ").nth(1)?.strip_suffix(" trace entries"))
+        .unwrap_or_else(|| panic!("the summary counts the entries: {summary}"));
+    let progress = stderr(&shown);
+    let last = progress.trim_end().rsplit('\r').next().unwrap_or_default();
+    assert!(last.starts_with("ran t=30.000s of virtual time in "), "{progress:?}");
+    assert!(last.contains(&format!(": {entries} trace entries")), "{progress:?} against {entries}");
+}
