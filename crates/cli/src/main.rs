@@ -84,7 +84,8 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         audit_log: Option<PathBuf>,
         /// Print the run's progress on standard error (it is printed anyway
-        /// when standard error is a terminal).
+        /// when standard error is a terminal and the run takes more than a
+        /// tenth of a second).
         #[arg(long)]
         progress: bool,
     },
@@ -193,7 +194,11 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run { scenario, seed, trace, timeline, expect, plugins, fixes, mitigations, audit_log, progress } => {
             let options = RunOptions { seed, fixes, plugins, mitigations };
-            let progress = progress || std::io::stderr().is_terminal();
+            let progress = match (progress, std::io::stderr().is_terminal()) {
+                (true, _) => progress::Show::Always,
+                (false, true) => progress::Show::WhenSlow,
+                (false, false) => progress::Show::Never,
+            };
             run(&scenario, &options, RunOutputs { trace, timeline, expect, audit_log, progress })
         }
         Command::Explore {
@@ -298,7 +303,7 @@ struct RunOutputs {
     /// `--audit-log DIR`.
     audit_log: Option<PathBuf>,
     /// `--progress`, or standard error is a terminal.
-    progress: bool,
+    progress: progress::Show,
 }
 
 fn run(path: &Path, options: &RunOptions, outputs: RunOutputs) -> ExitCode {

@@ -19,20 +19,34 @@ const STEPS_PER_LOOK: u64 = 256;
 /// How often the line is rewritten.
 const EVERY: Duration = Duration::from_millis(100);
 
-/// Runs `sim` to its end, showing its progress when `shown`.
-pub fn run(sim: &mut Sim, end_ms: u64, shown: bool) {
-    if !shown {
+/// When the progress is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Show {
+    /// Not at all (standard error is not a terminal, and no `--progress`).
+    Never,
+    /// On a terminal: once the run has taken a tenth of a second, so that
+    /// a quick run prints nothing more than its summary.
+    WhenSlow,
+    /// From the start, the last line included (`--progress`).
+    Always,
+}
+
+/// Runs `sim` to its end, showing its progress as `show` says.
+pub fn run(sim: &mut Sim, end_ms: u64, show: Show) {
+    if show == Show::Never {
         sim.run();
         return;
     }
     let started = Instant::now();
     let mut line = Line::default();
+    let mut shown = show == Show::Always;
     let mut last = started;
     let mut steps = 0u64;
     while sim.step() {
         steps += 1;
         if steps.is_multiple_of(STEPS_PER_LOOK) && last.elapsed() >= EVERY {
             last = Instant::now();
+            shown = true;
             let entries = sim.trace().entries.len();
             let seconds = started.elapsed().as_secs_f64();
             let at = fmt_time(sim.now_ms());
@@ -41,6 +55,9 @@ pub fn run(sim: &mut Sim, end_ms: u64, shown: bool) {
     }
     // What `Sim::run` does after its last step: the run ends at its end.
     sim.run();
+    if !shown {
+        return;
+    }
     let entries = sim.trace().entries.len();
     let seconds = started.elapsed().as_secs_f64();
     let rate = if seconds > 0.0 { format!(", {:.0} a second", entries as f64 / seconds) } else { String::new() };
