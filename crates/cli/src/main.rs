@@ -302,7 +302,7 @@ struct RunOutputs {
     expect: bool,
     /// `--audit-log DIR`.
     audit_log: Option<PathBuf>,
-    /// `--progress`, or standard error is a terminal.
+    /// When to show the run's progress: `--progress`, or on a terminal.
     progress: progress::Show,
 }
 
