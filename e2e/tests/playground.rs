@@ -289,7 +289,7 @@ async fn an_upload_runs_under_the_plugin_limits_the_scenario_sets() {
     let path = plugin_path("recon_plugin_kubelet_fixed");
     page.find("#upload-kubelet-node-1").await.send_keys(&path.display().to_string()).await.unwrap();
     let error = page.wait_text("#error pre", |t| !t.is_empty()).await;
-    assert!(error.contains("ran out of fuel (budget 1000 per call)"), "{error}");
+    assert!(error.contains("ran out of fuel (budget 1000 per call; the scenario's limits.plugins.fuelPerCall raises it, up to 100000000000)"), "{error}");
     assert_eq!(page.find("#controller-kubelet-node-1").await.text().await.unwrap(), "kubelet");
     assert_eq!(page.hash_after(None).await, limited);
     // A limit above the ceiling is an error in the editor, at its line.

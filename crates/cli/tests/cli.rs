@@ -203,7 +203,7 @@ fn a_plugin_runs_under_the_limits_the_scenario_sets() {
     let crashed = text.lines().find(|l| l.starts_with("- kubelet-node-1 ")).unwrap_or_else(|| panic!("{text}"));
     assert!(
         crashed.contains("first at t=0.000s; last: recon_plugin_kubelet_fixed.wasm: recon_")
-            && crashed.contains(" ran out of fuel (budget 1000 per call)"),
+            && crashed.contains(" ran out of fuel (budget 1000 per call; the scenario's limits.plugins.fuelPerCall raises it, up to 100000000000)"),
         "{text}{}",
         stderr(&out)
     );
@@ -220,7 +220,7 @@ fn check_plugin_applies_a_scenarios_limits_when_given_one() {
     let out = recon(&["check-plugin", path.to_str().unwrap(), "--scenario", small.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     let err = stderr(&out);
-    assert!(err.contains("bytes, above the limit of 1000 bytes for a plugin"), "{err}");
+    assert!(err.contains("bytes, above the limit of 1000 bytes for a plugin; the scenario's limits.plugins.maxModuleBytes raises it, up to 67108864"), "{err}");
     let bad =
         write_file(&scratch, "bad-limits.yaml", "name: x\napiServers: [{name: a}]\nlimits: {plugins: {fuel: 1}}\n");
     let out = recon(&["check-plugin", path.to_str().unwrap(), "--scenario", bad.to_str().unwrap()]);

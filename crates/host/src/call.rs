@@ -8,7 +8,10 @@ use std::borrow::Cow;
 use std::fmt::Display;
 
 use recon_abi::Crash;
+use recon_scenario::PluginLimits;
 use serde::de::DeserializeOwned;
+
+use crate::limits::raised_by;
 
 /// How many `recon.log` lines an instance keeps until they are taken.
 const MAX_LOG_LINES: usize = 1_000;
@@ -62,7 +65,9 @@ impl Call {
         let (ptr, len) = (packed >> 32, packed & 0xffff_ffff);
         // Before reading: an absurd length costs the host nothing.
         if len > max_bytes {
-            let detail = format!("returned {} of {len} bytes, above the limit of {max_bytes} bytes", self.what());
+            let raise = raised_by("maxOutputBytes", max_bytes, PluginLimits::MAX_OUTPUT_BYTES);
+            let detail =
+                format!("returned {} of {len} bytes, above the limit of {max_bytes} bytes; {raise}", self.what());
             return Err(crash(name, export, detail));
         }
         let Some(bytes) = read(ptr, len) else {

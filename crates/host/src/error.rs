@@ -121,7 +121,10 @@ pub enum PluginError {
     /// The module declares more initial memory than the cap. Shrink its
     /// initial memory (e.g. the linker's `--initial-memory`, or less static
     /// data) or raise [`crate::Limits::memory_bytes`].
-    #[error("{name} declares {initial_bytes} bytes of initial memory, above the cap of {cap_bytes} bytes")]
+    #[error(
+        "{name} declares {initial_bytes} bytes of initial memory, above the cap of {cap_bytes} bytes; {}",
+        crate::limits::raised_by("memoryBytes", *cap_bytes, recon_scenario::PluginLimits::MAX_MEMORY_BYTES)
+    )]
     MemoryTooLarge {
         /// The plugin.
         name: String,

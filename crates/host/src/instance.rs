@@ -13,8 +13,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::call::{Call, Logs, crash, one_line};
+use crate::limits::raised_by;
 use crate::{CompiledPlugin, Engine, Limits, Module, PluginError};
 use crate::{Meters, Trap};
+use recon_scenario::PluginLimits;
 
 /// The engine's side of an instance on this target.
 #[cfg(not(target_arch = "wasm32"))]
@@ -283,11 +285,14 @@ impl WasmInstance {
         // The crash entry says when; the reason says which budget ran out.
         if let (Budget::RestOfSecond { .. }, true) = (self.budget, meters.fuel_left < 0) {
             let per_second = self.limits.fuel_per_virtual_second;
+            let raise = raised_by("fuelPerVirtualSecond", per_second, PluginLimits::MAX_FUEL_PER_VIRTUAL_SECOND);
             reason = match self.limits.fuel_per_input_object {
-                0 => format!("ran out of fuel for this virtual second (budget {per_second} per virtual second)"),
+                0 => {
+                    format!("ran out of fuel for this virtual second (budget {per_second} per virtual second; {raise})")
+                }
                 per_object => format!(
                     "ran out of fuel for this virtual second (budget {per_second} per virtual second, \
-                     plus {per_object} per object its input brought)"
+                     plus {per_object} per object its input brought; {raise})"
                 ),
             };
         }
@@ -331,7 +336,9 @@ impl Instance for WasmInstance {
         let max = self.limits.max_actions_per_call;
         if output.actions.len() > max as usize {
             self.crashed = true;
-            let detail = format!("returned {} actions, above the limit of {max} per call", output.actions.len());
+            let raise = raised_by("maxActionsPerCall", u64::from(max), PluginLimits::MAX_ACTIONS_PER_CALL);
+            let detail =
+                format!("returned {} actions, above the limit of {max} per call; {raise}", output.actions.len());
             return Err(self.crash("recon_handle", detail));
         }
         Ok(output)

@@ -135,8 +135,13 @@ pub(crate) fn instrument(bytes: &[u8], limits: &Limits, operand_stacks: &[Operan
     parsed.map_err(|e| Failure::Bug(e.to_string()))?;
     let bytes = module.finish();
     if bytes.len() as u64 > limits.max_module_bytes {
+        let raise = crate::limits::raised_by(
+            "maxModuleBytes",
+            limits.max_module_bytes,
+            recon_scenario::PluginLimits::MAX_MODULE_BYTES,
+        );
         return Err(Failure::TooLarge(format!(
-            "would be {} bytes once metered, above the limit of {} bytes",
+            "would be {} bytes once metered, above the limit of {} bytes; {raise}",
             bytes.len(),
             limits.max_module_bytes
         )));

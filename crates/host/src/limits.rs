@@ -118,6 +118,18 @@ impl Default for Limits {
     }
 }
 
+/// How a message about a limit that a scenario sets ends: the setting that
+/// raises it, and how far, or that it is already as high as a scenario may
+/// set it. A controller run on a big cluster meets the defaults first
+/// (`docs/LIMITS.md`); the message says what to change.
+pub(crate) fn raised_by(setting: &str, now: u64, most: u64) -> String {
+    if now < most {
+        format!("the scenario's limits.plugins.{setting} raises it, up to {most}")
+    } else {
+        format!("the most limits.plugins.{setting} may be")
+    }
+}
+
 impl From<&recon_scenario::PluginLimits> for Limits {
     /// The limits a scenario sets (`limits.plugins`), the defaults where it
     /// sets none.
@@ -147,5 +159,22 @@ impl Limits {
     /// The fuel budget as the instrumented counter (an `i64` global) holds it.
     pub fn fuel_budget(&self) -> i64 {
         i64::try_from(self.fuel_per_call).unwrap_or(i64::MAX)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A limit below what a scenario may set names the setting and how
+    /// far it goes; one already there says so rather than send the user
+    /// to a setting that cannot help.
+    #[test]
+    fn a_limit_says_which_setting_raises_it_and_how_far() {
+        assert_eq!(
+            raised_by("memoryBytes", 64 << 20, 1 << 30),
+            "the scenario's limits.plugins.memoryBytes raises it, up to 1073741824"
+        );
+        assert_eq!(raised_by("memoryBytes", 1 << 30, 1 << 30), "the most limits.plugins.memoryBytes may be");
     }
 }

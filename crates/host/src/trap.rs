@@ -12,7 +12,10 @@
 
 use std::fmt;
 
+use recon_scenario::PluginLimits;
+
 use crate::Limits;
+use crate::limits::raised_by;
 
 /// A WebAssembly trap, as every engine can name it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -81,7 +84,11 @@ impl Trap {
     /// use recon_host::{Limits, Meters, Trap};
     /// let limits = Limits::default();
     /// let ran_out = Meters { fuel_left: -3, depth: 1, stack_bytes: 100 };
-    /// assert_eq!(Trap::Unreachable.explain(&limits, ran_out, 65_536), "ran out of fuel (budget 1000000000 per call)");
+    /// assert_eq!(
+    ///     Trap::Unreachable.explain(&limits, ran_out, 65_536),
+    ///     "ran out of fuel (budget 1000000000 per call; the scenario's limits.plugins.fuelPerCall raises it, \
+    ///      up to 100000000000)"
+    /// );
     /// let deep = Meters { fuel_left: 10, depth: 9, stack_bytes: 300_000 };
     /// assert_eq!(Trap::Unreachable.explain(&limits, deep, 65_536), "exhausted its stack budget (262144 bytes)");
     /// let plain = Meters { fuel_left: 10, depth: 1, stack_bytes: 100 };
@@ -91,14 +98,18 @@ impl Trap {
         // The meters go negative (fuel) or past their limits (depth, stack)
         // only on the way into the `unreachable` the instrumentation planted.
         if meters.fuel_left < 0 {
-            format!("ran out of fuel (budget {} per call)", limits.fuel_per_call)
+            let raise = raised_by("fuelPerCall", limits.fuel_per_call, PluginLimits::MAX_FUEL_PER_CALL);
+            format!("ran out of fuel (budget {} per call; {raise})", limits.fuel_per_call)
         } else if meters.depth > limits.max_call_depth {
-            format!("exceeded the call depth limit ({})", limits.max_call_depth)
+            let depth = u64::from(limits.max_call_depth);
+            let raise = raised_by("maxCallDepth", depth, PluginLimits::MAX_CALL_DEPTH);
+            format!("exceeded the call depth limit ({depth}; {raise})")
         } else if meters.stack_bytes > limits.stack_bytes {
             format!("exhausted its stack budget ({} bytes)", limits.stack_bytes)
         } else if memory_bytes >= limits.memory_pages() * crate::limits::PAGE_BYTES {
             // Most allocators abort when `memory.grow` fails: say so.
-            format!("trapped: {self}, with its memory at the cap ({memory_bytes} bytes)")
+            let raise = raised_by("memoryBytes", limits.memory_bytes, PluginLimits::MAX_MEMORY_BYTES);
+            format!("trapped: {self}, with its memory at the cap ({memory_bytes} bytes; {raise})")
         } else {
             format!("trapped: {self}")
         }

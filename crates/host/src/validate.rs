@@ -12,7 +12,9 @@ use wasmparser::{
 };
 
 use crate::instrument::TABLE_ELEMENTS;
-use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, PluginError, STACK_EXPORT, limits::PAGE_BYTES};
+use crate::limits::{PAGE_BYTES, raised_by};
+use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, PluginError, STACK_EXPORT};
+use recon_scenario::PluginLimits;
 
 /// What plugins may use: WebAssembly 2.0, which is what rustc emits for
 /// `wasm32-unknown-unknown` by default (mutable globals, sign extension,
@@ -56,7 +58,11 @@ pub(crate) fn validate(name: &str, bytes: &[u8], limits: &Limits) -> Result<Vec<
     let too_large = |problem: String| PluginError::TooLarge { name: name_(), problem };
     if bytes.len() as u64 > limits.max_module_bytes {
         let limit = limits.max_module_bytes;
-        return Err(too_large(format!("is {} bytes, above the limit of {limit} bytes for a plugin", bytes.len())));
+        let raise = raised_by("maxModuleBytes", limit, PluginLimits::MAX_MODULE_BYTES);
+        return Err(too_large(format!(
+            "is {} bytes, above the limit of {limit} bytes for a plugin; {raise}",
+            bytes.len()
+        )));
     }
     let segment = |problem: String| Err(PluginError::Segment { name: name_(), problem });
     let refuse = |err: BinaryReaderError| refused(name, err);
@@ -91,7 +97,11 @@ pub(crate) fn validate(name: &str, bytes: &[u8], limits: &Limits) -> Result<Vec<
             Payload::MemorySection(reader) => memory_bytes = check_memory(name, reader.clone(), limits)?,
             Payload::FunctionSection(reader) if reader.count() > limits.max_functions => {
                 let limit = limits.max_functions;
-                return Err(too_large(format!("defines {} functions, above the limit of {limit}", reader.count())));
+                let raise = raised_by("maxFunctions", u64::from(limit), PluginLimits::MAX_FUNCTIONS);
+                return Err(too_large(format!(
+                    "defines {} functions, above the limit of {limit}; {raise}",
+                    reader.count()
+                )));
             }
             Payload::TableSection(reader) => {
                 for table in reader.clone() {

@@ -76,7 +76,10 @@ fn an_export_of_the_wrong_type_is_named_with_both_types() {
 #[test]
 fn memory_declared_above_the_cap_is_refused_and_at_the_cap_is_accepted() {
     let wat = Plugin::default().wat().replace(r#"(memory (export "memory") 1)"#, r#"(memory (export "memory") 1025)"#);
-    assert_eq!(refusal(&wat), "bad.wasm declares 67174400 bytes of initial memory, above the cap of 67108864 bytes");
+    assert_eq!(
+        refusal(&wat),
+        "bad.wasm declares 67174400 bytes of initial memory, above the cap of 67108864 bytes; the scenario's limits.plugins.memoryBytes raises it, up to 1073741824"
+    );
     let wat = wat.replace("1025)", "1024)");
     assert!(Module::load("ok.wasm", &wat::parse_str(wat).unwrap(), &Limits::default()).is_ok());
 }
@@ -176,7 +179,7 @@ fn with_wasmtimes_fuel_on_as_well_the_instrumented_counter_still_stops_a_loop_fi
         instance.init(&config()).unwrap();
         crashes.push((instance.handle(&input(0)).unwrap_err().reason, instance.fuel_used()));
     }
-    assert_eq!(crashes[0], ("test.wasm: recon_handle ran out of fuel (budget 50000 per call)".to_owned(), 50_000));
+    assert_eq!(crashes[0], ("test.wasm: recon_handle ran out of fuel (budget 50000 per call; the scenario's limits.plugins.fuelPerCall raises it, up to 100000000000)".to_owned(), 50_000));
     assert_eq!(crashes[1], crashes[0]);
 }
 

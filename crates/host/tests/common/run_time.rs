@@ -80,7 +80,10 @@ fn an_infinite_loop_runs_out_of_fuel_and_the_host_stays_usable() {
     let mut instance = compiled.instantiate().unwrap();
     instance.init(&config()).unwrap();
     let crash = instance.handle(&input(0)).unwrap_err();
-    assert_eq!(crash.reason, "test.wasm: recon_handle ran out of fuel (budget 1000000 per call)");
+    assert_eq!(
+        crash.reason,
+        "test.wasm: recon_handle ran out of fuel (budget 1000000 per call; the scenario's limits.plugins.fuelPerCall raises it, up to 100000000000)"
+    );
     assert_eq!(instance.fuel_used(), 1_000_000);
     // The instance is dead, but a fresh one from the same compiled plugin works.
     let again = instance.handle(&input(0)).unwrap_err();
@@ -123,7 +126,7 @@ fn the_calls_of_one_virtual_second_share_its_fuel_and_the_next_second_starts_afr
     let crash = instance.handle(&at(2_004)).unwrap_err();
     assert_eq!(
         crash.reason,
-        "test.wasm: recon_handle ran out of fuel for this virtual second (budget 2500000 per virtual second)"
+        "test.wasm: recon_handle ran out of fuel for this virtual second (budget 2500000 per virtual second; the scenario's limits.plugins.fuelPerVirtualSecond raises it, up to 100000000000)"
     );
     assert_eq!(instance.fuel_used(), 2_500_000 - 4 * per_call, "the whole rest of the second, no more");
     // A fresh instance of the same plugin at a later time is not held to the old second.
@@ -176,7 +179,7 @@ fn the_objects_an_input_brings_add_to_the_budget_of_their_second() {
         crash.reason,
         format!(
             "test.wasm: recon_handle ran out of fuel for this virtual second (budget {} per virtual second, \
-             plus {per_object} per object its input brought)",
+             plus {per_object} per object its input brought; the scenario's limits.plugins.fuelPerVirtualSecond raises it, up to 100000000000)",
             per_object / 2
         )
     );
@@ -195,7 +198,7 @@ fn unbounded_memory_growth_stops_at_the_cap() {
     let plugin = Plugin::handling("(loop (br_if 0 (i32.ne (memory.grow (i32.const 1)) (i32.const -1)))) unreachable");
     assert_eq!(
         handle_crash(&plugin, &limits),
-        "test.wasm: recon_handle trapped: executed an unreachable instruction, with its memory at the cap (1048576 bytes)"
+        "test.wasm: recon_handle trapped: executed an unreachable instruction, with its memory at the cap (1048576 bytes; the scenario's limits.plugins.memoryBytes raises it, up to 1073741824)"
     );
     // One big request fails too, and the module can report it.
     let plugin = Plugin::handling(format!(
@@ -238,11 +241,14 @@ fn deep_recursion_crashes_at_exactly_the_depth_limit() {
     let mut instance = recursive(8).compile(&limits).instantiate().unwrap();
     instance.init(&config()).unwrap();
     assert_eq!(instance.handle(&input(0)).unwrap(), Output::default());
-    assert_eq!(handle_crash(&recursive(9), &limits), "test.wasm: recon_handle exceeded the call depth limit (10)");
+    assert_eq!(
+        handle_crash(&recursive(9), &limits),
+        "test.wasm: recon_handle exceeded the call depth limit (10; the scenario's limits.plugins.maxCallDepth raises it, up to 100000)"
+    );
     // Unbounded recursion hits the default limit before the engine's stack.
     assert_eq!(
         handle_crash(&recursive(1_000_000), &Limits::default()),
-        "test.wasm: recon_handle exceeded the call depth limit (2000)"
+        "test.wasm: recon_handle exceeded the call depth limit (2000; the scenario's limits.plugins.maxCallDepth raises it, up to 100000)"
     );
 }
 
@@ -379,7 +385,10 @@ fn overspending_in_loop_free_code_crashes_before_the_call_returns() {
     let mut instance = plugin.compile(&limits).instantiate().unwrap();
     instance.init(&config()).unwrap();
     let crash = instance.handle(&input(0)).unwrap_err();
-    assert_eq!(crash.reason, "test.wasm: recon_handle ran out of fuel (budget 1000 per call)");
+    assert_eq!(
+        crash.reason,
+        "test.wasm: recon_handle ran out of fuel (budget 1000 per call; the scenario's limits.plugins.fuelPerCall raises it, up to 100000000000)"
+    );
     assert_eq!(instance.fuel_used(), 1_000);
 }
 
@@ -426,7 +435,10 @@ fn an_infinite_loop_runs_out_of_the_default_budget() {
     let mut instance = compiled.instantiate().unwrap();
     instance.init(&config()).unwrap();
     let crash = instance.handle(&input(0)).unwrap_err();
-    assert_eq!(crash.reason, "test.wasm: recon_handle ran out of fuel (budget 1000000000 per call)");
+    assert_eq!(
+        crash.reason,
+        "test.wasm: recon_handle ran out of fuel (budget 1000000000 per call; the scenario's limits.plugins.fuelPerCall raises it, up to 100000000000)"
+    );
     assert_eq!(instance.fuel_used(), 1_000_000_000);
 }
 
@@ -571,7 +583,7 @@ fn recursion_with_larger_frames_exhausts_the_stack_budget_at_the_same_depth_in_e
     // budget; of 16 they do not.
     assert_eq!(
         answer(&recursive_with_locals(0, 1_000_000), &Limits::default()).unwrap_err(),
-        "test.wasm: recon_handle exceeded the call depth limit (2000)"
+        "test.wasm: recon_handle exceeded the call depth limit (2000; the scenario's limits.plugins.maxCallDepth raises it, up to 100000)"
     );
     assert_eq!(answer(&recursive_with_locals(16, 1_000_000), &Limits::default()).unwrap_err(), STACK_BUDGET);
     // The deepest recursion that fits, found by bisection, is the same
@@ -787,7 +799,10 @@ fn a_panic_line_words_only_a_plain_trap_that_follows_it_at_once() {
             "trapped: executed an unreachable instruction",
         ),
         // Fuel and the depth limit are worded as themselves.
-        ("(loop (br 0)) unreachable".to_owned(), "ran out of fuel (budget 1000000000 per call)"),
+        (
+            "(loop (br 0)) unreachable".to_owned(),
+            "ran out of fuel (budget 1000000000 per call; the scenario's limits.plugins.fuelPerCall raises it, up to 100000000000)",
+        ),
         // Another trap is that trap.
         (
             "(drop (i32.div_u (i32.const 1) (i32.const 0))) unreachable".to_owned(),
