@@ -17,15 +17,6 @@
 //!   time. Sweeping a hundred times less often leaves the peak memory as it
 //!   was (the pages are reused by the next allocations of their size).
 //!
-//! - **No transparent huge pages.** mimalloc asks the kernel for 2 MiB
-//!   pages by default; it is built without (`libmimalloc-sys`'s `no_thp`
-//!   feature, in the workspace's `Cargo.toml`), so that on a kernel that
-//!   gives them only to memory that asks (Debian's default) a run keeps to
-//!   4 KiB pages. On the reference machine that was 8 % faster at 1,000
-//!   nodes, 18 % faster and far steadier at 100 (whose time varied by half
-//!   from run to run with them), and no slower at 5,000, with less of its
-//!   time in the kernel.
-//!
 //! - **Plain allocations take mimalloc's plain path.** Almost every Rust
 //!   allocation asks for an alignment that any mimalloc block already has;
 //!   those go to `mi_malloc`, and only the others to `mi_malloc_aligned`,
