@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use std::fmt::Display;
 
 use recon_abi::Crash;
-use recon_scenario::PluginLimits;
+use recon_scenario::PluginSetting;
 use serde::de::DeserializeOwned;
 
 use crate::limits::raised_by;
@@ -65,7 +65,7 @@ impl Call {
         let (ptr, len) = (packed >> 32, packed & 0xffff_ffff);
         // Before reading: an absurd length costs the host nothing.
         if len > max_bytes {
-            let raise = raised_by("maxOutputBytes", max_bytes, PluginLimits::MAX_OUTPUT_BYTES);
+            let raise = raised_by(PluginSetting::MaxOutputBytes, max_bytes);
             let detail =
                 format!("returned {} of {len} bytes, above the limit of {max_bytes} bytes; {raise}", self.what());
             return Err(crash(name, export, detail));

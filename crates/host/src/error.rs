@@ -123,7 +123,7 @@ pub enum PluginError {
     /// data) or raise [`crate::Limits::memory_bytes`].
     #[error(
         "{name} declares {initial_bytes} bytes of initial memory, above the cap of {cap_bytes} bytes; {}",
-        crate::limits::raised_by("memoryBytes", *cap_bytes, recon_scenario::PluginLimits::MAX_MEMORY_BYTES)
+        crate::limits::raised_by(recon_scenario::PluginSetting::MemoryBytes, *cap_bytes)
     )]
     MemoryTooLarge {
         /// The plugin.

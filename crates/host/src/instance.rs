@@ -16,7 +16,7 @@ use crate::call::{Call, Logs, crash, one_line};
 use crate::limits::raised_by;
 use crate::{CompiledPlugin, Engine, Limits, Module, PluginError};
 use crate::{Meters, Trap};
-use recon_scenario::PluginLimits;
+use recon_scenario::PluginSetting;
 
 /// The engine's side of an instance on this target.
 #[cfg(not(target_arch = "wasm32"))]
@@ -285,7 +285,7 @@ impl WasmInstance {
         // The crash entry says when; the reason says which budget ran out.
         if let (Budget::RestOfSecond { .. }, true) = (self.budget, meters.fuel_left < 0) {
             let per_second = self.limits.fuel_per_virtual_second;
-            let raise = raised_by("fuelPerVirtualSecond", per_second, PluginLimits::MAX_FUEL_PER_VIRTUAL_SECOND);
+            let raise = raised_by(PluginSetting::FuelPerVirtualSecond, per_second);
             reason = match self.limits.fuel_per_input_object {
                 0 => {
                     format!("ran out of fuel for this virtual second (budget {per_second} per virtual second; {raise})")
@@ -336,7 +336,7 @@ impl Instance for WasmInstance {
         let max = self.limits.max_actions_per_call;
         if output.actions.len() > max as usize {
             self.crashed = true;
-            let raise = raised_by("maxActionsPerCall", u64::from(max), PluginLimits::MAX_ACTIONS_PER_CALL);
+            let raise = raised_by(PluginSetting::MaxActionsPerCall, u64::from(max));
             let detail =
                 format!("returned {} actions, above the limit of {max} per call; {raise}", output.actions.len());
             return Err(self.crash("recon_handle", detail));

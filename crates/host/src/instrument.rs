@@ -135,11 +135,7 @@ pub(crate) fn instrument(bytes: &[u8], limits: &Limits, operand_stacks: &[Operan
     parsed.map_err(|e| Failure::Bug(e.to_string()))?;
     let bytes = module.finish();
     if bytes.len() as u64 > limits.max_module_bytes {
-        let raise = crate::limits::raised_by(
-            "maxModuleBytes",
-            limits.max_module_bytes,
-            recon_scenario::PluginLimits::MAX_MODULE_BYTES,
-        );
+        let raise = crate::limits::raised_by(recon_scenario::PluginSetting::MaxModuleBytes, limits.max_module_bytes);
         return Err(Failure::TooLarge(format!(
             "would be {} bytes once metered, above the limit of {} bytes; {raise}",
             bytes.len(),

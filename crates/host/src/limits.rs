@@ -1,5 +1,7 @@
 //! What a plugin instance may consume.
 
+use recon_scenario::PluginSetting;
+
 /// Bytes in a WebAssembly page.
 pub(crate) const PAGE_BYTES: u64 = 65_536;
 
@@ -122,11 +124,12 @@ impl Default for Limits {
 /// raises it, and how far, or that it is already as high as a scenario may
 /// set it. A controller run on a big cluster meets the defaults first
 /// (`docs/LIMITS.md`); the message says what to change.
-pub(crate) fn raised_by(setting: &str, now: u64, most: u64) -> String {
+pub(crate) fn raised_by(setting: PluginSetting, now: u64) -> String {
+    let (name, most) = (setting.name(), setting.most());
     if now < most {
-        format!("the scenario's limits.plugins.{setting} raises it, up to {most}")
+        format!("the scenario's limits.plugins.{name} raises it, up to {most}")
     } else {
-        format!("the most limits.plugins.{setting} may be")
+        format!("the most limits.plugins.{name} may be")
     }
 }
 
@@ -172,9 +175,9 @@ mod tests {
     #[test]
     fn a_limit_says_which_setting_raises_it_and_how_far() {
         assert_eq!(
-            raised_by("memoryBytes", 64 << 20, 1 << 30),
+            raised_by(PluginSetting::MemoryBytes, 64 << 20),
             "the scenario's limits.plugins.memoryBytes raises it, up to 1073741824"
         );
-        assert_eq!(raised_by("memoryBytes", 1 << 30, 1 << 30), "the most limits.plugins.memoryBytes may be");
+        assert_eq!(raised_by(PluginSetting::MemoryBytes, 1 << 30), "the most limits.plugins.memoryBytes may be");
     }
 }

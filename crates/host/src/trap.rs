@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-use recon_scenario::PluginLimits;
+use recon_scenario::PluginSetting;
 
 use crate::Limits;
 use crate::limits::raised_by;
@@ -98,17 +98,17 @@ impl Trap {
         // The meters go negative (fuel) or past their limits (depth, stack)
         // only on the way into the `unreachable` the instrumentation planted.
         if meters.fuel_left < 0 {
-            let raise = raised_by("fuelPerCall", limits.fuel_per_call, PluginLimits::MAX_FUEL_PER_CALL);
+            let raise = raised_by(PluginSetting::FuelPerCall, limits.fuel_per_call);
             format!("ran out of fuel (budget {} per call; {raise})", limits.fuel_per_call)
         } else if meters.depth > limits.max_call_depth {
             let depth = u64::from(limits.max_call_depth);
-            let raise = raised_by("maxCallDepth", depth, PluginLimits::MAX_CALL_DEPTH);
+            let raise = raised_by(PluginSetting::MaxCallDepth, depth);
             format!("exceeded the call depth limit ({depth}; {raise})")
         } else if meters.stack_bytes > limits.stack_bytes {
             format!("exhausted its stack budget ({} bytes)", limits.stack_bytes)
         } else if memory_bytes >= limits.memory_pages() * crate::limits::PAGE_BYTES {
             // Most allocators abort when `memory.grow` fails: say so.
-            let raise = raised_by("memoryBytes", limits.memory_bytes, PluginLimits::MAX_MEMORY_BYTES);
+            let raise = raised_by(PluginSetting::MemoryBytes, limits.memory_bytes);
             format!("trapped: {self}, with its memory at the cap ({memory_bytes} bytes; {raise})")
         } else {
             format!("trapped: {self}")

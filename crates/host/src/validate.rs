@@ -14,7 +14,7 @@ use wasmparser::{
 use crate::instrument::TABLE_ELEMENTS;
 use crate::limits::{PAGE_BYTES, raised_by};
 use crate::{DEPTH_EXPORT, FUEL_EXPORT, Limits, PluginError, STACK_EXPORT};
-use recon_scenario::PluginLimits;
+use recon_scenario::PluginSetting;
 
 /// What plugins may use: WebAssembly 2.0, which is what rustc emits for
 /// `wasm32-unknown-unknown` by default (mutable globals, sign extension,
@@ -58,7 +58,7 @@ pub(crate) fn validate(name: &str, bytes: &[u8], limits: &Limits) -> Result<Vec<
     let too_large = |problem: String| PluginError::TooLarge { name: name_(), problem };
     if bytes.len() as u64 > limits.max_module_bytes {
         let limit = limits.max_module_bytes;
-        let raise = raised_by("maxModuleBytes", limit, PluginLimits::MAX_MODULE_BYTES);
+        let raise = raised_by(PluginSetting::MaxModuleBytes, limit);
         return Err(too_large(format!(
             "is {} bytes, above the limit of {limit} bytes for a plugin; {raise}",
             bytes.len()
@@ -97,7 +97,7 @@ pub(crate) fn validate(name: &str, bytes: &[u8], limits: &Limits) -> Result<Vec<
             Payload::MemorySection(reader) => memory_bytes = check_memory(name, reader.clone(), limits)?,
             Payload::FunctionSection(reader) if reader.count() > limits.max_functions => {
                 let limit = limits.max_functions;
-                let raise = raised_by("maxFunctions", u64::from(limit), PluginLimits::MAX_FUNCTIONS);
+                let raise = raised_by(PluginSetting::MaxFunctions, u64::from(limit));
                 return Err(too_large(format!(
                     "defines {} functions, above the limit of {limit}; {raise}",
                     reader.count()

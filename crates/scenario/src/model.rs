@@ -385,6 +385,59 @@ impl PluginLimits {
     }
 }
 
+/// A plugin limit a scenario may raise, as messages name it: validation
+/// when a scenario asks for more than the most, and the host when a
+/// plugin runs into the limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PluginSetting {
+    /// `fuelPerCall`.
+    FuelPerCall,
+    /// `fuelPerVirtualSecond`.
+    FuelPerVirtualSecond,
+    /// `memoryBytes`.
+    MemoryBytes,
+    /// `maxCallDepth`.
+    MaxCallDepth,
+    /// `maxOutputBytes`.
+    MaxOutputBytes,
+    /// `maxActionsPerCall`.
+    MaxActionsPerCall,
+    /// `maxModuleBytes`.
+    MaxModuleBytes,
+    /// `maxFunctions`.
+    MaxFunctions,
+}
+
+impl PluginSetting {
+    /// Its name under `limits.plugins`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PluginSetting::FuelPerCall => "fuelPerCall",
+            PluginSetting::FuelPerVirtualSecond => "fuelPerVirtualSecond",
+            PluginSetting::MemoryBytes => "memoryBytes",
+            PluginSetting::MaxCallDepth => "maxCallDepth",
+            PluginSetting::MaxOutputBytes => "maxOutputBytes",
+            PluginSetting::MaxActionsPerCall => "maxActionsPerCall",
+            PluginSetting::MaxModuleBytes => "maxModuleBytes",
+            PluginSetting::MaxFunctions => "maxFunctions",
+        }
+    }
+
+    /// The most a scenario may set it to (`PluginLimits::MAX_*`).
+    pub fn most(self) -> u64 {
+        match self {
+            PluginSetting::FuelPerCall => PluginLimits::MAX_FUEL_PER_CALL,
+            PluginSetting::FuelPerVirtualSecond => PluginLimits::MAX_FUEL_PER_VIRTUAL_SECOND,
+            PluginSetting::MemoryBytes => PluginLimits::MAX_MEMORY_BYTES,
+            PluginSetting::MaxCallDepth => PluginLimits::MAX_CALL_DEPTH,
+            PluginSetting::MaxOutputBytes => PluginLimits::MAX_OUTPUT_BYTES,
+            PluginSetting::MaxActionsPerCall => PluginLimits::MAX_ACTIONS_PER_CALL,
+            PluginSetting::MaxModuleBytes => PluginLimits::MAX_MODULE_BYTES,
+            PluginSetting::MaxFunctions => PluginLimits::MAX_FUNCTIONS,
+        }
+    }
+}
+
 impl RunLimits {
     /// The most `maxTraceEntries` may be: ten times the default, room for
     /// the hour-long soak; a trace that size already takes gigabytes, and a

@@ -499,18 +499,20 @@ impl<'a> Validator<'a> {
     /// share links, and opening one must not let it ask a visitor's browser
     /// for gigabytes or minutes per call.
     fn plugin_limits(&mut self, s: &Scenario) {
+        use crate::PluginSetting as S;
         let p = &s.limits.plugins;
         let fields = [
-            ("fuelPerCall", p.fuel_per_call, crate::PluginLimits::MAX_FUEL_PER_CALL),
-            ("fuelPerVirtualSecond", p.fuel_per_virtual_second, crate::PluginLimits::MAX_FUEL_PER_VIRTUAL_SECOND),
-            ("memoryBytes", p.memory_bytes, crate::PluginLimits::MAX_MEMORY_BYTES),
-            ("maxCallDepth", p.max_call_depth.map(u64::from), crate::PluginLimits::MAX_CALL_DEPTH),
-            ("maxOutputBytes", p.max_output_bytes, crate::PluginLimits::MAX_OUTPUT_BYTES),
-            ("maxActionsPerCall", p.max_actions_per_call.map(u64::from), crate::PluginLimits::MAX_ACTIONS_PER_CALL),
-            ("maxModuleBytes", p.max_module_bytes, crate::PluginLimits::MAX_MODULE_BYTES),
-            ("maxFunctions", p.max_functions.map(u64::from), crate::PluginLimits::MAX_FUNCTIONS),
+            (S::FuelPerCall, p.fuel_per_call),
+            (S::FuelPerVirtualSecond, p.fuel_per_virtual_second),
+            (S::MemoryBytes, p.memory_bytes),
+            (S::MaxCallDepth, p.max_call_depth.map(u64::from)),
+            (S::MaxOutputBytes, p.max_output_bytes),
+            (S::MaxActionsPerCall, p.max_actions_per_call.map(u64::from)),
+            (S::MaxModuleBytes, p.max_module_bytes),
+            (S::MaxFunctions, p.max_functions.map(u64::from)),
         ];
-        for (name, value, most) in fields {
+        for (setting, value) in fields {
+            let (name, most) = (setting.name(), setting.most());
             if let Some(value) = value.filter(|&v| v > most) {
                 self.report(
                     format!("limits.plugins.{name}"),
