@@ -608,8 +608,19 @@ fn delete(
 ) -> Result<Admitted, Status> {
     let DeleteOptions { uid, resource_version, grace_period_seconds, propagation_policy } = options;
     let mut current = Arc::unwrap_or_clone(current(store, &key)?);
+    // The registry's `BeforeDelete` checks the preconditions against the
+    // object it read, uid first, before the storage layer sees the delete:
+    // its words, not the storage layer's that an update's uid gets.
     if let Some(uid) = uid.filter(|u| *u != current.metadata.uid) {
-        return Err(uid_precondition_failed(&uid, &current));
+        return Err(Status::new(
+            StatusReason::Conflict,
+            format!(
+                "Operation cannot be fulfilled on {}: the UID in the precondition ({uid}) does not match the UID in \
+                 record ({}). The object might have been deleted and then recreated",
+                current.key(),
+                current.metadata.uid
+            ),
+        ));
     }
     // The registry's `BeforeDelete` compares a resourceVersion precondition
     // with the stored one as text, before anything parses it: one that is
@@ -756,7 +767,8 @@ fn current(store: &Store, key: &ObjectKey) -> Result<Arc<Object>, Status> {
 }
 
 /// 409 for a write whose uid precondition names another incarnation
-/// than `current` (the storage layer's check, on update and delete alike).
+/// than `current`: the storage layer's check of an update (a delete is
+/// refused earlier, by the registry's `BeforeDelete`, in its own words).
 fn uid_precondition_failed(asked_uid: &str, current: &Object) -> Status {
     Status::new(
         StatusReason::Conflict,

@@ -157,7 +157,19 @@ fn delete_preconditions_on_uid_and_resource_version() {
             dry_run: false,
         })
     };
-    assert_eq!(write(&mut sim, 1_000, with(Some("not-its-uid"), None)).unwrap_err().reason, StatusReason::Conflict);
+    // The registry's BeforeDelete checks the uid first, against the object
+    // it read, and words the conflict as a delete's: the object named may be
+    // another incarnation under the same name.
+    let uid = stored(&sim, &held).unwrap().metadata.uid;
+    let status = write(&mut sim, 1_000, with(Some("not-its-uid"), Some("999"))).unwrap_err();
+    assert_eq!(status.reason, StatusReason::Conflict);
+    assert!(
+        status.message.ends_with(&format!(
+            "the UID in the precondition (not-its-uid) does not match the UID in record ({uid}). The object might \
+             have been deleted and then recreated"
+        )),
+        "{status}"
+    );
     assert_eq!(write(&mut sim, 1_200, with(None, Some("999"))).unwrap_err().reason, StatusReason::Conflict);
     // The registry's BeforeDelete compares the precondition with the stored
     // resourceVersion as text, before anything parses it: text that is not
@@ -173,7 +185,6 @@ fn delete_preconditions_on_uid_and_resource_version() {
         );
     }
     assert!(!stored(&sim, &held).unwrap().is_terminating(), "no failed delete marked it");
-    let uid = stored(&sim, &held).unwrap().metadata.uid;
     write(&mut sim, 1_500, with(Some(&uid), None)).expect("the right uid deletes");
     assert_eq!(write(&mut sim, 1_700, with(None, Some("1"))).unwrap_err().reason, StatusReason::Conflict);
 }
