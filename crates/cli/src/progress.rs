@@ -7,7 +7,9 @@
 //! The wall clock is read here, between simulator steps, and never by the
 //! simulator: the run and its trace are the same with or without it.
 
+use std::convert::Infallible;
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use recon_sim::Sim;
@@ -42,7 +44,7 @@ pub fn run(sim: &mut Sim, end_ms: u64, show: Show) {
     let mut shown = show == Show::Always;
     let mut last = started;
     let mut steps = 0u64;
-    while sim.step() {
+    let ran = sim.run_with(|sim| {
         steps += 1;
         if steps.is_multiple_of(STEPS_PER_LOOK) && last.elapsed() >= EVERY {
             last = Instant::now();
@@ -52,9 +54,9 @@ pub fn run(sim: &mut Sim, end_ms: u64, show: Show) {
             let at = fmt_time(sim.now_ms());
             line.show(&format!("running {at} of {}: {entries} trace entries, {seconds:.0} s", fmt_time(end_ms)));
         }
-    }
-    // What `Sim::run` does after its last step: the run ends at its end.
-    sim.run();
+        ControlFlow::<Infallible>::Continue(())
+    });
+    let ControlFlow::Continue(()) = ran;
     if !shown {
         return;
     }

@@ -9,6 +9,7 @@
 //! server, and what follows a commit (the checks, every cache, the reply).
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 use recon_abi::{Object, ObjectKey};
 use recon_scenario::{Scenario, Step, StepAction};
@@ -347,6 +348,22 @@ impl Sim {
     pub fn run(&mut self) {
         while self.step() {}
         self.engine.now = self.engine.now.max(self.scenario.duration.0);
+    }
+
+    /// Runs as [`Sim::run`] does, handing the simulation to `between`
+    /// after every step: where a caller shows progress or keeps a budget
+    /// of its own (the wall clock, the tab's memory), outside the
+    /// simulator, which reads neither. `between` returning
+    /// `ControlFlow::Break` stops the run after that step, unfinished, and
+    /// `run_with` returns what it broke with; a run that reaches its end
+    /// returns `ControlFlow::Continue(())`, its time at the end, as after
+    /// [`Sim::run`].
+    pub fn run_with<B>(&mut self, mut between: impl FnMut(&Sim) -> ControlFlow<B>) -> ControlFlow<B> {
+        while self.step() {
+            between(self)?;
+        }
+        self.engine.now = self.engine.now.max(self.scenario.duration.0);
+        ControlFlow::Continue(())
     }
 
     /// Runs until virtual time `t` (inclusive) or the end of the run.

@@ -5,6 +5,7 @@
 //! `recon run` prepares it: the same validation, the same messages.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 use recon_prepare::{PluginBytes, PluginKey, PrepareError, Prepared, Preparer, ScenarioFile, Swap};
 use recon_sim::Sim;
@@ -193,13 +194,13 @@ impl Runner {
         };
         let mut last_report = started;
         let mut steps = 0u64;
-        while sim.step() {
+        let ran = sim.run_with(|sim| {
             // Every step: one step of a large run can allocate a lot (a
             // trace that doubles its buffer), and the check is one load.
             if let Some(memory) = progress.memory_bytes() {
                 let entries = sim.trace().entries.len() as u64;
                 if memory.saturating_add(entries.saturating_mul(ANSWER_BYTES_PER_ENTRY)) > MEMORY_CEILING {
-                    return too_big(id, memory, entries, sim.now_ms(), end_ms);
+                    return ControlFlow::Break(too_big(id, memory, entries, sim.now_ms(), end_ms));
                 }
             }
             steps += 1;
@@ -211,6 +212,10 @@ impl Runner {
                     progress.report(FromWorker::Progress { id, time_ms: sim.now_ms(), end_ms, entries });
                 }
             }
+            ControlFlow::Continue(())
+        });
+        if let ControlFlow::Break(too_big) = ran {
+            return too_big;
         }
         let wall_ms = progress.now_ms() - started;
         let trace = sim.into_trace();
