@@ -22,8 +22,8 @@ use crate::{Shared, SharedValue};
 /// own, which [`Object::other`] carries unchanged.
 // Encoded by hand (`ObjectWithout`, below), so that a watch event can
 // leave parts out; the `serde` attributes describe that encoding to the
-// JSON Schema.
-#[derive(Clone, Debug, Default, PartialEq)]
+// JSON Schema. Compared by hand (below), metadata first.
+#[derive(Clone, Debug, Default)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[cfg_attr(feature = "schema", serde(rename_all = "camelCase"))]
 pub struct Object {
@@ -172,7 +172,8 @@ impl<'de> serde::de::Visitor<'de> for ObjectVisitor {
 }
 
 /// Standard object metadata (the subset the simulator gives meaning to).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+// Compared by hand (below), resourceVersion first.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObjectMeta {
@@ -217,6 +218,59 @@ pub struct ObjectMeta {
     /// patches and server-side apply (`metadata.managedFields`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub managed_fields: Vec<ManagedFieldsEntry>,
+}
+
+/// Two versions of one object nearly always differ in their
+/// resourceVersion and share their name, namespace and uid, and a cache
+/// compares each version it is sent with the one it holds: so the
+/// resourceVersion is compared first, then what else changes often. Equal
+/// exactly when every field is (the destructuring makes a new field a
+/// compile error here until it is compared).
+impl PartialEq for ObjectMeta {
+    fn eq(&self, other: &Self) -> bool {
+        let ObjectMeta {
+            name,
+            generate_name,
+            namespace,
+            uid,
+            resource_version,
+            generation,
+            deletion_timestamp,
+            deletion_grace_period_seconds,
+            labels,
+            annotations,
+            owner_references,
+            finalizers,
+            managed_fields,
+        } = self;
+        *resource_version == other.resource_version
+            && *generation == other.generation
+            && *deletion_timestamp == other.deletion_timestamp
+            && *deletion_grace_period_seconds == other.deletion_grace_period_seconds
+            && *name == other.name
+            && *namespace == other.namespace
+            && *uid == other.uid
+            && *generate_name == other.generate_name
+            && *finalizers == other.finalizers
+            && *labels == other.labels
+            && *annotations == other.annotations
+            && *owner_references == other.owner_references
+            && *managed_fields == other.managed_fields
+    }
+}
+
+/// Metadata first (see [`ObjectMeta`]'s comparison), then the parts a
+/// write changes, then the type. Equal exactly when every field is.
+impl PartialEq for Object {
+    fn eq(&self, other: &Self) -> bool {
+        let Object { api_version, kind, metadata, spec, status, other: rest } = self;
+        *metadata == other.metadata
+            && *status == other.status
+            && *spec == other.spec
+            && *rest == other.other
+            && *kind == other.kind
+            && *api_version == other.api_version
+    }
 }
 
 /// The fields one manager owns through one kind of operation, as in

@@ -63,3 +63,59 @@ fn a_watch_event_writes_its_object_without_the_parts_it_leaves_out() {
         r#"{"type":"MODIFIED","object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"},"status":{"p":"R"},"extra":1},"unchanged":["spec"]}"#
     );
 }
+
+/// An object with every field set, to change one at a time.
+fn full() -> Object {
+    serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": "web-0", "generateName": "web-", "namespace": "default", "uid": "u-1",
+            "resourceVersion": "7", "generation": 2, "deletionTimestamp": "1970-01-01T00:00:05Z",
+            "deletionGracePeriodSeconds": 30, "labels": {"app": "web"}, "annotations": {"note": "a"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "uid": "s-1"}],
+            "finalizers": ["example.com/hold"],
+            "managedFields": [{"manager": "m", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {}}]
+        },
+        "spec": {"nodeName": "node-1"}, "status": {"phase": "Running"}, "data": {"k": "v"}
+    }))
+    .unwrap()
+}
+
+// Objects and their metadata are compared field by field in an order of
+// their own (the resourceVersion first): two are equal only when every
+// field is, whichever field differs.
+#[test]
+fn objects_differing_in_any_one_field_are_not_equal() {
+    let base = full();
+    assert_eq!(base, full());
+    let changes: Vec<(&str, fn(&mut Object))> = vec![
+        ("apiVersion", |o| o.api_version = "v2".into()),
+        ("kind", |o| o.kind = "Other".into()),
+        ("name", |o| o.metadata.name = "web-1".into()),
+        ("generateName", |o| o.metadata.generate_name = "db-".into()),
+        ("namespace", |o| o.metadata.namespace = "other".into()),
+        ("uid", |o| o.metadata.uid = "u-2".into()),
+        ("resourceVersion", |o| o.metadata.resource_version = "8".into()),
+        ("generation", |o| o.metadata.generation = 3),
+        ("deletionTimestamp", |o| o.metadata.deletion_timestamp = None),
+        ("deletionGracePeriodSeconds", |o| o.metadata.deletion_grace_period_seconds = Some(0)),
+        ("labels", |o| o.metadata.labels = Default::default()),
+        ("annotations", |o| o.metadata.annotations = Default::default()),
+        ("ownerReferences", |o| o.metadata.owner_references = Default::default()),
+        ("finalizers", |o| o.metadata.finalizers.clear()),
+        ("managedFields", |o| o.metadata.managed_fields.clear()),
+        ("spec", |o| o.spec = json!({"nodeName": "node-2"}).into()),
+        ("status", |o| o.status = json!({"phase": "Pending"}).into()),
+        ("other", |o| o.other.clear()),
+    ];
+    for (field, change) in changes {
+        let mut changed = full();
+        change(&mut changed);
+        assert_ne!(changed, base, "{field}");
+        assert_eq!(changed.metadata != base.metadata, field_is_metadata(field), "{field}");
+    }
+}
+
+fn field_is_metadata(field: &str) -> bool {
+    !matches!(field, "apiVersion" | "kind" | "spec" | "status" | "other")
+}
