@@ -169,21 +169,17 @@ impl Machine for Browser {
         // Set through `Reflect`, which reports what the setter throws. An i64
         // global holds a BigInt.
         let value = JsValue::from_str("value");
-        Reflect::set(&self.fuel, &value, &BigInt::from(fuel))
-            .and_then(|_| Reflect::set(&self.depth, &value, &JsValue::from(0)))
-            .and_then(|_| Reflect::set(&self.stack, &value, &JsValue::from(0)))
-            .map(drop)
-            .map_err(|e| message(&e))
+        Reflect::set(&self.fuel, &value, &BigInt::from(fuel)).map(drop).map_err(|e| message(&e))
+    }
+
+    fn fuel_left(&mut self) -> i64 {
+        i64::try_from_js_value(self.fuel.value()).unwrap_or(0)
     }
 
     fn meters(&mut self) -> Meters {
         // An i32 global reads as a (signed) number.
         let i32_meter = |global: &WebAssembly::Global| global.value().as_f64().map_or(0, |n| n as i32 as u32);
-        Meters {
-            fuel_left: i64::try_from_js_value(self.fuel.value()).unwrap_or(0),
-            depth: i32_meter(&self.depth),
-            stack_bytes: i32_meter(&self.stack),
-        }
+        Meters { fuel_left: self.fuel_left(), depth: i32_meter(&self.depth), stack_bytes: i32_meter(&self.stack) }
     }
 
     fn memory_bytes(&mut self) -> u64 {

@@ -276,16 +276,18 @@ impl Machine for Wasmtime {
         let backstop = fuel.unsigned_abs().saturating_mul(BACKSTOP_FACTOR).saturating_add(1 << 20);
         self.fuel
             .set(&mut self.store, Val::I64(fuel))
-            .and_then(|()| self.depth.set(&mut self.store, Val::I32(0)))
-            .and_then(|()| self.stack.set(&mut self.store, Val::I32(0)))
             .and_then(|()| if self.fuel_backstop { self.store.set_fuel(backstop) } else { Ok(()) })
             .map_err(|e| one_line(&e))
+    }
+
+    fn fuel_left(&mut self) -> i64 {
+        self.fuel.get(&mut self.store).i64().unwrap_or(0)
     }
 
     fn meters(&mut self) -> Meters {
         let mut i32_meter = |global: Global| global.get(&mut self.store).i32().unwrap_or(0) as u32;
         let (depth, stack_bytes) = (i32_meter(self.depth), i32_meter(self.stack));
-        Meters { fuel_left: self.fuel.get(&mut self.store).i64().unwrap_or(0), depth, stack_bytes }
+        Meters { fuel_left: self.fuel_left(), depth, stack_bytes }
     }
 
     fn memory_bytes(&mut self) -> u64 {

@@ -31,12 +31,19 @@ pub(crate) trait Machine {
     /// Why a call failed, in the engine's terms.
     type Error;
 
-    /// Fills the fuel meter with `fuel` (the call's [`Budget`]) and sets the
-    /// depth and stack meters to 0 (and rearms an engine backstop, if the
-    /// engine has one). Fails only on a host bug, with one line.
+    /// Fills the fuel meter with `fuel` (the call's [`Budget`]) (and rearms
+    /// an engine backstop, if the engine has one). The depth and stack
+    /// meters are left alone: they start at 0 in a new instance, every call
+    /// that returns leaves them at 0 (each function undoes its charge on
+    /// the way out), and after a call that traps there is no other. Fails
+    /// only on a host bug, with one line.
     fn reset_meters(&mut self, fuel: i64) -> Result<(), String>;
 
-    /// The meters, as the last call left them.
+    /// The fuel meter, as the last call left it: all a call that returned
+    /// needs read.
+    fn fuel_left(&mut self) -> i64;
+
+    /// Every meter, as the last call left them: what explains a trap.
     fn meters(&mut self) -> Meters;
 
     /// The size of the memory in bytes.
@@ -257,29 +264,30 @@ impl WasmInstance {
             return Err(self.crash("recon_alloc", detail));
         }
         let packed = self.machine.call(call, ptr, len).map_err(|e| self.trapped(export, e))?;
-        self.read_meters();
+        let fuel_left = self.machine.fuel_left();
+        self.record_fuel(fuel_left);
 
         let sizes = (self.machine.memory_bytes(), self.limits.max_output_bytes);
         call.decode(&self.name, packed, sizes, |at, len| self.machine.read(at, len))
     }
 
-    /// Fills the budget and empties the stack before a call.
+    /// Fills the budget before a call.
     fn reset_meters(&mut self) -> Result<(), Crash> {
         self.machine
             .reset_meters(self.budget.fuel(&self.limits))
             .map_err(|reason| self.crash("meters", format!("could not be reset (a host bug): {reason}")))
     }
 
-    /// Records the fuel used by the call that just ended; returns the meters.
-    fn read_meters(&mut self) -> Meters {
-        let meters = self.machine.meters();
-        self.fuel_used = self.budget.fuel(&self.limits).saturating_sub(meters.fuel_left.max(0)).unsigned_abs();
-        meters
+    /// Records the fuel used by the call that just ended, which left
+    /// `fuel_left` of its budget.
+    fn record_fuel(&mut self, fuel_left: i64) {
+        self.fuel_used = self.budget.fuel(&self.limits).saturating_sub(fuel_left.max(0)).unsigned_abs();
     }
 
     /// The crash for a call that trapped, explained from the meters.
     fn trapped(&mut self, export: &str, error: <EngineInstance as Machine>::Error) -> Crash {
-        let meters = self.read_meters();
+        let meters = self.machine.meters();
+        self.record_fuel(meters.fuel_left);
         let memory_bytes = self.machine.memory_bytes();
         let mut reason = EngineInstance::trap(&error).explain(&self.limits, meters, memory_bytes);
         // The crash entry says when; the reason says which budget ran out.
@@ -393,6 +401,56 @@ pub fn check(name: &str, bytes: &[u8], limits: &Limits) -> Result<Manifest, Plug
     let mut instance = Engine::new()?.compile(&module)?.instantiate()?;
     let config = ComponentConfig { name: "check".into(), node: Some("node-1".into()), ..Default::default() };
     Ok(instance.init(&config)?)
+}
+
+/// A call that returns leaves the depth and stack meters where it found
+/// them, whatever way each function leaves (falling off its end,
+/// `return` from inside blocks, a branch to its own label): what lets the
+/// host fill only the fuel before each call.
+#[cfg(all(test, not(target_arch = "wasm32")))]
+mod meter_tests {
+    use recon_abi::{ComponentConfig, Input, Instance};
+
+    use crate::{Engine, Limits, Module};
+
+    const PLUGIN: &str = r#"(module
+      (memory (export "memory") 1)
+      (data (i32.const 0x100) "{\"name\":\"m\",\"abiVersion\":1}")
+      (data (i32.const 0x200) "{}")
+      (func (export "recon_abi_version") (result i32) i32.const 1)
+      (func (export "recon_alloc") (param i32) (result i32) i32.const 0x1000)
+      (func (export "recon_init") (param i32 i32) (result i64) i64.const 0x1000000001b)
+      ;; Recurses n deep, returning from inside nested blocks on the way.
+      (func $down (param $n i32) (result i32)
+        (block (block
+          (br_if 1 (i32.eqz (local.get $n)))
+          (return (i32.add (i32.const 1) (call $down (i32.sub (local.get $n) (i32.const 1)))))))
+        i32.const 0)
+      ;; Leaves by a branch to its own label, from a loop.
+      (func $spin (param $n i32)
+        (loop $again
+          (br_if 1 (i32.eqz (local.get $n)))
+          (local.set $n (i32.sub (local.get $n) (i32.const 1)))
+          (br $again)))
+      (func (export "recon_handle") (param i32 i32) (result i64)
+        (drop (call $down (i32.const 5)))
+        (call $spin (i32.const 3))
+        i64.const 0x20000000002))"#;
+
+    #[test]
+    fn a_call_that_returns_leaves_depth_and_stack_at_zero() {
+        let bytes = wat::parse_str(PLUGIN).unwrap();
+        let module = Module::load("meters.wasm", &bytes, &Limits::default()).unwrap();
+        let mut instance = Engine::new().unwrap().compile(&module).unwrap().instantiate().unwrap();
+        instance.init(&ComponentConfig::default()).unwrap();
+        for time_ms in 0..3 {
+            let input = Input { time_ms, events: Vec::new(), containers: None };
+            instance.handle(&input).unwrap();
+            let meters = super::Machine::meters(&mut instance.machine);
+            assert_eq!((meters.depth, meters.stack_bytes), (0, 0), "after call {time_ms}");
+            assert!(instance.fuel_used() > 0);
+        }
+    }
 }
 
 #[cfg(test)]
