@@ -72,12 +72,20 @@ const PATCH_MARK: &str = "recon.internal/patch";
 /// A store error as the API server reports it.
 pub(crate) fn status_of(e: StoreError) -> Status {
     match e {
-        StoreError::Conflict { key, expected, actual } => Status::new(
-            StatusReason::Conflict,
-            format!(
-                "the object {key} has been modified (revision {actual}, expected {expected}); please apply your changes to the latest version and try again"
-            ),
-        ),
+        // Kubernetes' words for a failed compare-and-swap (the registry's
+        // optimistic-lock message, which controllers match on), naming the
+        // object as the simulator does, then the two revisions.
+        StoreError::Conflict { key, expected, actual } => {
+            let object = recon_store::object_key_of(&key).map_or(key, |object| object.to_string());
+            Status::new(
+                StatusReason::Conflict,
+                format!(
+                    "Operation cannot be fulfilled on {object}: the object has been modified; please apply your \
+                     changes to the latest version and try again (the store holds revision {actual}, the write \
+                     expected {expected})"
+                ),
+            )
+        }
         StoreError::NotFound { key } => Status::new(StatusReason::NotFound, format!("{key} not found")),
         StoreError::AlreadyExists { key } => Status::new(StatusReason::AlreadyExists, format!("{key} already exists")),
         StoreError::Compacted { requested, compacted } => Status::new(

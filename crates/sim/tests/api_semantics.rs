@@ -389,10 +389,20 @@ fn update_with_a_stale_resource_version_is_a_conflict() {
     assert!(
         matches!(&ok[0], Reply::Written { outcome: Outcome::Ok(Some(o)), .. } if o.metadata.resource_version == "4")
     );
+    // API concepts, "Resource versions" and optimistic concurrency: an
+    // update whose resourceVersion is not the stored one is refused with
+    // 409 Conflict, which the API server words "Operation cannot be
+    // fulfilled on <the object>: the object has been modified; please apply
+    // your changes to the latest version and try again" (controllers match
+    // on that phrase); the simulator adds the two revisions.
     let conflict =
         ask(&mut sim, 1_100, "apiserver-1", Request::Write(Action::Update { object: stale, dry_run: false }), 1_200);
-    assert!(
-        matches!(&conflict[0], Reply::Written { outcome: Outcome::Err(s), .. } if s.reason == StatusReason::Conflict)
+    let Reply::Written { outcome: Outcome::Err(status), .. } = &conflict[0] else { panic!("{conflict:?}") };
+    assert_eq!(status.reason, StatusReason::Conflict);
+    assert_eq!(
+        status.message,
+        "Operation cannot be fulfilled on Pod default/a: the object has been modified; please apply your changes to \
+         the latest version and try again (the store holds revision 4, the write expected 1)"
     );
 }
 
