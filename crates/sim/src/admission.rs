@@ -76,7 +76,7 @@ pub(crate) fn status_of(e: StoreError) -> Status {
         // optimistic-lock message, which controllers match on), naming the
         // object as the simulator does, then the two revisions.
         StoreError::Conflict { key, expected, actual } => {
-            let object = recon_store::object_key_of(&key).map_or(key, |object| object.to_string());
+            let object = shown(key);
             Status::new(
                 StatusReason::Conflict,
                 format!(
@@ -86,8 +86,12 @@ pub(crate) fn status_of(e: StoreError) -> Status {
                 ),
             )
         }
-        StoreError::NotFound { key } => Status::new(StatusReason::NotFound, format!("{key} not found")),
-        StoreError::AlreadyExists { key } => Status::new(StatusReason::AlreadyExists, format!("{key} already exists")),
+        // Named as every other message names an object, not by its key in
+        // the store.
+        StoreError::NotFound { key } => Status::new(StatusReason::NotFound, format!("{} not found", shown(key))),
+        StoreError::AlreadyExists { key } => {
+            Status::new(StatusReason::AlreadyExists, format!("{} already exists", shown(key)))
+        }
         StoreError::Compacted { requested, compacted } => Status::new(
             StatusReason::Gone,
             format!("too old resource version: {requested} (compacted up to {compacted})"),
@@ -96,6 +100,12 @@ pub(crate) fn status_of(e: StoreError) -> Status {
             Status::new(StatusReason::Timeout, format!("Too large resource version: {requested}, current: {current}"))
         }
     }
+}
+
+/// The object a storage key names, as messages name objects (`Pod
+/// default/web-0`); the key itself if it names none.
+fn shown(key: String) -> String {
+    recon_store::object_key_of(&key).map_or(key, |object| object.to_string())
 }
 
 /// A write whose object is larger than the run allows, as etcd refuses
