@@ -12,22 +12,31 @@ fn story() -> Scenario {
     recon_scenario::parse(path, &std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn builtins() -> Instantiate {
-    Box::new(|c| recon_catalog::instantiate(&c.controller))
+/// A fresh simulation of `scenario` with the built-in controllers.
+fn start(scenario: &Scenario) -> Sim {
+    let builtins: Instantiate = Box::new(|c| recon_catalog::instantiate(&c.controller));
+    Sim::new(scenario, builtins).unwrap()
+}
+
+/// `scenario` run to its end by [`Sim::run`]: what every other way of
+/// running it must match.
+fn run_to_end(scenario: &Scenario) -> Sim {
+    let mut sim = start(scenario);
+    sim.run();
+    sim
 }
 
 #[test]
 fn a_hook_between_steps_is_called_after_each_one_and_changes_nothing() {
     let scenario = story();
-    let mut plain = Sim::new(&scenario, builtins()).unwrap();
-    plain.run();
-    let mut by_hand = Sim::new(&scenario, builtins()).unwrap();
+    let plain = run_to_end(&scenario);
+    let mut by_hand = start(&scenario);
     let mut steps = 0;
     while by_hand.step() {
         steps += 1;
     }
 
-    let mut hooked = Sim::new(&scenario, builtins()).unwrap();
+    let mut hooked = start(&scenario);
     let mut seen: Vec<(u64, usize)> = Vec::new();
     let flow = hooked.run_with(|sim| {
         seen.push((sim.now_ms(), sim.trace().entries.len()));
@@ -44,10 +53,9 @@ fn a_hook_between_steps_is_called_after_each_one_and_changes_nothing() {
 #[test]
 fn a_hook_that_breaks_stops_the_run_there_and_the_run_can_go_on_later() {
     let scenario = story();
-    let mut plain = Sim::new(&scenario, builtins()).unwrap();
-    plain.run();
+    let plain = run_to_end(&scenario);
 
-    let mut stopped = Sim::new(&scenario, builtins()).unwrap();
+    let mut stopped = start(&scenario);
     let flow = stopped.run_with(|sim| match sim.trace().entries.len() {
         n if n >= 20 => ControlFlow::Break(n),
         _ => ControlFlow::Continue(()),
