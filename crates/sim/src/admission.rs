@@ -72,26 +72,10 @@ const PATCH_MARK: &str = "recon.internal/patch";
 /// A store error as the API server reports it.
 pub(crate) fn status_of(e: StoreError) -> Status {
     match e {
-        // Kubernetes' words for a failed compare-and-swap (the registry's
-        // optimistic-lock message, which controllers match on), naming the
-        // object as the simulator does, then the two revisions.
-        StoreError::Conflict { key, expected, actual } => {
-            let object = shown(key);
-            Status::new(
-                StatusReason::Conflict,
-                format!(
-                    "Operation cannot be fulfilled on {object}: the object has been modified; please apply your \
-                     changes to the latest version and try again (the store holds revision {actual}, the write \
-                     expected {expected})"
-                ),
-            )
-        }
-        // Named as every other message names an object, not by its key in
-        // the store.
-        StoreError::NotFound { key } => Status::new(StatusReason::NotFound, format!("{} not found", shown(key))),
-        StoreError::AlreadyExists { key } => {
-            Status::new(StatusReason::AlreadyExists, format!("{} already exists", shown(key)))
-        }
+        StoreError::Conflict { key, expected, actual } => conflict(&key, expected, actual),
+        // Named as every other message names an object.
+        StoreError::NotFound { key } => Status::new(StatusReason::NotFound, format!("{key} not found")),
+        StoreError::AlreadyExists { key } => Status::new(StatusReason::AlreadyExists, format!("{key} already exists")),
         StoreError::Compacted { requested, compacted } => Status::new(
             StatusReason::Gone,
             format!("too old resource version: {requested} (compacted up to {compacted})"),
@@ -102,10 +86,18 @@ pub(crate) fn status_of(e: StoreError) -> Status {
     }
 }
 
-/// The object a storage key names, as messages name objects (`Pod
-/// default/web-0`); the key itself if it names none.
-fn shown(key: String) -> String {
-    recon_store::object_key_of(&key).map_or(key, |object| object.to_string())
+/// A write to `object` that expected revision `expected` where the store
+/// holds `actual`, in Kubernetes' words for a failed compare-and-swap (the
+/// registry's optimistic-lock message, which controllers match on), naming
+/// the object as the simulator does, then the two revisions.
+fn conflict(object: &ObjectKey, expected: u64, actual: u64) -> Status {
+    Status::new(
+        StatusReason::Conflict,
+        format!(
+            "Operation cannot be fulfilled on {object}: the object has been modified; please apply your changes to \
+             the latest version and try again (the store holds revision {actual}, the write expected {expected})"
+        ),
+    )
 }
 
 /// A write whose object is larger than the run allows, as etcd refuses
@@ -239,19 +231,15 @@ fn commit(store: &mut Store, now: u64, mut write: Write, dry_run: bool) -> Resul
     }
     let checked = |store: &Store, key: &ObjectKey, precondition: Option<u64>| {
         let kv = store.get(key, None).map_err(status_of)?;
-        let kv = kv.ok_or_else(|| status_of(StoreError::NotFound { key: recon_store::key_for(key) }))?;
+        let kv = kv.ok_or_else(|| status_of(StoreError::NotFound { key: key.clone() }))?;
         match precondition.filter(|expected| *expected != kv.mod_revision) {
-            Some(expected) => Err(status_of(StoreError::Conflict {
-                key: recon_store::key_for(key),
-                expected,
-                actual: kv.mod_revision,
-            })),
+            Some(expected) => Err(conflict(key, expected, kv.mod_revision)),
             None => Ok(Arc::unwrap_or_clone(kv.value)),
         }
     };
     match write {
         Write::Create(object) => match store.get(&object.key(), None).map_err(status_of)? {
-            Some(_) => Err(status_of(StoreError::AlreadyExists { key: recon_store::key_for(&object.key()) })),
+            Some(_) => Err(status_of(StoreError::AlreadyExists { key: object.key() })),
             None => Ok(Admitted::DryRun(object)),
         },
         Write::Update(mut object, precondition) => {
@@ -509,7 +497,7 @@ fn preconditions(kinds: &Kinds, current: &Object, asked_uid: &str, asked: &str) 
         .map_err(|_| Status::new(StatusReason::BadRequest, format!("invalid resourceVersion {asked:?}")))?;
     let actual = current.revision().unwrap_or(0);
     if expected != actual {
-        return Err(status_of(StoreError::Conflict { key: recon_store::key_for(&current.key()), expected, actual }));
+        return Err(conflict(&current.key(), expected, actual));
     }
     Ok(Some(expected))
 }
@@ -689,7 +677,7 @@ fn delete(
         if grace >= pending {
             if let Some(expected) = precondition.filter(|p| Some(*p) != current.revision()) {
                 let actual = current.revision().unwrap_or(0);
-                return Err(status_of(StoreError::Conflict { key: recon_store::key_for(&key), expected, actual }));
+                return Err(conflict(&key, expected, actual));
             }
             return Ok(Admitted::Unchanged(current));
         }

@@ -26,20 +26,6 @@ pub fn key_for(key: &ObjectKey) -> String {
     path
 }
 
-/// The object a storage key names: [`key_for`] read back. `None` for a
-/// path outside `/registry/` or of another shape (names and namespaces
-/// never hold a `/`, so the shape says whether there is a namespace).
-pub fn object_key_of(path: &str) -> Option<ObjectKey> {
-    let parts: Vec<&str> = path.strip_prefix(ROOT)?.split('/').collect();
-    match parts[..] {
-        [kind, name] if !kind.is_empty() && !name.is_empty() => Some(ObjectKey::new(kind, "", name)),
-        [kind, namespace, name] if !kind.is_empty() && !namespace.is_empty() && !name.is_empty() => {
-            Some(ObjectKey::new(kind, namespace, name))
-        }
-        _ => None,
-    }
-}
-
 /// The prefix that selects all objects of `kind`, or only those in
 /// `namespace` when it is not empty: `/registry/{kind}/` or
 /// `/registry/{kind}/{namespace}/`.
@@ -58,16 +44,6 @@ mod tests {
     fn namespaced_and_cluster_scoped_keys_follow_the_registry_layout() {
         assert_eq!(key_for(&ObjectKey::new("Pod", "default", "web-0")), "/registry/Pod/default/web-0");
         assert_eq!(key_for(&ObjectKey::new("Node", "", "node-1")), "/registry/Node/node-1");
-    }
-
-    #[test]
-    fn a_key_reads_back_as_the_object_it_names() {
-        for key in [ObjectKey::new("Pod", "default", "web-0"), ObjectKey::new("Node", "", "node-1")] {
-            assert_eq!(object_key_of(&key_for(&key)), Some(key));
-        }
-        for path in ["/registry/Pod/", "/registry/Pod/a/b/c", "/other/Pod/a", "Pod/a", "/registry//a"] {
-            assert_eq!(object_key_of(path), None, "{path}");
-        }
     }
 
     #[test]

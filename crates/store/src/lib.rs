@@ -9,7 +9,7 @@
 //! compaction point ([`Store::compact`]); below it they fail with
 //! [`StoreError::Compacted`], the store's equivalent of `410 Gone`.
 //!
-//! Keys follow the Kubernetes layout in etcd ([`key_for`], read back by [`object_key_of`], [`prefix_for`]),
+//! Keys follow the Kubernetes layout in etcd ([`key_for`], [`prefix_for`]),
 //! so a list of one kind in one namespace is a prefix [`Store::range`].
 //!
 //! The store is pure and deterministic: no clocks (callers pass virtual time
@@ -50,7 +50,7 @@ mod store;
 mod types;
 
 pub use error::StoreError;
-pub use key::{key_for, object_key_of, prefix_for};
+pub use key::{key_for, prefix_for};
 pub use store::Store;
 pub use types::{EventKind, KeyValue, StoreEvent};
 

@@ -95,9 +95,10 @@ impl Store {
     /// value is ignored). Fails with [`StoreError::AlreadyExists`] if the key
     /// is live.
     pub fn create(&mut self, mut value: Object, time_ms: u64) -> Result<StoreEvent, StoreError> {
-        let key = key_for(&value.key());
+        let object = value.key();
+        let key = key_for(&object);
         if self.current(&key).is_some() {
-            return Err(StoreError::AlreadyExists { key });
+            return Err(StoreError::AlreadyExists { key: object });
         }
         let revision = self.revision + 1;
         stamp(&mut value, revision);
@@ -140,8 +141,9 @@ impl Store {
         expected_mod_revision: Option<Revision>,
         time_ms: u64,
     ) -> Result<StoreEvent, StoreError> {
-        let key = key_for(&value.key());
-        let current = self.current_checked(&key, expected_mod_revision)?;
+        let object = value.key();
+        let key = key_for(&object);
+        let current = self.current_checked(&object, &key, expected_mod_revision)?;
         let (create_revision, version) = (current.create_revision, current.version + 1);
         let prev = Arc::clone(&current.value);
         stamp(&mut value, self.revision + 1);
@@ -162,8 +164,8 @@ impl Store {
         expected_mod_revision: Option<Revision>,
         time_ms: u64,
     ) -> Result<StoreEvent, StoreError> {
-        let key = key_for(key);
-        let prev = Arc::clone(&self.current_checked(&key, expected_mod_revision)?.value);
+        let (object, key) = (key, key_for(key));
+        let prev = Arc::clone(&self.current_checked(object, &key, expected_mod_revision)?.value);
         // Kubernetes shows a deleted object at the delete's revision, so a
         // watcher's resourceVersion keeps moving forward: the one copy a
         // write makes that is not the value it stores.
@@ -256,14 +258,14 @@ impl Store {
         Some((last.revision, last.live.as_ref()?))
     }
 
-    /// [`Store::current`], failing as a write on `key` with that
-    /// expectation would.
-    fn current_checked(&self, key: &str, expected: Option<Revision>) -> Result<&Live, StoreError> {
+    /// [`Store::current`], failing as a write on `object` (whose storage
+    /// key is `key`) with that expectation would.
+    fn current_checked(&self, object: &ObjectKey, key: &str, expected: Option<Revision>) -> Result<&Live, StoreError> {
         let Some((actual, live)) = self.current(key) else {
-            return Err(StoreError::NotFound { key: key.to_owned() });
+            return Err(StoreError::NotFound { key: object.clone() });
         };
         match expected {
-            Some(expected) if expected != actual => Err(StoreError::Conflict { key: key.to_owned(), expected, actual }),
+            Some(expected) if expected != actual => Err(StoreError::Conflict { key: object.clone(), expected, actual }),
             _ => Ok(live),
         }
     }
@@ -444,7 +446,7 @@ mod tests {
         let mut store = Store::new();
         store.create(pod("a", "x", 1), 0).unwrap();
         let err = store.create(pod("a", "x", 2), 0).unwrap_err();
-        assert_eq!(err, StoreError::AlreadyExists { key: "/registry/Pod/a/x".into() });
+        assert_eq!(err, StoreError::AlreadyExists { key: key("a", "x") });
         assert_eq!(store.revision(), 1);
         assert_eq!(spec_n(&store.get(&key("a", "x"), None).unwrap().unwrap()), 1);
     }
@@ -452,7 +454,7 @@ mod tests {
     #[test]
     fn writes_to_a_missing_key_are_not_found() {
         let mut store = Store::new();
-        let not_found = StoreError::NotFound { key: "/registry/Pod/a/x".into() };
+        let not_found = StoreError::NotFound { key: key("a", "x") };
         assert_eq!(store.update(pod("a", "x", 1), None, 0), Err(not_found.clone()));
         assert_eq!(store.update(pod("a", "x", 1), Some(0), 0), Err(not_found.clone()));
         assert_eq!(store.delete(&key("a", "x"), None, 0), Err(not_found.clone()));
@@ -468,7 +470,7 @@ mod tests {
         store.create(pod("a", "x", 1), 0).unwrap();
         store.update(pod("a", "x", 2), Some(1), 0).unwrap();
         let err = store.update(pod("a", "x", 3), Some(1), 0).unwrap_err();
-        assert_eq!(err, StoreError::Conflict { key: "/registry/Pod/a/x".into(), expected: 1, actual: 2 });
+        assert_eq!(err, StoreError::Conflict { key: key("a", "x"), expected: 1, actual: 2 });
         assert_eq!(store.revision(), 2);
         assert_eq!(spec_n(&store.get(&key("a", "x"), None).unwrap().unwrap()), 2);
     }
@@ -490,7 +492,7 @@ mod tests {
         store.create(pod("a", "x", 1), 0).unwrap();
         store.update(pod("a", "x", 2), None, 0).unwrap();
         let err = store.delete(&key("a", "x"), Some(1), 0).unwrap_err();
-        assert_eq!(err, StoreError::Conflict { key: "/registry/Pod/a/x".into(), expected: 1, actual: 2 });
+        assert_eq!(err, StoreError::Conflict { key: key("a", "x"), expected: 1, actual: 2 });
         assert_eq!(store.len(), 1);
         assert!(store.delete(&key("a", "x"), Some(2), 0).is_ok());
         assert!(store.is_empty());

@@ -200,35 +200,34 @@ impl Model {
     }
 
     fn create(&mut self, value: Object, time_ms: u64) -> Result<StoreEvent, StoreError> {
-        let key = key_for(&value.key());
+        let object = value.key();
+        let key = key_for(&object);
         if self.current().contains_key(&key) {
-            return Err(StoreError::AlreadyExists { key });
+            return Err(StoreError::AlreadyExists { key: object });
         }
         Ok(self.commit(key, Some(value), time_ms))
     }
 
-    fn check_write(&self, key: &str, expected: Option<Revision>) -> Result<(), StoreError> {
-        let Some(kv) = self.current().get(key) else {
-            return Err(StoreError::NotFound { key: key.to_owned() });
+    fn check_write(&self, object: &ObjectKey, expected: Option<Revision>) -> Result<(), StoreError> {
+        let Some(kv) = self.current().get(&key_for(object)) else {
+            return Err(StoreError::NotFound { key: object.clone() });
         };
         match expected {
             Some(expected) if expected != kv.mod_revision => {
-                Err(StoreError::Conflict { key: key.to_owned(), expected, actual: kv.mod_revision })
+                Err(StoreError::Conflict { key: object.clone(), expected, actual: kv.mod_revision })
             }
             _ => Ok(()),
         }
     }
 
     fn update(&mut self, value: Object, expected: Option<Revision>, time_ms: u64) -> Result<StoreEvent, StoreError> {
-        let key = key_for(&value.key());
-        self.check_write(&key, expected)?;
-        Ok(self.commit(key, Some(value), time_ms))
+        self.check_write(&value.key(), expected)?;
+        Ok(self.commit(key_for(&value.key()), Some(value), time_ms))
     }
 
     fn delete(&mut self, key: &ObjectKey, expected: Option<Revision>, time_ms: u64) -> Result<StoreEvent, StoreError> {
-        let key = key_for(key);
-        self.check_write(&key, expected)?;
-        Ok(self.commit(key, None, time_ms))
+        self.check_write(key, expected)?;
+        Ok(self.commit(key_for(key), None, time_ms))
     }
 
     fn compact(&mut self, revision: Revision) {
