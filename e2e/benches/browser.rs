@@ -207,7 +207,9 @@ const TAB_SIZES_VAR: &str = "RECON_TAB_SIZES";
 /// The scale benchmark's cluster (`recon_tests::scale`) in the playground:
 /// typed into the editor and applied, as a visitor would, at growing sizes;
 /// from the click until the run is drawn, or until the page says why not.
-/// Afterwards the page must still answer (no dead tab).
+/// A drawn run's trace hash must be the native run's (run here once the
+/// tab has drawn it, outside the time measured), and afterwards the page
+/// must still answer (no dead tab).
 async fn scale_in_the_tab() {
     println!("## The scale benchmark's cluster in the tab (editor, apply, until drawn or refused)\n");
     println!(
@@ -247,6 +249,14 @@ async fn scale_in_the_tab() {
                 tokio::time::sleep(std::time::Duration::from_millis(250)).await;
             };
             let seconds = start.elapsed().as_secs_f64();
+            // The tab must give the trace the native run gives, at every
+            // size it draws.
+            if outcome.starts_with("drawn") {
+                let yaml = recon_tests::scale::yaml(nodes, pods);
+                let scenario = recon_scenario::parse("scale.yaml", &yaml).expect("the scale cluster parses");
+                let native = recon_e2e::run_scenario(&scenario, &[]).hash();
+                assert_eq!(last, native, "{nodes} nodes, {pods} pods: the tab's trace differs from the native run's");
+            }
             let alive = page.client().execute("return document.readyState", vec![]).await.is_ok()
                 && page.exists("#timeline-canvas").await;
             let which = if i == 0 { "fresh" } else { "same as above" };

@@ -145,23 +145,18 @@ pub fn tune_for_long_runs() {
     }
 }
 
-/// The value mimalloc is using for an option.
-// `c_long` is 32 bits on some targets, so the conversion is not useless there.
-#[allow(clippy::useless_conversion)]
-fn current(setting: &Setting) -> i64 {
-    // SAFETY: `mi_option_get` reads mimalloc's option table (reading the
-    // environment the first time); it checks the option number.
-    i64::from(unsafe { mi::mi_option_get(setting.option) })
-}
-
-/// The purge delay mimalloc is using, in milliseconds (-1: never).
-pub fn purge_delay_ms() -> i64 {
-    current(&PURGE_DELAY)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The value mimalloc is using for an option.
+    // `c_long` is 32 bits on some targets, so the conversion is not useless there.
+    #[allow(clippy::useless_conversion)]
+    fn current(setting: &Setting) -> i64 {
+        // SAFETY: `mi_option_get` reads mimalloc's option table (reading the
+        // environment the first time); it checks the option number.
+        i64::from(unsafe { mi::mi_option_get(setting.option) })
+    }
 
     /// Run again in a child process with each option's variable set: the
     /// option this crate sets must be the one mimalloc reads from it.
@@ -231,7 +226,7 @@ mod tests {
             return; // the environment wins; the test above checks that
         }
         tune_for_long_runs();
-        assert_eq!(purge_delay_ms(), -1);
+        assert_eq!(current(&PURGE_DELAY), -1, "freed memory is never given back");
         assert_eq!(current(&GENERIC_COLLECT), 1_000_000);
     }
 }
