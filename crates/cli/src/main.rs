@@ -326,9 +326,9 @@ fn run(path: &Path, options: &RunOptions, outputs: RunOutputs) -> ExitCode {
     }
     let trace: Trace = sim.into_trace();
     if let Some(out) = trace_out
-        && let Err(e) = std::fs::write(&out, trace.to_json())
+        && let Err(message) = progress::write_trace(&trace, &out, progress)
     {
-        eprintln!("cannot write the trace to {}: {e}", out.display());
+        eprintln!("{message}");
         return ExitCode::from(2);
     }
     let outcome = report::print(prepared.scenario(), &trace, timeline);

@@ -1,32 +1,44 @@
 //! `recon run`'s progress on standard error: how far the run has got in
 //! virtual time, how many trace entries it has written and how long it has
-//! taken, about ten times a second, then one line for the whole run. A
-//! cluster at Kubernetes' published limits runs for a minute; without it
-//! the command would say nothing until the end.
+//! taken, then one line for the whole run; the same for writing the trace
+//! file, which at Kubernetes' published limits holds gigabytes. A cluster
+//! at those limits runs for a minute; without it the command would say
+//! nothing until the end.
+//!
+//! On a terminal the line is rewritten in place about ten times a second.
+//! Anywhere else (a CI log, a file) each update is a line of its own,
+//! every five seconds, so that a log reads as a list rather than one line
+//! of carriage returns.
 //!
 //! The wall clock is read here, between simulator steps, and never by the
 //! simulator: the run and its trace are the same with or without it.
 
 use std::convert::Infallible;
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufWriter, IsTerminal, Write};
 use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use recon_sim::Sim;
+use recon_trace::Trace;
 use recon_trace::text::fmt_time;
 
 /// How often (in simulator steps) the clock is looked at.
 const STEPS_PER_LOOK: u64 = 256;
 
-/// How often the line is rewritten.
-const EVERY: Duration = Duration::from_millis(100);
+/// How often the line is rewritten on a terminal.
+const EVERY_ON_A_TERMINAL: Duration = Duration::from_millis(100);
+
+/// How often a line is added elsewhere, where every update stays.
+const EVERY_OFF_A_TERMINAL: Duration = Duration::from_secs(5);
 
 /// When the progress is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Show {
     /// Not at all (standard error is not a terminal, and no `--progress`).
     Never,
-    /// On a terminal: once the run has taken a tenth of a second, so that
+    /// On a terminal: once the work has taken a tenth of a second, so that
     /// a quick run prints nothing more than its summary.
     WhenSlow,
     /// From the start, the last line included (`--progress`).
@@ -39,47 +51,166 @@ pub fn run(sim: &mut Sim, end_ms: u64, show: Show) {
         sim.run();
         return;
     }
-    let started = Instant::now();
-    let mut line = Line::default();
-    let mut shown = show == Show::Always;
-    let mut last = started;
+    let mut progress = Progress::new(show);
     let mut steps = 0u64;
     let ran = sim.run_with(|sim| {
         steps += 1;
-        if steps.is_multiple_of(STEPS_PER_LOOK) && last.elapsed() >= EVERY {
-            last = Instant::now();
-            shown = true;
-            let entries = sim.trace().entries.len();
-            let seconds = started.elapsed().as_secs_f64();
-            let at = fmt_time(sim.now_ms());
-            line.show(&format!("running {at} of {}: {entries} trace entries, {seconds:.0} s", fmt_time(end_ms)));
+        if steps.is_multiple_of(STEPS_PER_LOOK) {
+            progress.tick(|seconds| {
+                let (at, entries) = (fmt_time(sim.now_ms()), sim.trace().entries.len());
+                format!("running {at} of {}: {entries} trace entries, {seconds:.0} s", fmt_time(end_ms))
+            });
         }
         ControlFlow::<Infallible>::Continue(())
     });
     let ControlFlow::Continue(()) = ran;
-    if !shown {
-        return;
-    }
     let entries = sim.trace().entries.len();
-    let seconds = started.elapsed().as_secs_f64();
-    let rate = if seconds > 0.0 { format!(", {:.0} a second", entries as f64 / seconds) } else { String::new() };
-    line.show(&format!("ran {} of virtual time in {seconds:.1} s: {entries} trace entries{rate}", fmt_time(end_ms)));
-    eprintln!();
+    progress.finish(|seconds| {
+        let rate = if seconds > 0.0 { format!(", {:.0} a second", entries as f64 / seconds) } else { String::new() };
+        format!("ran {} of virtual time in {seconds:.1} s: {entries} trace entries{rate}", fmt_time(end_ms))
+    });
 }
 
-/// The one line the progress rewrites in place.
-#[derive(Default)]
+/// Writes `trace` to `out` as JSON (`--trace`), encoding as it writes,
+/// with its progress shown as `show` says. The file appears whole or not
+/// at all: it is written beside `out` and renamed over it at the end, so
+/// a failed write (a full disk) leaves what was at `out` before. A path
+/// that exists and is not a regular file (`/dev/stdout`, a pipe) is
+/// written in place.
+pub fn write_trace(trace: &Trace, out: &Path, show: Show) -> Result<(), String> {
+    let in_place = std::fs::metadata(out).is_ok_and(|m| !m.is_file());
+    let path = if in_place { out.to_owned() } else { partial(out) };
+    let failed = |e: std::io::Error| {
+        if !in_place {
+            // What was written is not a trace; the partial file goes.
+            let _ = std::fs::remove_file(&path);
+        }
+        format!("cannot write the trace to {}: {e}", out.display())
+    };
+    let file = File::create(&path).map_err(failed)?;
+    let shown = out.display().to_string();
+    let mut counted = Counted { inner: file, bytes: 0, progress: Progress::new(show), out: &shown };
+    let mut buffered = BufWriter::with_capacity(1 << 20, &mut counted);
+    trace.write_json(&mut buffered).and_then(|()| buffered.flush()).map_err(failed)?;
+    drop(buffered);
+    counted.inner.sync_all().map_err(failed)?;
+    if !in_place {
+        std::fs::rename(&path, out).map_err(failed)?;
+    }
+    let bytes = counted.bytes;
+    counted.progress.finish(|seconds| format!("wrote the trace to {shown}: {} in {seconds:.1} s", megabytes(bytes)));
+    Ok(())
+}
+
+/// Where the trace for `out` is written until it is whole: beside it, so
+/// that the rename stays on one file system.
+fn partial(out: &Path) -> PathBuf {
+    let mut name = out.file_name().unwrap_or_default().to_owned();
+    name.push(".partial");
+    out.with_file_name(name)
+}
+
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// A writer that counts what passes through it and shows the count.
+struct Counted<'a> {
+    inner: File,
+    bytes: u64,
+    progress: Progress,
+    out: &'a str,
+}
+
+impl Write for Counted<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        let (bytes, out) = (self.bytes, self.out);
+        self.progress.tick(|seconds| format!("writing the trace to {out}: {}, {seconds:.0} s", megabytes(bytes)));
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// One piece of work's progress: updates at most as often as the place
+/// it is shown suits, then a last line if any was shown (or if asked).
+struct Progress {
+    show: Show,
+    started: Instant,
+    last: Instant,
+    shown: bool,
+    line: Line,
+}
+
+impl Progress {
+    fn new(show: Show) -> Progress {
+        let now = Instant::now();
+        Progress { show, started: now, last: now, shown: show == Show::Always, line: Line::new() }
+    }
+
+    /// Shows `text(seconds so far)` if it is time to.
+    fn tick(&mut self, text: impl FnOnce(f64) -> String) {
+        if self.show == Show::Never {
+            return;
+        }
+        // Nothing for a quick piece of work, on a terminal as anywhere.
+        let every = if self.shown { self.line.every() } else { EVERY_ON_A_TERMINAL };
+        if self.last.elapsed() < every {
+            return;
+        }
+        self.last = Instant::now();
+        self.shown = true;
+        self.line.show(&text(self.started.elapsed().as_secs_f64()));
+    }
+
+    /// Shows the last line, if anything was shown or `--progress` asked.
+    fn finish(mut self, text: impl FnOnce(f64) -> String) {
+        if self.show == Show::Never || !self.shown {
+            return;
+        }
+        self.line.show(&text(self.started.elapsed().as_secs_f64()));
+        self.line.end();
+    }
+}
+
+/// Where the progress goes: one line rewritten in place on a terminal,
+/// a line per update elsewhere.
 struct Line {
+    terminal: bool,
     /// How long the last text was, to blank what a shorter one leaves.
     len: usize,
 }
 
 impl Line {
+    fn new() -> Line {
+        Line { terminal: std::io::stderr().is_terminal(), len: 0 }
+    }
+
+    /// How long to wait between updates.
+    fn every(&self) -> Duration {
+        if self.terminal { EVERY_ON_A_TERMINAL } else { EVERY_OFF_A_TERMINAL }
+    }
+
     fn show(&mut self, text: &str) {
-        let blank = self.len.saturating_sub(text.len());
-        eprint!("\r{text}{:blank$}", "");
-        // Standard error is unbuffered; a failed write loses only progress.
-        let _ = std::io::stderr().flush();
-        self.len = text.len();
+        if self.terminal {
+            let blank = self.len.saturating_sub(text.len());
+            eprint!("\r{text}{:blank$}", "");
+            // Standard error is unbuffered; a failed write loses only progress.
+            let _ = std::io::stderr().flush();
+            self.len = text.len();
+        } else {
+            eprintln!("{text}");
+        }
+    }
+
+    /// Ends the line being rewritten.
+    fn end(&mut self) {
+        if self.terminal {
+            eprintln!();
+        }
     }
 }

@@ -64,10 +64,41 @@ fn trace_file_is_the_stable_json_whose_hash_is_printed() {
     let value: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
     assert_eq!(value["scenario"], "pod-safety-59848");
     assert!(value["entries"].as_array().is_some_and(|e| e.len() > 50));
+    // The hash printed is the file's (FNV-1a of its bytes).
+    let fnv1a = json.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    assert!(stdout(&out).contains(&format!("trace     {fnv1a:016x}\n")), "{}", stdout(&out));
     // Same run, same bytes.
     let again = write_file(&scratch, "trace2.json", "");
     recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--trace", again.to_str().unwrap()]);
     assert_eq!(json, std::fs::read_to_string(&again).unwrap());
+    // Written beside the file and renamed over it: nothing else is left.
+    let mut left: Vec<String> = std::fs::read_dir(scratch.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["trace.json", "trace2.json"]);
+}
+
+/// A trace that cannot be written is an error (exit status 2) that names
+/// the file, and whatever was at the path before is still there: the
+/// trace is written beside it and renamed over it only once whole. Here
+/// the place beside it is taken by a directory, so nothing can be
+/// written.
+#[test]
+fn a_trace_that_cannot_be_written_leaves_the_file_as_it_was() {
+    let scratch = Scratch::of_this_test();
+    let out_path = write_file(&scratch, "trace.json", "the last run's trace");
+    std::fs::create_dir(scratch.path().join("trace.json.partial")).unwrap();
+    let out =
+        recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--trace", out_path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).starts_with(&format!("cannot write the trace to {}: ", out_path.display())),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&out_path).unwrap(), "the last run's trace");
 }
 
 #[test]
@@ -349,11 +380,12 @@ fn a_plugins_log_lines_are_printed_in_the_timeline_and_counted_in_the_summary() 
     assert!(text.contains("Plugin logs (every line is in the timeline above):\n- logger: "), "{text}");
 }
 
-/// `--progress` shows the run on standard error, as a terminal would see
-/// it, and ends with a line for the whole run whose count of entries is
-/// the summary's; standard output and the exit status are what they are
-/// without it. Without the flag, and with standard error not a terminal
-/// (as here), nothing is added.
+/// `--progress` shows the run on standard error, a line at a time off a
+/// terminal (as here, where a CI log would keep every update), and ends
+/// with a line for the whole run whose count of entries is the summary's;
+/// standard output and the exit status are what they are without it.
+/// Without the flag, and with standard error not a terminal, nothing is
+/// added.
 #[test]
 fn progress_goes_to_standard_error_and_changes_nothing_else() {
     let path = scenario("pod-safety-59848.yaml");
@@ -368,7 +400,9 @@ fn progress_goes_to_standard_error_and_changes_nothing_else() {
         .find_map(|l| l.strip_prefix("ran ")?.split(", ").nth(1)?.strip_suffix(" trace entries"))
         .unwrap_or_else(|| panic!("the summary counts the entries: {summary}"));
     let progress = stderr(&shown);
-    let last = progress.trim_end().rsplit('\r').next().unwrap_or_default();
+    // Off a terminal, each update is a line of its own: no carriage returns.
+    assert!(!progress.contains('\r'), "{progress:?}");
+    let last = progress.lines().last().unwrap_or_default();
     assert!(last.starts_with("ran t=30.000s of virtual time in "), "{progress:?}");
     assert!(last.contains(&format!(": {entries} trace entries")), "{progress:?} against {entries}");
 }

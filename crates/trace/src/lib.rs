@@ -520,6 +520,14 @@ impl Trace {
         serde_json::to_string(self).expect("trace serialization cannot fail: plain data")
     }
 
+    /// Writes [`Trace::to_json`]'s bytes to `writer` as they are encoded,
+    /// never holding them: a run at Kubernetes' published limits writes
+    /// gigabytes of JSON. Give it a buffered writer; only the writer's own
+    /// errors can make it fail.
+    pub fn write_json(&self, writer: impl std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer(writer, self).map_err(std::io::Error::from)
+    }
+
     /// A stable 64-bit hash of the JSON encoding (FNV-1a), as 16 hex digits.
     /// Equal hashes mean byte-identical traces, on any platform.
     ///
@@ -633,8 +641,9 @@ impl std::io::Write for Fnv1a {
 mod tests {
     use super::*;
 
-    /// The hash is written as the encoding streams out; it must stay the
-    /// hash of the whole encoding, or every pinned golden hash would move.
+    /// The hash is taken, and a file written, as the encoding streams out;
+    /// the hash must stay the hash of the whole encoding, or every pinned
+    /// golden hash would move, and the file must hold the same bytes.
     #[test]
     fn the_hash_is_fnv1a_of_the_whole_json() {
         let mut trace = Trace { scenario: "hash".into(), seed: 7, ..Trace::default() };
@@ -644,6 +653,9 @@ mod tests {
             trace.push(n, lane, Event::Script { description: format!("step «{n}»\n") }, vec![first]);
         }
         assert_eq!(trace.hash(), format!("{:016x}", fnv1a(trace.to_json().as_bytes())));
+        let mut written = Vec::new();
+        trace.write_json(&mut written).unwrap();
+        assert_eq!(written, trace.to_json().into_bytes(), "written as encoded: the same bytes");
         assert_ne!(trace.hash(), Trace::default().hash());
     }
 
