@@ -418,6 +418,30 @@ async fn the_perfetto_export_has_one_track_per_component() {
     page.close().await;
 }
 
+/// The JSON export is the trace itself: its bytes hash (FNV-1a) to the
+/// hash the page shows, which is the native run's. The page hands the
+/// file to the browser in pieces as it encodes it (a big run's trace is
+/// longer than any string a browser makes), so this also checks that the
+/// pieces make up the whole.
+#[tokio::test(flavor = "current_thread")]
+async fn the_json_export_is_the_trace_whose_hash_the_page_shows() {
+    let page = Browser::open("").await;
+    let hash = page.hash_after(None).await;
+    let capture = "window.__saved = []; const create = URL.createObjectURL; \
+                   URL.createObjectURL = (blob) => { window.__saved.push(blob); return create(blob); };";
+    page.client().execute(capture, vec![]).await.unwrap();
+    page.find("#export-json").await.click().await.unwrap();
+    let read = "const done = arguments[arguments.length - 1]; window.__saved[0].text().then(done);";
+    let text = page.client().execute_async(read, vec![]).await.unwrap();
+    let text = text.as_str().expect("the export is text");
+    let fnv1a = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    assert_eq!(format!("{fnv1a:016x}"), hash, "the exported bytes are the trace the page shows");
+    let library = recon_catalog::scenario(DEFAULT).unwrap();
+    let scenario = recon_scenario::parse(DEFAULT, library.yaml).unwrap();
+    assert_eq!(text, recon_e2e::run_scenario(&scenario, &[]).to_json(), "the native run's trace, byte for byte");
+    page.close().await;
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn every_step_of_the_causal_chain_selects_its_event() {
     let page = Browser::open("").await;

@@ -1,10 +1,12 @@
 //! The trace in other tools' formats.
 //!
-//! [`chrome_trace`] writes the Chrome trace event format, which Perfetto
+//! [`write_chrome_trace`] writes the Chrome trace event format, which Perfetto
 //! (ui.perfetto.dev) and `chrome://tracing` open: one track per trace lane,
 //! one short slice per entry, a flow arrow from each cause to its effect,
 //! and each reconcile a staleness mitigation held as an async slice that
 //! spans the whole wait.
+
+use std::io::Write;
 
 use serde_json::{Value, json};
 
@@ -15,13 +17,23 @@ use crate::{Event, Trace};
 /// The process id every track belongs to.
 const PID: u64 = 1;
 
-/// The trace as a Chrome trace event file (JSON object format).
+/// The trace as a Chrome trace event file (JSON object format):
+/// [`write_chrome_trace`]'s bytes.
+pub fn chrome_trace(trace: &Trace) -> String {
+    let mut json = Vec::new();
+    write_chrome_trace(trace, &mut json).expect("writing to memory cannot fail");
+    String::from_utf8(json).expect("serde_json writes UTF-8")
+}
+
+/// Writes the trace as a Chrome trace event file (JSON object format) to
+/// `writer`, one event at a time: a big run's file (hundreds of megabytes
+/// at a million entries, and several times that as values) is never held.
 ///
 /// Virtual milliseconds become microseconds; entries that share a
 /// millisecond are spread one microsecond apart, in trace order, so that
 /// slices never overlap and the order stays visible. Each entry is a 1 µs
 /// slice named by its kind, with its description, id and fields in `args`.
-pub fn chrome_trace(trace: &Trace) -> String {
+pub fn write_chrome_trace(trace: &Trace, writer: &mut dyn Write) -> std::io::Result<()> {
     // One track per lane that has entries, in the trace's lane order; times
     // spread so that no two slices share a microsecond.
     let mut used = vec![false; trace.lanes.len()];
@@ -37,10 +49,23 @@ pub fn chrome_trace(trace: &Trace) -> String {
         last_us = Some(us);
         ts.push(us);
     }
-    let mut events: Vec<Value> = Vec::new();
+    // The object's keys in the order `serde_json` writes a map's: sorted.
+    writer.write_all(br#"{"displayTimeUnit":"ms","traceEvents":["#)?;
+    let mut events = Events { writer, first: true };
+    let process = format!("recon: {} (seed {})", trace.scenario, trace.seed);
+    events.write(&json!({ "name": "process_name", "ph": "M", "pid": PID, "args": { "name": process } }))?;
+    for (i, lane) in trace.lanes.iter().enumerate().filter(|(i, _)| used[*i]) {
+        let tid = i as u64 + 1;
+        events.write(
+            &json!({ "name": "thread_name", "ph": "M", "pid": PID, "tid": tid, "args": { "name": lane.name } }),
+        )?;
+        events.write(
+            &json!({ "name": "thread_sort_index", "ph": "M", "pid": PID, "tid": tid, "args": { "sort_index": tid } }),
+        )?;
+    }
     for entry in &trace.entries {
         let fields = serde_json::to_value(&entry.event).expect("events are plain data");
-        events.push(json!({
+        events.write(&json!({
             "name": kind(&entry.event),
             "cat": if matches!(entry.event, Event::Violation { .. }) { "violation" } else { "recon" },
             "ph": "X",
@@ -49,7 +74,7 @@ pub fn chrome_trace(trace: &Trace) -> String {
             "pid": PID,
             "tid": tids[entry.id as usize],
             "args": { "entry": entry.id, "what": describe(entry), "event": fields },
-        }));
+        }))?;
     }
     // Flow arrows: from each cause's slice to the effect's.
     let mut flow = 0u64;
@@ -59,26 +84,36 @@ pub fn chrome_trace(trace: &Trace) -> String {
             let Some(from) = trace.get(cause) else { continue };
             let (from_tid, from_at) = (tids[from.id as usize], ts[from.id as usize]);
             flow += 1;
-            events.push(json!({
+            events.write(&json!({
                 "name": "cause", "cat": "cause", "ph": "s", "id": flow, "ts": from_at, "pid": PID, "tid": from_tid,
-            }));
-            events.push(json!({
+            }))?;
+            events.write(&json!({
                 "name": "cause", "cat": "cause", "ph": "f", "bp": "e", "id": flow, "ts": at, "pid": PID, "tid": to,
-            }));
+            }))?;
         }
     }
-    events.extend(wait_slices(trace, &ts));
-    let process = format!("recon: {} (seed {})", trace.scenario, trace.seed);
-    let mut all = vec![json!({ "name": "process_name", "ph": "M", "pid": PID, "args": { "name": process } })];
-    for (i, lane) in trace.lanes.iter().enumerate().filter(|(i, _)| used[*i]) {
-        let tid = i as u64 + 1;
-        all.push(json!({ "name": "thread_name", "ph": "M", "pid": PID, "tid": tid, "args": { "name": lane.name } }));
-        all.push(
-            json!({ "name": "thread_sort_index", "ph": "M", "pid": PID, "tid": tid, "args": { "sort_index": tid } }),
-        );
+    for slice in wait_slices(trace, &ts) {
+        events.write(&slice)?;
     }
-    all.extend(events);
-    json!({ "traceEvents": all, "displayTimeUnit": "ms" }).to_string()
+    events.writer.write_all(b"]}")
+}
+
+/// The `traceEvents` array being written: each event after the first
+/// follows a comma.
+struct Events<'a> {
+    writer: &'a mut dyn Write,
+    first: bool,
+}
+
+impl Events<'_> {
+    fn write(&mut self, event: &Value) -> std::io::Result<()> {
+        if !std::mem::take(&mut self.first) {
+            self.writer.write_all(b",")?;
+        }
+        // As `Value`'s `Display` writes it: compact, the encoder the page
+        // has anyway.
+        self.writer.write_all(event.to_string().as_bytes())
+    }
 }
 
 /// One async slice per wait a mitigation reported (`syncHeld`): from when
@@ -144,6 +179,20 @@ mod tests {
             ],
             entries: vec![entry(0, 0, 0, vec![]), entry(1, 0, 1, vec![0]), entry(2, 5, 0, vec![1, 0])].into(),
         }
+    }
+
+    /// Written an event at a time, the file is the compact JSON of one
+    /// value, as encoding the whole document at once would give: keys in
+    /// order, no whitespace, commas only between events.
+    #[test]
+    fn the_file_written_event_by_event_is_the_whole_documents_json() {
+        let text = chrome_trace(&trace());
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value.to_string(), text);
+        // The process, two used lanes (two each), three slices, three causes (two each).
+        assert_eq!(value["traceEvents"].as_array().map(Vec::len), Some(14), "{text}");
+        let empty = chrome_trace(&Trace::default());
+        assert_eq!(serde_json::from_str::<Value>(&empty).unwrap().to_string(), empty);
     }
 
     #[test]

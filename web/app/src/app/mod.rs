@@ -16,6 +16,9 @@ mod download;
 pub mod museum;
 #[cfg(target_arch = "wasm32")]
 mod panels;
+// Used by `download`, in the browser only; tested natively.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod pieces;
 pub mod search;
 pub mod settings;
 pub mod tour;

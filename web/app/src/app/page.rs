@@ -383,12 +383,13 @@ impl Component for App {
                 let Some(run) = &self.state.run else { return false };
                 let stem = format!("{}-seed{}", run.trace.scenario, run.trace.seed);
                 let saved = match format {
-                    Export::Json => {
-                        super::download::save(&format!("{stem}.trace.json"), "application/json", &run.trace.to_json())
-                    }
+                    Export::Json => super::download::save(&format!("{stem}.trace.json"), "application/json", |w| {
+                        run.trace.write_json(w)
+                    }),
                     Export::Perfetto => {
-                        let text = recon_trace::export::chrome_trace(&run.trace);
-                        super::download::save(&format!("{stem}.perfetto.json"), "application/json", &text)
+                        super::download::save(&format!("{stem}.perfetto.json"), "application/json", |w| {
+                            recon_trace::export::write_chrome_trace(&run.trace, w)
+                        })
                     }
                 };
                 if let Err(error) = saved {
