@@ -213,7 +213,7 @@ const TAB_SIZES_VAR: &str = "RECON_TAB_SIZES";
 async fn scale_in_the_tab() {
     println!("## The scale benchmark's cluster in the tab (editor, apply, until drawn or refused)\n");
     println!(
-        "| nodes | pods | page | outcome | apply to outcome s | page answers after |\n|---:|---:|---|---|---:|---|"
+        "| nodes | pods | page | outcome | apply to outcome s | export JSON s | page answers after |\n|---:|---:|---|---|---:|---:|---|"
     );
     let sizes = std::env::var(TAB_SIZES_VAR).unwrap_or_else(|_| "100x3000,300x9000,1000x30000".to_owned());
     for group in sizes.split(',') {
@@ -250,18 +250,28 @@ async fn scale_in_the_tab() {
             };
             let seconds = start.elapsed().as_secs_f64();
             // The tab must give the trace the native run gives, at every
-            // size it draws.
+            // size it draws, and export it whole.
+            let mut export = String::new();
             if outcome.starts_with("drawn") {
                 let yaml = recon_tests::scale::yaml(nodes, pods);
                 let scenario = recon_scenario::parse("scale.yaml", &yaml).expect("the scale cluster parses");
-                let native = recon_e2e::run_scenario(&scenario, &[]).hash();
-                assert_eq!(last, native, "{nodes} nodes, {pods} pods: the tab's trace differs from the native run's");
+                let native = recon_e2e::run_scenario(&scenario, &[]);
+                assert_eq!(
+                    last,
+                    native.hash(),
+                    "{nodes} nodes, {pods} pods: the tab's trace differs from the native run's"
+                );
+                let mut bytes = Counted(0);
+                native.write_json(&mut bytes).expect("counting cannot fail");
+                let (seconds, size) = export_json(&page).await;
+                assert_eq!(size, bytes.0, "{nodes} nodes: the exported trace has the native trace's length");
+                export = format!("{seconds:.0}");
             }
             let alive = page.client().execute("return document.readyState", vec![]).await.is_ok()
                 && page.exists("#timeline-canvas").await;
             let which = if i == 0 { "fresh" } else { "same as above" };
             println!(
-                "| {nodes} | {pods} | {which} | {outcome} | {seconds:.0} | {} |",
+                "| {nodes} | {pods} | {which} | {outcome} | {seconds:.0} | {export} | {} |",
                 if alive { "yes" } else { "no" }
             );
             // A refusal's message would stand for the next run's until
@@ -273,6 +283,38 @@ async fn scale_in_the_tab() {
         page.close().await;
     }
     println!();
+}
+
+/// Bytes written, counted and dropped.
+struct Counted(u64);
+
+impl std::io::Write for Counted {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len() as u64;
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// *Export JSON* on the page's run: seconds from the click until the
+/// file is handed to the download, and its size in bytes.
+async fn export_json(page: &Browser) -> (f64, u64) {
+    let capture = "window.__saved = []; const create = URL.createObjectURL; \
+                   URL.createObjectURL = (blob) => { window.__saved.push(blob); return create(blob); };";
+    page.client().execute(capture, vec![]).await.unwrap();
+    let start = Instant::now();
+    page.find("#export-json").await.click().await.unwrap();
+    loop {
+        let size = page.client().execute("return window.__saved.length ? window.__saved[0].size : null", vec![]).await;
+        if let Some(size) = size.unwrap().as_u64() {
+            return (start.elapsed().as_secs_f64(), size);
+        }
+        assert!(start.elapsed() < SCALE_PATIENCE, "the export never reached the download");
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
 }
 
 /// The #59848 workload, with the naive kubelet or the fixed one.

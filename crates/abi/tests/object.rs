@@ -88,7 +88,9 @@ fn full() -> Object {
 fn objects_differing_in_any_one_field_are_not_equal() {
     let base = full();
     assert_eq!(base, full());
-    let changes: Vec<(&str, fn(&mut Object))> = vec![
+    // Each change by the field it changes.
+    type Change = (&'static str, fn(&mut Object));
+    let changes: Vec<Change> = vec![
         ("apiVersion", |o| o.api_version = "v2".into()),
         ("kind", |o| o.kind = "Other".into()),
         ("name", |o| o.metadata.name = "web-1".into()),

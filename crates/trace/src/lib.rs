@@ -517,18 +517,14 @@ impl Trace {
 
     /// The trace as stable JSON.
     pub fn to_json(&self) -> String {
-        let mut json = Vec::new();
-        self.write_json(&mut json).expect("trace serialization cannot fail: plain data");
-        String::from_utf8(json).expect("serde_json writes UTF-8")
+        serde_json::to_string(self).expect("trace serialization cannot fail: plain data")
     }
 
     /// Writes [`Trace::to_json`]'s bytes to `writer` as they are encoded,
     /// never holding them: a run at Kubernetes' published limits writes
     /// gigabytes of JSON. Give it a buffered writer; only the writer's own
-    /// errors can make it fail. (One encoder for every writer, so that
-    /// the playground's page, which saves the trace through a writer of
-    /// its own, carries it once.)
-    pub fn write_json(&self, writer: &mut dyn std::io::Write) -> std::io::Result<()> {
+    /// errors can make it fail.
+    pub fn write_json(&self, writer: impl std::io::Write) -> std::io::Result<()> {
         serde_json::to_writer(writer, self).map_err(std::io::Error::from)
     }
 

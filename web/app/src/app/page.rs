@@ -384,11 +384,11 @@ impl Component for App {
                 let stem = format!("{}-seed{}", run.trace.scenario, run.trace.seed);
                 let saved = match format {
                     Export::Json => super::download::save(&format!("{stem}.trace.json"), "application/json", |w| {
-                        run.trace.write_json(w)
+                        run.trace.write_json(w).is_ok()
                     }),
                     Export::Perfetto => {
                         super::download::save(&format!("{stem}.perfetto.json"), "application/json", |w| {
-                            recon_trace::export::write_chrome_trace(&run.trace, w)
+                            recon_trace::export::write_chrome_trace(&run.trace, w).is_ok()
                         })
                     }
                 };
