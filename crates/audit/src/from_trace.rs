@@ -69,22 +69,44 @@ pub fn audit_logs_with_objects(
     trace: &Trace,
     objects: &dyn Fn(u64) -> Option<recon_abi::Object>,
 ) -> Result<Vec<ServerLog>, String> {
-    let mut logs: Vec<ServerLog> = trace
-        .lanes
-        .iter()
-        .filter(|l| l.role == LaneRole::ApiServer)
-        .map(|l| ServerLog { server: l.name.clone(), text: String::new(), events: 0 })
+    let mut logs: Vec<ServerLog> = api_servers(trace)
+        .map(|server| ServerLog { server: server.to_owned(), text: String::new(), events: 0 })
         .collect();
-    for entry in &trace.entries {
-        let Some((server, event)) = event_for(trace, entry)? else { continue };
-        let Some(log) = logs.iter_mut().find(|l| l.server == server) else { continue };
-        let mut line = serde_json::to_value(&event).expect("an audit event is plain data");
-        add_bodies(&mut line, &entry.event, objects);
-        log.text.push_str(&line.to_string());
+    write_audit_logs(trace, objects, &mut |server, line| {
+        let log = &mut logs[server];
+        log.text.push_str(line);
         log.text.push('\n');
         log.events += 1;
-    }
+        Ok(())
+    })?;
     Ok(logs)
+}
+
+/// The names of the run's API servers, in the scenario's order: the logs
+/// [`write_audit_logs`] writes, by index.
+pub fn api_servers(trace: &Trace) -> impl Iterator<Item = &str> {
+    trace.lanes.iter().filter(|l| l.role == LaneRole::ApiServer).map(|l| l.name.as_str())
+}
+
+/// [`audit_logs_with_objects`] a line at a time, never holding a log: a
+/// big run's logs are hundreds of megabytes. Hands each event, as one
+/// line of JSON without its newline, to `write` with its API server's
+/// index in [`api_servers`], in the order of the run; stops at the first
+/// error `write` returns, and returns it.
+pub fn write_audit_logs(
+    trace: &Trace,
+    objects: &dyn Fn(u64) -> Option<recon_abi::Object>,
+    write: &mut dyn FnMut(usize, &str) -> Result<(), String>,
+) -> Result<(), String> {
+    let servers: Vec<&str> = api_servers(trace).collect();
+    for entry in &trace.entries {
+        let Some((server, event)) = event_for(trace, entry)? else { continue };
+        let Some(index) = servers.iter().position(|s| *s == server) else { continue };
+        let mut line = serde_json::to_value(&event).expect("an audit event is plain data");
+        add_bodies(&mut line, &entry.event, objects);
+        write(index, &line.to_string())?;
+    }
+    Ok(())
 }
 
 /// The audit event an entry makes, and the API server that logs it.

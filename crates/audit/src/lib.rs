@@ -41,7 +41,7 @@ pub mod uri;
 
 pub use analysis::{Analysis, Progress, analyze};
 pub use event::Event;
-pub use from_trace::{ServerLog, audit_logs, audit_logs_with_objects};
+pub use from_trace::{ServerLog, api_servers, audit_logs, audit_logs_with_objects, write_audit_logs};
 pub use input::{Bodies, LogFile, Problem, ProblemKind, Problems, ReadOptions};
 pub use replay::{PluginNeeded, Replay, ReplayError, replay};
 pub use report::{CannotJudge, Client, Finding, FindingKind, Report, Unjudged};

@@ -34,6 +34,7 @@ mod plugins;
 mod progress;
 mod report;
 mod stdout;
+mod whole;
 
 /// Recon: a deterministic Kubernetes control-plane simulator.
 #[derive(Parser)]

@@ -14,15 +14,16 @@
 //! simulator: the run and its trace are the same with or without it.
 
 use std::convert::Infallible;
-use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use recon_sim::Sim;
 use recon_trace::Trace;
 use recon_trace::text::fmt_time;
+
+use crate::whole::WholeFile;
 
 /// How often (in simulator steps) the clock is looked at.
 const STEPS_PER_LOOK: u64 = 256;
@@ -73,66 +74,48 @@ pub fn run(sim: &mut Sim, end_ms: u64, show: Show) {
 
 /// Writes `trace` to `out` as JSON (`--trace`), encoding as it writes,
 /// with its progress shown as `show` says. The file appears whole or not
-/// at all: it is written beside `out` and renamed over it at the end, so
-/// a failed write (a full disk) leaves what was at `out` before. A path
-/// that exists and is not a regular file (`/dev/stdout`, a pipe) is
-/// written in place.
+/// at all ([`WholeFile`]), so a failed write (a full disk) leaves what
+/// was at `out` before.
 pub fn write_trace(trace: &Trace, out: &Path, show: Show) -> Result<(), String> {
-    let in_place = std::fs::metadata(out).is_ok_and(|m| !m.is_file());
-    let path = if in_place { out.to_owned() } else { partial(out) };
-    let failed = |e: std::io::Error| {
-        if !in_place {
-            // What was written is not a trace; the partial file goes.
-            let _ = std::fs::remove_file(&path);
-        }
-        format!("cannot write the trace to {}: {e}", out.display())
-    };
-    let file = File::create(&path).map_err(failed)?;
+    let failed = |e: std::io::Error| format!("cannot write the trace to {}: {e}", out.display());
     let shown = out.display().to_string();
-    let mut counted = Counted { inner: file, bytes: 0, progress: Progress::new(show), out: &shown };
-    let mut buffered = BufWriter::with_capacity(1 << 20, &mut counted);
-    trace.write_json(&mut buffered).and_then(|()| buffered.flush()).map_err(failed)?;
-    drop(buffered);
-    counted.inner.sync_all().map_err(failed)?;
-    if !in_place {
-        std::fs::rename(&path, out).map_err(failed)?;
+    let file = WholeFile::create(out).map_err(failed)?;
+    // Counted under the buffer, so that the clock is read once a buffer.
+    let counted = Counted { file, bytes: 0, progress: Progress::new(show) };
+    let mut buffered = BufWriter::with_capacity(1 << 20, counted);
+    let written = trace.write_json(&mut buffered).and_then(|()| buffered.flush());
+    let (Counted { file, bytes, mut progress }, _) = buffered.into_parts();
+    if let Err(e) = written {
+        file.abandon();
+        return Err(failed(e));
     }
-    let bytes = counted.bytes;
-    counted.progress.finish(|seconds| format!("wrote the trace to {shown}: {} in {seconds:.1} s", megabytes(bytes)));
+    file.commit().map_err(failed)?;
+    progress.finish(|seconds| format!("wrote the trace to {shown}: {} in {seconds:.1} s", megabytes(bytes)));
     Ok(())
-}
-
-/// Where the trace for `out` is written until it is whole: beside it, so
-/// that the rename stays on one file system.
-fn partial(out: &Path) -> PathBuf {
-    let mut name = out.file_name().unwrap_or_default().to_owned();
-    name.push(".partial");
-    out.with_file_name(name)
 }
 
 fn megabytes(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
-/// A writer that counts what passes through it and shows the count.
-struct Counted<'a> {
-    inner: File,
+/// A file that counts what is written to it and shows the count.
+struct Counted {
+    file: WholeFile,
     bytes: u64,
     progress: Progress,
-    out: &'a str,
 }
 
-impl Write for Counted<'_> {
+impl Write for Counted {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
+        let n = self.file.write(buf)?;
         self.bytes += n as u64;
-        let (bytes, out) = (self.bytes, self.out);
-        self.progress.tick(|seconds| format!("writing the trace to {out}: {}, {seconds:.0} s", megabytes(bytes)));
+        let bytes = self.bytes;
+        self.progress.tick(|seconds| format!("writing the trace: {}, {seconds:.0} s", megabytes(bytes)));
         Ok(n)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
+        self.file.flush()
     }
 }
 
@@ -168,7 +151,7 @@ impl Progress {
     }
 
     /// Shows the last line, if anything was shown or `--progress` asked.
-    fn finish(mut self, text: impl FnOnce(f64) -> String) {
+    fn finish(&mut self, text: impl FnOnce(f64) -> String) {
         if self.show == Show::Never || !self.shown {
             return;
         }

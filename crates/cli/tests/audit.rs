@@ -40,6 +40,31 @@ fn logs_of(scratch: &Scratch, name: &str) -> PathBuf {
     dir
 }
 
+/// The logs are written beside their files and renamed over them once
+/// all are whole: nothing else is left in the directory, and a run whose
+/// logs cannot be written (here the place beside one is taken by a
+/// directory) exits 2 naming the file, and leaves the files there as they
+/// were.
+#[test]
+fn audit_logs_appear_whole_or_leave_the_files_as_they_were() {
+    let scratch = Scratch::of_this_test();
+    let dir = logs_of(&scratch, "pod-safety-59848");
+    let mut names: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    assert_eq!(names, ["apiserver-1.jsonl", "apiserver-2.jsonl"]);
+    let before = std::fs::read_to_string(dir.join("apiserver-1.jsonl")).unwrap();
+    std::fs::write(dir.join("apiserver-2.jsonl"), "the last run's log").unwrap();
+    std::fs::create_dir(dir.join("apiserver-2.jsonl.partial")).unwrap();
+    let out = recon(&["run", &scenario("pod-safety-59848.yaml"), "--audit-log", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let two = dir.join("apiserver-2.jsonl");
+    assert!(stderr(&out).starts_with(&format!("{}: cannot write the audit log: ", two.display())), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&two).unwrap(), "the last run's log");
+    assert_eq!(std::fs::read_to_string(dir.join("apiserver-1.jsonl")).unwrap(), before);
+    assert!(!dir.join("apiserver-1.jsonl.partial").exists(), "the other log's partial file is gone");
+}
+
 #[test]
 fn the_59848_run_writes_one_log_per_api_server_in_the_audit_format() {
     let scratch = Scratch::of_this_test();
