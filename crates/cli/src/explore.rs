@@ -132,7 +132,8 @@ pub fn explore(args: Args) -> ExitCode {
         Err(e) => return bad_input(prepared.file.explain(e)),
     };
     sim.run();
-    report::print(&found, &sim.into_trace(), false);
+    let trace = sim.into_trace();
+    report::print(&found, &trace, &trace.hash(), false);
     ExitCode::from(1)
 }
 
@@ -235,7 +236,8 @@ pub fn explore_orderings(args: OrderingArgs) -> ExitCode {
         };
         sim.run();
         say!();
-        report::print(&found[0], &sim.into_trace(), false);
+        let trace = sim.into_trace();
+        report::print(&found[0], &trace, &trace.hash(), false);
         debug_assert!(run.finding.is_some());
     }
     ExitCode::from(1)

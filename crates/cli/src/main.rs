@@ -326,12 +326,14 @@ fn run(path: &Path, options: &RunOptions, outputs: RunOutputs) -> ExitCode {
         return ExitCode::from(2);
     }
     let trace: Trace = sim.into_trace();
-    if let Some(out) = trace_out
-        && let Err(message) = progress::write_trace(&trace, &out, progress)
-    {
-        eprintln!("{message}");
-        return ExitCode::from(2);
-    }
-    let outcome = report::print(prepared.scenario(), &trace, timeline);
+    let hash = match trace_out.map(|out| progress::write_trace(&trace, &out, progress)) {
+        Some(Ok(hash)) => hash,
+        Some(Err(message)) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
+        None => trace.hash(),
+    };
+    let outcome = report::print(prepared.scenario(), &trace, &hash, timeline);
     if outcome.violated || (expect && !outcome.as_expected) { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }

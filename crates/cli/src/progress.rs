@@ -73,25 +73,29 @@ pub fn run(sim: &mut Sim, end_ms: u64, show: Show) {
 }
 
 /// Writes `trace` to `out` as JSON (`--trace`), encoding as it writes,
-/// with its progress shown as `show` says. The file appears whole or not
+/// with its progress shown as `show` says, and returns its hash (taken as
+/// it is written, so the summary need not encode it again). The file appears whole or not
 /// at all ([`WholeFile`]), so a failed write (a full disk) leaves what
 /// was at `out` before.
-pub fn write_trace(trace: &Trace, out: &Path, show: Show) -> Result<(), String> {
+pub fn write_trace(trace: &Trace, out: &Path, show: Show) -> Result<String, String> {
     let failed = |e: std::io::Error| format!("cannot write the trace to {}: {e}", out.display());
     let shown = out.display().to_string();
     let file = WholeFile::create(out).map_err(failed)?;
     // Counted under the buffer, so that the clock is read once a buffer.
     let counted = Counted { file, bytes: 0, progress: Progress::new(show) };
     let mut buffered = BufWriter::with_capacity(1 << 20, counted);
-    let written = trace.write_json(&mut buffered).and_then(|()| buffered.flush());
+    let written = trace.write_json_and_hash(&mut buffered).and_then(|hash| buffered.flush().map(|()| hash));
     let (Counted { file, bytes, mut progress }, _) = buffered.into_parts();
-    if let Err(e) = written {
-        file.abandon();
-        return Err(failed(e));
-    }
+    let hash = match written {
+        Ok(hash) => hash,
+        Err(e) => {
+            file.abandon();
+            return Err(failed(e));
+        }
+    };
     file.commit().map_err(failed)?;
     progress.finish(|seconds| format!("wrote the trace to {shown}: {} in {seconds:.1} s", megabytes(bytes)));
-    Ok(())
+    Ok(hash)
 }
 
 fn megabytes(bytes: u64) -> String {

@@ -14,12 +14,13 @@ pub struct Outcome {
     pub as_expected: bool,
 }
 
-/// Prints the summary (and the whole timeline if asked) to standard output.
-pub fn print(scenario: &Scenario, trace: &Trace, timeline: bool) -> Outcome {
+/// Prints the summary (and the whole timeline if asked) to standard output;
+/// `hash` is the trace's ([`Trace::hash`], or taken as it was written).
+pub fn print(scenario: &Scenario, trace: &Trace, hash: &str, timeline: bool) -> Outcome {
     say!("scenario  {}", scenario.name);
     say!("seed      {}", trace.seed);
     say!("ran       {} of virtual time, {} trace entries", fmt_time(scenario.duration.0), trace.entries.len());
-    say!("trace     {}", trace.hash());
+    say!("trace     {hash}");
     if timeline {
         say!();
         for e in &trace.entries {

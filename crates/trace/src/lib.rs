@@ -528,6 +528,15 @@ impl Trace {
         serde_json::to_writer(writer, self).map_err(std::io::Error::from)
     }
 
+    /// [`Trace::write_json`], returning the [`Trace::hash`] of what it
+    /// wrote, taken as it went: one encoding for both, where a big run's
+    /// takes seconds.
+    pub fn write_json_and_hash(&self, writer: impl std::io::Write) -> std::io::Result<String> {
+        let mut both = Hashed { writer, hasher: Fnv1a::default() };
+        serde_json::to_writer(&mut both, self).map_err(std::io::Error::from)?;
+        Ok(format!("{:016x}", both.hasher.0))
+    }
+
     /// A stable 64-bit hash of the JSON encoding (FNV-1a), as 16 hex digits.
     /// Equal hashes mean byte-identical traces, on any platform.
     ///
@@ -637,6 +646,24 @@ impl std::io::Write for Fnv1a {
     }
 }
 
+/// A writer, and the hash of what was written to it.
+struct Hashed<W> {
+    writer: W,
+    hasher: Fnv1a,
+}
+
+impl<W: std::io::Write> std::io::Write for Hashed<W> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let written = self.writer.write(bytes)?;
+        self.hasher.add(&bytes[..written]);
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.writer.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -656,6 +683,9 @@ mod tests {
         let mut written = Vec::new();
         trace.write_json(&mut written).unwrap();
         assert_eq!(written, trace.to_json().into_bytes(), "written as encoded: the same bytes");
+        let mut again = Vec::new();
+        assert_eq!(trace.write_json_and_hash(&mut again).unwrap(), trace.hash(), "hashed as written");
+        assert_eq!(again, written);
         assert_ne!(trace.hash(), Trace::default().hash());
     }
 
