@@ -2,12 +2,13 @@
 //! `recon run --audit-log`: a simulated run written as audit logs. The
 //! work is `recon-audit`'s; this is the command line around it.
 
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use recon_audit::{LogFile, Progress, ReadOptions, Report, analyze};
 
+use crate::progress;
 use crate::whole::WholeFile;
 
 /// What `recon audit` was asked.
@@ -31,16 +32,10 @@ pub fn audit(args: Args) -> ExitCode {
         Ok(files) => files,
         Err(message) => return crate::bad_input(message),
     };
-    let show_progress = args.progress || std::io::stderr().is_terminal();
-    let on_progress = |p: Progress| {
-        if show_progress {
-            eprint!("\rread {} events, {} MB", p.events, p.bytes >> 20);
-        }
-    };
+    let mut shown = progress::Progress::new(progress::Show::asked(args.progress));
+    let on_progress = |p: Progress| shown.tick(|_| format!("read {} events, {} MB", p.events, p.bytes >> 20));
     let report = analyze(&files, &ReadOptions::default(), on_progress);
-    if show_progress {
-        eprintln!("\rread {} events from {} log(s)", report.events, files.len());
-    }
+    shown.finish(|seconds| format!("read {} events from {} log(s) in {seconds:.1} s", report.events, files.len()));
     if args.json {
         say!("{}", report.to_json());
     } else {

@@ -6,7 +6,6 @@
 //! `recon explore` searches for a fault schedule that breaks one.
 //! `recon audit` checks a real cluster's audit logs for stale reads.
 
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -178,7 +177,8 @@ enum Command {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
-        /// Print progress on standard error (it is printed anyway when standard error is a terminal).
+        /// Print progress on standard error (it is printed anyway when standard error is a terminal and the
+        /// reading takes more than a tenth of a second).
         #[arg(long)]
         progress: bool,
         /// Also write a scenario that replays the logs in the simulator
@@ -195,11 +195,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Run { scenario, seed, trace, timeline, expect, plugins, fixes, mitigations, audit_log, progress } => {
             let options = RunOptions { seed, fixes, plugins, mitigations };
-            let progress = match (progress, std::io::stderr().is_terminal()) {
-                (true, _) => progress::Show::Always,
-                (false, true) => progress::Show::WhenSlow,
-                (false, false) => progress::Show::Never,
-            };
+            let progress = progress::Show::asked(progress);
             run(&scenario, &options, RunOutputs { trace, timeline, expect, audit_log, progress })
         }
         Command::Explore {

@@ -1,4 +1,4 @@
-//! `recon run`'s progress on standard error: how far the run has got in
+//! `recon run`'s progress on standard error (and `recon audit`'s): how far the run has got in
 //! virtual time, how many trace entries it has written and how long it has
 //! taken, then one line for the whole run; the same for writing the trace
 //! file, which at Kubernetes' published limits holds gigabytes. A cluster
@@ -44,6 +44,18 @@ pub enum Show {
     WhenSlow,
     /// From the start, the last line included (`--progress`).
     Always,
+}
+
+impl Show {
+    /// As a command shows it: always with `--progress` (`asked`), when
+    /// slow on a terminal, otherwise not.
+    pub fn asked(asked: bool) -> Show {
+        match (asked, std::io::stderr().is_terminal()) {
+            (true, _) => Show::Always,
+            (false, true) => Show::WhenSlow,
+            (false, false) => Show::Never,
+        }
+    }
 }
 
 /// Runs `sim` to its end, showing its progress as `show` says.
@@ -125,7 +137,7 @@ impl Write for Counted {
 
 /// One piece of work's progress: updates at most as often as the place
 /// it is shown suits, then a last line if any was shown (or if asked).
-struct Progress {
+pub struct Progress {
     show: Show,
     started: Instant,
     last: Instant,
@@ -134,13 +146,14 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(show: Show) -> Progress {
+    /// Progress shown as `show` says, timed from now.
+    pub fn new(show: Show) -> Progress {
         let now = Instant::now();
         Progress { show, started: now, last: now, shown: show == Show::Always, line: Line::new() }
     }
 
     /// Shows `text(seconds so far)` if it is time to.
-    fn tick(&mut self, text: impl FnOnce(f64) -> String) {
+    pub fn tick(&mut self, text: impl FnOnce(f64) -> String) {
         if self.show == Show::Never {
             return;
         }
@@ -155,7 +168,7 @@ impl Progress {
     }
 
     /// Shows the last line, if anything was shown or `--progress` asked.
-    fn finish(&mut self, text: impl FnOnce(f64) -> String) {
+    pub fn finish(&mut self, text: impl FnOnce(f64) -> String) {
         if self.show == Show::Never || !self.shown {
             return;
         }

@@ -197,7 +197,8 @@ fn logs_are_named_by_their_file_or_by_server_and_ambiguous_names_are_refused() {
 fn progress_is_printed_when_asked() {
     let out = recon(&["audit", "--progress", &fixture("conflict-storm/apiserver.jsonl")]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert!(stderr(&out).contains("read 6 events from 1 log(s)"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("read 6 events from 1 log(s) in "), "{}", stderr(&out));
+    assert!(!stderr(&out).contains('\r'), "a line at a time off a terminal: {:?}", stderr(&out));
 }
 
 /// `recon audit --scenario`: #59848's logs become a scenario that `recon
