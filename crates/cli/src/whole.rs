@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 pub struct WholeFile {
     path: PathBuf,
     /// Where it is written until then; `None` for a path that exists and
-    /// is not a regular file (`/dev/stdout`, a pipe), written in place.
+    /// is not a regular file of its own (a symbolic link, such as
+    /// `/dev/stdout`, a pipe, a device), written in place: renaming over it
+    /// would replace the link or the device with a file.
     partial: Option<PathBuf>,
     file: File,
 }
@@ -21,7 +23,7 @@ impl WholeFile {
     /// Starts writing the file for `path`: as `<name>.partial` beside it,
     /// so that the rename stays on one file system.
     pub fn create(path: &Path) -> std::io::Result<WholeFile> {
-        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| !m.is_file()) {
             return Ok(WholeFile { path: path.to_owned(), partial: None, file: File::create(path)? });
         }
         let mut name = path.file_name().unwrap_or_default().to_owned();

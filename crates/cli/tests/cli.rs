@@ -80,6 +80,23 @@ fn trace_file_is_the_stable_json_whose_hash_is_printed() {
     assert_eq!(left, ["trace.json", "trace2.json"]);
 }
 
+/// A path that is a symbolic link (as `/dev/stdout` is) is written
+/// through, in place: the link stays a link, and its target gets the
+/// trace. Renaming a finished file over it would replace the link.
+#[cfg(unix)]
+#[test]
+fn a_trace_written_to_a_symbolic_link_goes_to_its_target() {
+    let scratch = Scratch::of_this_test();
+    let target = write_file(&scratch, "target.json", "");
+    let link = scratch.path().join("link.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let out = recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--trace", link.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "still a link");
+    let json = std::fs::read_to_string(&target).unwrap();
+    assert!(json.starts_with(r#"{"scenario":"pod-safety-59848""#), "{}", &json[..json.len().min(80)]);
+}
+
 /// A trace that cannot be written is an error (exit status 2) that names
 /// the file, and whatever was at the path before is still there: the
 /// trace is written beside it and renamed over it only once whole. Here
