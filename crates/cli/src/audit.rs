@@ -176,9 +176,12 @@ pub fn write_logs(dir: &Path, sim: &recon_sim::Sim) -> Result<(), String> {
         logs.into_iter().for_each(Log::abandon);
         return Err(message);
     }
-    for Log { path, writer, events } in logs {
-        let (file, _) = writer.into_parts();
-        file.commit().map_err(|e| cannot(&path, e))?;
+    let mut logs = logs.into_iter();
+    while let Some(Log { path, writer, events }) = logs.next() {
+        if let Err(e) = writer.into_parts().0.commit() {
+            logs.for_each(Log::abandon);
+            return Err(cannot(&path, e));
+        }
         eprintln!("audit log {} ({events} event(s))", path.display());
     }
     Ok(())

@@ -86,9 +86,9 @@ pub fn run(sim: &mut Sim, end_ms: u64, show: Show) {
 
 /// Writes `trace` to `out` as JSON (`--trace`), encoding as it writes,
 /// with its progress shown as `show` says, and returns its hash (taken as
-/// it is written, so the summary need not encode it again). The file appears whole or not
-/// at all ([`WholeFile`]), so a failed write (a full disk) leaves what
-/// was at `out` before.
+/// it is written, so the summary need not encode it again). The file
+/// appears whole or not at all ([`WholeFile`]), so a failed write (a full
+/// disk) leaves what was at `out` before.
 pub fn write_trace(trace: &Trace, out: &Path, show: Show) -> Result<String, String> {
     let failed = |e: std::io::Error| format!("cannot write the trace to {}: {e}", out.display());
     let shown = out.display().to_string();

@@ -33,11 +33,15 @@ impl WholeFile {
         Ok(WholeFile { path: path.to_owned(), partial: Some(partial), file })
     }
 
-    /// Writes it to disk and puts it at its path.
+    /// Writes it to disk and puts it at its path; if that fails, the
+    /// partial file goes and the path keeps what it had.
     pub fn commit(self) -> std::io::Result<()> {
         let Some(partial) = &self.partial else { return Ok(()) };
-        self.file.sync_all()?;
-        std::fs::rename(partial, &self.path)
+        let done = self.file.sync_all().and_then(|()| std::fs::rename(partial, &self.path));
+        if done.is_err() {
+            let _ = std::fs::remove_file(partial);
+        }
+        done
     }
 
     /// Gives up: the partial file goes, and the path keeps what it had.
