@@ -1,16 +1,15 @@
 //! `recon explore`: search for a fault schedule that breaks the scenario's
 //! controllers, shrink it, write it as a scenario and explain it.
 
-use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use recon_explore::{Explorer, Progress, SearchOptions, search, shard};
 use recon_sim::{Instantiate, Sim};
 
-use crate::{bad_input, report};
+use crate::{bad_input, progress, report};
 
 /// The `recon explore` arguments.
 pub struct Args {
@@ -264,40 +263,27 @@ fn default_out(scenario: &Path) -> PathBuf {
     default_out_named(scenario, "found")
 }
 
-/// Progress on standard error: rewritten in place on a terminal, a line a
-/// second otherwise.
+/// The search's progress on standard error, always shown, as
+/// [`progress::Progress`] shows `recon run`'s: rewritten in place on a
+/// terminal, a line every five seconds otherwise, and a last line. Runs
+/// report from every thread, hence the lock.
 struct Reporter {
-    last: Mutex<Option<Instant>>,
-    terminal: bool,
+    progress: Mutex<progress::Progress>,
 }
 
 impl Reporter {
     fn new() -> Reporter {
-        Reporter { last: Mutex::new(None), terminal: std::io::stderr().is_terminal() }
+        Reporter { progress: Mutex::new(progress::Progress::new(progress::Show::Always)) }
     }
 
     /// `what` names the units: `plans` or `runs`.
     fn update(&self, p: &Progress, last: bool, what: &str) {
-        let every = if self.terminal { Duration::from_millis(100) } else { Duration::from_secs(1) };
-        let mut printed = self.last.lock().expect("no panics while printing");
-        if !last && printed.is_some_and(|t| t.elapsed() < every) {
-            return;
-        }
-        *printed = Some(Instant::now());
-        let rate = p.done as f64 / p.elapsed.as_secs_f64().max(1e-9);
-        let line = format!(
-            "{what} {}/{}  violations {}  {:.0} {what}/s  {:.2}s",
-            p.done,
-            p.total,
-            p.failures,
-            rate,
-            p.elapsed.as_secs_f64()
-        );
-        let mut err = std::io::stderr().lock();
-        let _ = if self.terminal {
-            write!(err, "\r{line}\x1b[K{}", if last { "\n" } else { "" })
-        } else {
-            writeln!(err, "{line}")
+        let line = |_| {
+            let rate = p.done as f64 / p.elapsed.as_secs_f64().max(1e-9);
+            let (done, total, failures, seconds) = (p.done, p.total, p.failures, p.elapsed.as_secs_f64());
+            format!("{what} {done}/{total}  violations {failures}  {rate:.0} {what}/s  {seconds:.2}s")
         };
+        let mut progress = self.progress.lock().expect("no panics while printing");
+        if last { progress.finish(line) } else { progress.tick(line) }
     }
 }
