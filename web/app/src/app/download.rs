@@ -10,11 +10,11 @@ const PIECE_BYTES: usize = 4 << 20;
 
 /// Offers what `write` writes as a download named `file_name` (`write`
 /// says whether it wrote the whole file); says why in one line if the
-/// browser refuses. The bytes go to the browser a piece
-/// at a time as they are written, so no string or buffer of the whole file
-/// is made: a 1,000-node run's trace is 590 MB of JSON, longer than any
-/// string a browser makes, and a buffer of it would stay in the page's
-/// memory, which never shrinks.
+/// browser refuses. The bytes go to the browser a piece at a time as they
+/// are written, so no string or buffer of the whole file is made: a
+/// 1,000-node run's trace is 590 MB of JSON, longer than any string a
+/// browser makes, and a buffer of it would stay in the page's memory,
+/// which never shrinks.
 pub fn save(file_name: &str, mime: &str, write: impl FnOnce(&mut Pieces<'_>) -> bool) -> Result<(), String> {
     let fail = |what: &str| format!("could not save {file_name}: {what}");
     let parts = js_sys::Array::new();

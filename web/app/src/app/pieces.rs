@@ -12,8 +12,9 @@ pub struct Pieces<'a> {
 }
 
 impl<'a> Pieces<'a> {
-    /// Hands `hand_over` every `size` bytes written.
+    /// Hands `hand_over` every `size` bytes written (`size` is not 0).
     pub fn new(size: usize, hand_over: &'a mut dyn FnMut(&[u8])) -> Self {
+        debug_assert!(size > 0, "pieces of no bytes never fill");
         Pieces { size, buffer: Vec::with_capacity(size), hand_over }
     }
 
