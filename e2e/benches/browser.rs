@@ -302,9 +302,7 @@ impl std::io::Write for Counted {
 /// *Export JSON* on the page's run: seconds from the click until the
 /// file is handed to the download, and its size in bytes.
 async fn export_json(page: &Browser) -> (f64, u64) {
-    let capture = "window.__saved = []; const create = URL.createObjectURL; \
-                   URL.createObjectURL = (blob) => { window.__saved.push(blob); return create(blob); };";
-    page.client().execute(capture, vec![]).await.unwrap();
+    page.capture_downloads().await;
     let start = Instant::now();
     page.find("#export-json").await.click().await.unwrap();
     loop {

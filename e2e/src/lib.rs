@@ -182,6 +182,23 @@ impl Browser {
         self.client.execute(drop, vec![css.into(), files.into()]).await.expect("the files are dropped");
     }
 
+    /// From now on, keeps every file the page hands to a download (each
+    /// `Blob` given to `URL.createObjectURL`, in `window.__saved`), to read
+    /// back with [`Browser::downloaded_text`].
+    pub async fn capture_downloads(&self) {
+        let capture = "window.__saved = []; const create = URL.createObjectURL; \
+                       URL.createObjectURL = (blob) => { window.__saved.push(blob); return create(blob); };";
+        self.client.execute(capture, vec![]).await.expect("downloads are captured");
+    }
+
+    /// The text of the first file the page handed to a download since
+    /// [`Browser::capture_downloads`].
+    pub async fn downloaded_text(&self) -> String {
+        let read = "const done = arguments[arguments.length - 1]; window.__saved[0].text().then(done);";
+        let text = self.client.execute_async(read, vec![]).await.expect("the download is read back");
+        text.as_str().expect("a download's text").to_owned()
+    }
+
     /// Closes the browser and deletes its profile.
     pub async fn close(self) {
         let _ = self.client.close().await;

@@ -395,14 +395,10 @@ async fn stop_keeps_the_last_finished_run() {
 async fn the_perfetto_export_has_one_track_per_component() {
     let page = Browser::open("").await;
     page.hash_after(None).await;
-    // Keep what the page hands to the download, to read it back.
-    let capture = "window.__saved = []; const create = URL.createObjectURL; \
-                   URL.createObjectURL = (blob) => { window.__saved.push(blob); return create(blob); };";
-    page.client().execute(capture, vec![]).await.unwrap();
+    page.capture_downloads().await;
     page.find("#export-perfetto").await.click().await.unwrap();
-    let read = "const done = arguments[arguments.length - 1]; window.__saved[0].text().then(done);";
-    let text = page.client().execute_async(read, vec![]).await.unwrap();
-    let value: serde_json::Value = serde_json::from_str(text.as_str().unwrap()).expect("the export is JSON");
+    let text = page.downloaded_text().await;
+    let value: serde_json::Value = serde_json::from_str(&text).expect("the export is JSON");
     let events = value["traceEvents"].as_array().expect("Chrome trace format: traceEvents");
     let tracks: Vec<&str> = events
         .iter()
@@ -427,14 +423,10 @@ async fn the_perfetto_export_has_one_track_per_component() {
 async fn the_json_export_is_the_trace_whose_hash_the_page_shows() {
     let page = Browser::open("").await;
     let hash = page.hash_after(None).await;
-    let capture = "window.__saved = []; const create = URL.createObjectURL; \
-                   URL.createObjectURL = (blob) => { window.__saved.push(blob); return create(blob); };";
-    page.client().execute(capture, vec![]).await.unwrap();
+    page.capture_downloads().await;
     page.find("#export-json").await.click().await.unwrap();
-    let read = "const done = arguments[arguments.length - 1]; window.__saved[0].text().then(done);";
-    let text = page.client().execute_async(read, vec![]).await.unwrap();
-    let text = text.as_str().expect("the export is text");
-    let fnv1a = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let text = page.downloaded_text().await;
+    let fnv1a = recon_trace::fnv1a(text.as_bytes());
     assert_eq!(format!("{fnv1a:016x}"), hash, "the exported bytes are the trace the page shows");
     let library = recon_catalog::scenario(DEFAULT).unwrap();
     let scenario = recon_scenario::parse(DEFAULT, library.yaml).unwrap();

@@ -1,7 +1,8 @@
-//! `recon run`'s progress on standard error (and `recon audit`'s): how far the run has got in
-//! virtual time, how many trace entries it has written and how long it has
-//! taken, then one line for the whole run; the same for writing the trace
-//! file, which at Kubernetes' published limits holds gigabytes. A cluster
+//! Progress on standard error, for `recon run` (and, through
+//! [`Progress`], `recon audit` and `recon explore`): how far the run has
+//! got in virtual time, how many trace entries it has written and how long
+//! it has taken, then one line for the whole run; the same for writing the
+//! trace file, which at Kubernetes' published limits holds gigabytes. A cluster
 //! at those limits runs for a minute; without it the command would say
 //! nothing until the end.
 //!

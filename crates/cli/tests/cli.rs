@@ -65,7 +65,7 @@ fn trace_file_is_the_stable_json_whose_hash_is_printed() {
     assert_eq!(value["scenario"], "pod-safety-59848");
     assert!(value["entries"].as_array().is_some_and(|e| e.len() > 50));
     // The hash printed is the file's (FNV-1a of its bytes).
-    let fnv1a = json.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    let fnv1a = recon_trace::fnv1a(json.as_bytes());
     assert!(stdout(&out).contains(&format!("trace     {fnv1a:016x}\n")), "{}", stdout(&out));
     // Same run, same bytes.
     let again = write_file(&scratch, "trace2.json", "");

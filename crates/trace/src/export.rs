@@ -69,8 +69,10 @@ pub fn write_chrome_trace(trace: &Trace, writer: &mut dyn Write) -> std::fmt::Re
     }
     for entry in &trace.entries {
         let fields = serde_json::to_value(&entry.event).expect("events are plain data");
+        // An event's kind, as its JSON tag names it (`storeWrite`, `listServed`, …).
+        let kind = fields.get("kind").and_then(Value::as_str).unwrap_or("event").to_owned();
         events.write(&json!({
-            "name": kind(&entry.event),
+            "name": kind,
             "cat": if matches!(entry.event, Event::Violation { .. }) { "violation" } else { "recon" },
             "ph": "X",
             "ts": ts[entry.id as usize],
@@ -151,12 +153,6 @@ fn wait_slices(trace: &Trace, ts: &[u64]) -> Vec<Value> {
         slices.push(json!({ "name": name, "cat": "wait", "ph": "e", "id": id + 1, "ts": until.max(from + 1), "pid": PID, "tid": tid }));
     }
     slices
-}
-
-/// An event's kind, as its JSON tag names it (`storeWrite`, `listServed`, …).
-fn kind(event: &Event) -> String {
-    let value = serde_json::to_value(event).expect("events are plain data");
-    value.get("kind").and_then(Value::as_str).unwrap_or("event").to_owned()
 }
 
 #[cfg(test)]

@@ -543,9 +543,7 @@ impl Trace {
     /// The encoding is hashed as it is written, never held: at a million
     /// entries it would be hundreds of megabytes.
     pub fn hash(&self) -> String {
-        let mut hasher = Fnv1a::default();
-        serde_json::to_writer(&mut hasher, self).expect("trace serialization cannot fail: plain data");
-        format!("{:016x}", hasher.0)
+        self.write_json_and_hash(std::io::sink()).expect("trace serialization cannot fail: plain data")
     }
 
     /// A lane by id. Panics on an id from another trace.
@@ -632,17 +630,6 @@ impl Fnv1a {
         for b in bytes {
             self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
         }
-    }
-}
-
-impl std::io::Write for Fnv1a {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.add(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
