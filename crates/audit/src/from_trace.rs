@@ -99,14 +99,87 @@ pub fn write_audit_logs(
     write: &mut dyn FnMut(usize, &str) -> Result<(), String>,
 ) -> Result<(), String> {
     let servers: Vec<&str> = api_servers(trace).collect();
+    let mut text = Vec::new();
     for entry in &trace.entries {
-        let Some((server, event)) = event_for(trace, entry)? else { continue };
+        let Some((server, mut event)) = event_for(trace, entry)? else { continue };
         let Some(index) = servers.iter().position(|s| *s == server) else { continue };
+        // A list's items are left out of the line's value and written as
+        // it is encoded, each made whole on its own: a relist of every pod
+        // of a 1,000-node cluster, made whole as one value, took 166 MB.
+        let list = match (&entry.event, event.response_object.as_mut().and_then(|o| o.items.as_mut())) {
+            (TraceEvent::ListServed(served), Some(items)) => Some((std::mem::take(items), &served.objects)),
+            _ => None,
+        };
         let mut line = serde_json::to_value(&event).expect("an audit event is plain data");
-        add_bodies(&mut line, &entry.event, objects);
-        write(index, &line.to_string())?;
+        text.clear();
+        let written = match list {
+            Some((items, shown)) => {
+                let items = WholeItems { items: &items, shown, objects };
+                serde_json::to_writer(
+                    &mut text,
+                    &At { value: &line, path: &["responseObject", "items"], items: &items },
+                )
+            }
+            None => {
+                add_bodies(&mut line, &entry.event, objects);
+                serde_json::to_writer(&mut text, &line)
+            }
+        };
+        written.map_err(|e| format!("trace entry {}: its audit event did not encode: {e}", entry.id))?;
+        write(index, std::str::from_utf8(&text).expect("serde_json writes UTF-8"))?;
     }
     Ok(())
+}
+
+/// `value` as JSON, with the value at `path` (a field of a field …)
+/// written by `items` instead: a list's line, whose items are written
+/// one at a time.
+struct At<'a> {
+    value: &'a serde_json::Value,
+    path: &'a [&'a str],
+    items: &'a WholeItems<'a>,
+}
+
+impl serde::Serialize for At<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Some((first, rest)) = self.path.split_first() else { return self.items.serialize(serializer) };
+        let serde_json::Value::Object(fields) = self.value else { return self.value.serialize(serializer) };
+        // The same entries in the same order as the value's own encoding.
+        let mut map = serializer.serialize_map(Some(fields.len()))?;
+        for (key, value) in fields {
+            if key == first {
+                map.serialize_entry(key, &At { value, path: rest, items: self.items })?;
+            } else {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// A list's items, each written as the whole object `objects` knows at
+/// the revision the list showed it (see [`whole`]), or as the item where
+/// it knows none: one object's value at a time.
+struct WholeItems<'a> {
+    items: &'a [crate::event::Item],
+    shown: &'a [recon_trace::ObjectVersion],
+    objects: &'a dyn Fn(u64) -> Option<recon_abi::Object>,
+}
+
+impl serde::Serialize for WholeItems<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let mut seq = serializer.serialize_seq(Some(self.items.len()))?;
+        for (i, item) in self.items.iter().enumerate() {
+            let said = serde_json::to_value(item).map_err(S::Error::custom)?;
+            match self.shown.get(i).and_then(|o| whole(self.objects, o.revision, &said)) {
+                Some(body) => seq.serialize_element(&body)?,
+                None => seq.serialize_element(&said)?,
+            }
+        }
+        seq.end()
+    }
 }
 
 /// The audit event an entry makes, and the API server that logs it.
@@ -222,27 +295,35 @@ fn event_for(trace: &Trace, entry: &Entry) -> Result<Option<(String, Event)>, St
     Ok(Some((server.to_string(), event)))
 }
 
-/// Puts whole objects in an event's bodies where `objects` knows them,
-/// keeping the version, uid and deletion fields the event already says
-/// (the object committed at a revision is the response of the write that
-/// committed it, and what a read showed of it).
+/// The object `objects` knows committed at `revision`, as the body of an
+/// event that `written` already describes: the fields the event set
+/// stand (the object committed at a revision is the response of the write
+/// that committed it, and what a read showed of it, but the store's copy
+/// may spell its version, uid and deletion otherwise).
+fn whole(
+    objects: &dyn Fn(u64) -> Option<recon_abi::Object>,
+    revision: u64,
+    written: &serde_json::Value,
+) -> Option<serde_json::Value> {
+    use serde_json::Value;
+    let mut body = serde_json::to_value(objects(revision)?).ok()?;
+    if let (Some(meta), Some(said)) = (body.get_mut("metadata").and_then(Value::as_object_mut), written.get("metadata"))
+    {
+        for field in ["resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"] {
+            match said.get(field) {
+                Some(v) => meta.insert(field.to_string(), v.clone()),
+                None => meta.remove(field),
+            };
+        }
+    }
+    Some(body)
+}
+
+/// Puts whole objects in the bodies of a write's or a get's event where
+/// `objects` knows them (a list's items are written by [`WholeItems`]).
 fn add_bodies(line: &mut serde_json::Value, entry: &TraceEvent, objects: &dyn Fn(u64) -> Option<recon_abi::Object>) {
     use serde_json::Value;
-    let whole = |revision: u64, written: &Value| -> Option<Value> {
-        let mut body = serde_json::to_value(objects(revision)?).ok()?;
-        if let (Some(meta), Some(said)) =
-            (body.get_mut("metadata").and_then(Value::as_object_mut), written.get("metadata"))
-        {
-            // The fields the event set stand: the store's copy may spell them otherwise.
-            for field in ["resourceVersion", "uid", "deletionTimestamp", "deletionGracePeriodSeconds"] {
-                match said.get(field) {
-                    Some(v) => meta.insert(field.to_string(), v.clone()),
-                    None => meta.remove(field),
-                };
-            }
-        }
-        Some(body)
-    };
+    let whole = |revision: u64, written: &Value| whole(objects, revision, written);
     match entry {
         TraceEvent::StoreWrite { revision, verb, .. } => {
             if let Some(body) = line.get("responseObject").and_then(|said| whole(*revision, said)) {
@@ -264,14 +345,8 @@ fn add_bodies(line: &mut serde_json::Value, entry: &TraceEvent, objects: &dyn Fn
             }
         }
         TraceEvent::ListServed(list) => {
-            let shown = &list.objects;
-            if let Some(items) = line.pointer_mut("/responseObject/items").and_then(Value::as_array_mut) {
-                for (item, o) in items.iter_mut().zip(shown) {
-                    if let Some(body) = whole(o.revision, item) {
-                        *item = body;
-                    }
-                }
-            } else if let Some(o) = shown.first()
+            if let Some(o) = list.objects.first()
+                && line.pointer("/responseObject/items").is_none()
                 && let Some(body) = line.get("responseObject").and_then(|said| whole(o.revision, said))
             {
                 line["responseObject"] = body;
