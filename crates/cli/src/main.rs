@@ -33,6 +33,7 @@ mod plugins;
 mod progress;
 mod report;
 mod stdout;
+mod trace_file;
 mod whole;
 
 /// Recon: a deterministic Kubernetes control-plane simulator.
@@ -56,7 +57,9 @@ enum Command {
         /// Override the scenario's seed.
         #[arg(long)]
         seed: Option<u64>,
-        /// Write the full trace as JSON to this file.
+        /// Write the full trace as JSON to this file. `-` (or a path that
+        /// is standard output, as `/dev/stdout`) writes it to standard
+        /// output, and the summary to standard error.
         #[arg(long, value_name = "FILE")]
         trace: Option<PathBuf>,
         /// Print every trace entry, not just the summary.
@@ -196,6 +199,7 @@ fn main() -> ExitCode {
         Command::Run { scenario, seed, trace, timeline, expect, plugins, fixes, mitigations, audit_log, progress } => {
             let options = RunOptions { seed, fixes, plugins, mitigations };
             let progress = progress::Show::asked(progress);
+            let trace = trace.map(trace_file::TraceOut::of);
             run(&scenario, &options, RunOutputs { trace, timeline, expect, audit_log, progress })
         }
         Command::Explore {
@@ -292,7 +296,7 @@ fn prepare(path: &Path, options: &RunOptions) -> Result<Prepared, ExitCode> {
 /// What `recon run` writes besides its summary, and how.
 struct RunOutputs {
     /// `--trace FILE`.
-    trace: Option<PathBuf>,
+    trace: Option<trace_file::TraceOut>,
     /// `--timeline`.
     timeline: bool,
     /// `--expect`.
@@ -305,6 +309,9 @@ struct RunOutputs {
 
 fn run(path: &Path, options: &RunOptions, outputs: RunOutputs) -> ExitCode {
     let RunOutputs { trace: trace_out, timeline, expect, audit_log, progress } = outputs;
+    if trace_out == Some(trace_file::TraceOut::Stdout) {
+        stdout::summary_to_stderr();
+    }
     let prepared = match prepare(path, options) {
         Ok(prepared) => prepared,
         Err(status) => return status,
@@ -322,7 +329,7 @@ fn run(path: &Path, options: &RunOptions, outputs: RunOutputs) -> ExitCode {
         return ExitCode::from(2);
     }
     let trace: Trace = sim.into_trace();
-    let hash = match trace_out.map(|out| progress::write_trace(&trace, &out, progress)) {
+    let hash = match trace_out.map(|out| trace_file::write_trace(&trace, &out, progress)) {
         Some(Ok(hash)) => hash,
         Some(Err(message)) => {
             eprintln!("{message}");

@@ -1,10 +1,10 @@
 //! Progress on standard error, for `recon run` (and, through
-//! [`Progress`], `recon audit` and `recon explore`): how far the run has
-//! got in virtual time, how many trace entries it has written and how long
-//! it has taken, then one line for the whole run; the same for writing the
-//! trace file, which at Kubernetes' published limits holds gigabytes. A cluster
-//! at those limits runs for a minute; without it the command would say
-//! nothing until the end.
+//! [`Progress`], for writing its trace file, `recon audit` and `recon
+//! explore`): how far the run has got in virtual time, how many trace
+//! entries it has written and how long it has taken, then one line for
+//! the whole run. A cluster at Kubernetes' published limits runs for a
+//! minute and writes gigabytes; without it the command would say nothing
+//! until the end.
 //!
 //! On a terminal the line is rewritten in place about ten times a second.
 //! Anywhere else (a CI log, a file) each update is a line of its own,
@@ -15,16 +15,12 @@
 //! simulator: the run and its trace are the same with or without it.
 
 use std::convert::Infallible;
-use std::io::{BufWriter, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::ops::ControlFlow;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use recon_sim::Sim;
-use recon_trace::Trace;
 use recon_trace::text::fmt_time;
-
-use crate::whole::WholeFile;
 
 /// How often (in simulator steps) the clock is looked at.
 const STEPS_PER_LOOK: u64 = 256;
@@ -83,57 +79,6 @@ pub fn run(sim: &mut Sim, end_ms: u64, show: Show) {
         let rate = if seconds > 0.0 { format!(", {:.0} a second", entries as f64 / seconds) } else { String::new() };
         format!("ran {} of virtual time in {seconds:.1} s: {entries} trace entries{rate}", fmt_time(end_ms))
     });
-}
-
-/// Writes `trace` to `out` as JSON (`--trace`), encoding as it writes,
-/// with its progress shown as `show` says, and returns its hash (taken as
-/// it is written, so the summary need not encode it again). The file
-/// appears whole or not at all ([`WholeFile`]), so a failed write (a full
-/// disk) leaves what was at `out` before.
-pub fn write_trace(trace: &Trace, out: &Path, show: Show) -> Result<String, String> {
-    let failed = |e: std::io::Error| format!("cannot write the trace to {}: {e}", out.display());
-    let shown = out.display().to_string();
-    let file = WholeFile::create(out).map_err(failed)?;
-    // Counted under the buffer, so that the clock is read once a buffer.
-    let counted = Counted { file, bytes: 0, progress: Progress::new(show) };
-    let mut buffered = BufWriter::with_capacity(1 << 20, counted);
-    let written = trace.write_json_and_hash(&mut buffered).and_then(|hash| buffered.flush().map(|()| hash));
-    let (Counted { file, bytes, mut progress }, _) = buffered.into_parts();
-    let hash = match written {
-        Ok(hash) => hash,
-        Err(e) => {
-            file.abandon();
-            return Err(failed(e));
-        }
-    };
-    file.commit().map_err(failed)?;
-    progress.finish(|seconds| format!("wrote the trace to {shown}: {} in {seconds:.1} s", megabytes(bytes)));
-    Ok(hash)
-}
-
-fn megabytes(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
-}
-
-/// A file that counts what is written to it and shows the count.
-struct Counted {
-    file: WholeFile,
-    bytes: u64,
-    progress: Progress,
-}
-
-impl Write for Counted {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.file.write(buf)?;
-        self.bytes += n as u64;
-        let bytes = self.bytes;
-        self.progress.tick(|seconds| format!("writing the trace: {}, {seconds:.0} s", megabytes(bytes)));
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
-    }
 }
 
 /// One piece of work's progress: updates at most as often as the place

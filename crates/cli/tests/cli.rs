@@ -97,6 +97,73 @@ fn a_trace_written_to_a_symbolic_link_goes_to_its_target() {
     assert!(json.starts_with(r#"{"scenario":"pod-safety-59848""#), "{}", &json[..json.len().min(80)]);
 }
 
+/// `--trace -` writes the trace to standard output, alone, so that a
+/// reader (`| jq`) gets one JSON document; the summary, with the trace's
+/// hash, goes to standard error.
+#[test]
+fn a_trace_to_standard_output_comes_alone_and_the_summary_goes_to_standard_error() {
+    let out = recon(&["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--trace", "-"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).expect("standard output is the trace alone");
+    assert_eq!(value["scenario"], "pod-safety-59848");
+    let fnv1a = recon_trace::fnv1a(&out.stdout);
+    assert!(stderr(&out).contains(&format!("trace     {fnv1a:016x}\n")), "{}", stderr(&out));
+    assert!(stderr(&out).contains("[pod identity]"), "{}", stderr(&out));
+}
+
+/// `--trace /dev/stdout > FILE` leaves the file holding the trace alone,
+/// and so does naming the file itself. Either path is the file standard
+/// output writes to, so the trace is written through standard output:
+/// opening the path again would truncate the file and start a second
+/// handle at its start, and the summary would be written over the
+/// trace's first bytes.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_trace_to_the_file_standard_output_writes_to_is_not_written_over() {
+    let scratch = Scratch::of_this_test();
+    let path = write_file(&scratch, "out.json", "");
+    for trace_path in [std::path::Path::new("/dev/stdout"), &path] {
+        let file = std::fs::File::create(&path).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_recon"))
+            .args(["run", scenario("pod-safety-59848.yaml").to_str().unwrap(), "--trace", trace_path.to_str().unwrap()])
+            .stdout(file)
+            .output()
+            .expect("recon runs");
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let written = std::fs::read(&path).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&written)
+            .unwrap_or_else(|e| panic!("--trace {}: the file is not the trace alone: {e}", trace_path.display()));
+        assert_eq!(value["scenario"], "pod-safety-59848");
+        let fnv1a = recon_trace::fnv1a(&written);
+        assert!(stderr(&out).contains(&format!("trace     {fnv1a:016x}\n")), "{}", stderr(&out));
+    }
+}
+
+/// A reader of `--trace -` that stops early (`| head -c 100`) ends the
+/// trace quietly: no error, and the command exits with the run's own
+/// status, as when it stops reading the summary. The trace here (about
+/// 250 KB) is larger than a pipe holds, so its writing meets the closed
+/// pipe.
+#[cfg(unix)]
+#[test]
+fn a_trace_reader_that_stops_early_is_no_error() {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_recon"))
+        .args(["run", scenario("replicaset-flapping.yaml").to_str().unwrap(), "--trace", "-"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("recon runs");
+    let mut first = [0u8; 100];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // Dropped: the read end closes, and the rest of the trace meets a broken pipe.
+    let out = child.wait_with_output().unwrap();
+    assert!(first.starts_with(br#"{"scenario":"replicaset-flapping""#));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("cannot write"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("scenario  replicaset-flapping"), "{}", stderr(&out));
+}
+
 /// A trace that cannot be written is an error (exit status 2) that names
 /// the file, and whatever was at the path before is still there: the
 /// trace is written beside it and renamed over it only once whole. Here
