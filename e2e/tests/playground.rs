@@ -815,7 +815,7 @@ async fn an_editor_problem_is_reached_with_tab_and_puts_the_caret_at_its_line_an
 /// (one per API server), the second gzipped, in a fresh directory: their
 /// paths and what `recon audit` draws from them natively.
 fn audit_logs_of_59848(dir: &std::path::Path) -> (Vec<std::path::PathBuf>, recon_audit::AuditTimeline) {
-    let logs = recon_audit::audit_logs(&native_run(DEFAULT, &[])).unwrap();
+    let logs = recon_audit::audit_logs(&native_run(DEFAULT, &[]), &recon_scenario::Kinds::builtin()).unwrap();
     let (mut paths, mut files, mut inputs) = (Vec::new(), Vec::new(), Vec::<Box<dyn std::io::BufRead>>::new());
     for (k, log) in logs.into_iter().enumerate() {
         let (name, bytes) = if k == 1 {

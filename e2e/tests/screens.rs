@@ -143,7 +143,7 @@ async fn at_phone_width_audit_logs_are_drawn_and_the_way_back_is_under_the_folde
     let (page, hash) = opened().await;
     set_width(&page, 360).await;
     let run = recon_e2e::native_run(DEFAULT, &[]);
-    let logs = recon_audit::audit_logs(&run).unwrap();
+    let logs = recon_audit::audit_logs(&run, &recon_scenario::Kinds::builtin()).unwrap();
     let names: Vec<String> = logs.iter().map(|l| format!("{}.log", l.server)).collect();
     let files: Vec<(&str, &str)> = names.iter().zip(&logs).map(|(n, l)| (n.as_str(), l.text.as_str())).collect();
     page.drop_files("#timeline-canvas", &files).await;

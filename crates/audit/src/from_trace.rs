@@ -26,7 +26,10 @@
 //! `1970-01-01T00:00:05.003000Z`); the audit IDs are derived from the
 //! scenario, the seed and the entry, so the same run gives the same bytes.
 
+use std::borrow::Cow;
+
 use recon_abi::{ObjectKey, Status, Verb};
+use recon_scenario::{Kind, Kinds};
 use recon_trace::{Entry, Event as TraceEvent, LaneRole, ListServed, ReadPurpose, Trace};
 
 use crate::event::{
@@ -54,10 +57,15 @@ pub struct ServerLog {
 /// the objects' identities and versions but not their bodies (the trace
 /// does not keep them; [`audit_logs_with_objects`] adds them).
 ///
+/// `kinds` are the kinds the run's API servers served
+/// ([`recon_scenario::Scenario::kinds`]): each request's path and object
+/// reference name its kind's group, version and resource, as a real API
+/// server's log does.
+///
 /// Fails only on a trace whose request text it cannot read (a trace from
 /// another version of the simulator), naming the entry.
-pub fn audit_logs(trace: &Trace) -> Result<Vec<ServerLog>, String> {
-    audit_logs_with_objects(trace, &|_| None)
+pub fn audit_logs(trace: &Trace, kinds: &Kinds) -> Result<Vec<ServerLog>, String> {
+    audit_logs_with_objects(trace, kinds, &|_| None)
 }
 
 /// The run's audit logs with whole objects in the request and response
@@ -67,12 +75,13 @@ pub fn audit_logs(trace: &Trace) -> Result<Vec<ServerLog>, String> {
 /// version are written). A replay ([`crate::replay`]) needs the bodies.
 pub fn audit_logs_with_objects(
     trace: &Trace,
+    kinds: &Kinds,
     objects: &dyn Fn(u64) -> Option<recon_abi::Object>,
 ) -> Result<Vec<ServerLog>, String> {
     let mut logs: Vec<ServerLog> = api_servers(trace)
         .map(|server| ServerLog { server: server.to_owned(), text: String::new(), events: 0 })
         .collect();
-    write_audit_logs(trace, objects, &mut |server, line| {
+    write_audit_logs(trace, kinds, objects, &mut |server, line| {
         let log = &mut logs[server];
         log.text.push_str(line);
         log.text.push('\n');
@@ -95,13 +104,14 @@ pub fn api_servers(trace: &Trace) -> impl Iterator<Item = &str> {
 /// error `write` returns, and returns it.
 pub fn write_audit_logs(
     trace: &Trace,
+    kinds: &Kinds,
     objects: &dyn Fn(u64) -> Option<recon_abi::Object>,
     write: &mut dyn FnMut(usize, &str) -> Result<(), String>,
 ) -> Result<(), String> {
     let servers: Vec<&str> = api_servers(trace).collect();
     let mut text = Vec::new();
     for entry in &trace.entries {
-        let Some((server, mut event)) = event_for(trace, entry)? else { continue };
+        let Some((server, mut event)) = event_for(trace, kinds, entry)? else { continue };
         let Some(index) = servers.iter().position(|s| *s == server) else { continue };
         // A list's items are left out of the line's value and written as
         // it is encoded, each made whole on its own: a relist of every pod
@@ -183,7 +193,7 @@ impl serde::Serialize for WholeItems<'_> {
 }
 
 /// The audit event an entry makes, and the API server that logs it.
-fn event_for(trace: &Trace, entry: &Entry) -> Result<Option<(String, Event)>, String> {
+fn event_for(trace: &Trace, kinds: &Kinds, entry: &Entry) -> Result<Option<(String, Event)>, String> {
     let time = time::from_virtual_ms(entry.time_ms);
     let mut event = Event {
         kind: "Event".into(),
@@ -200,8 +210,8 @@ fn event_for(trace: &Trace, entry: &Entry) -> Result<Option<(String, Event)>, St
             if via.is_empty() {
                 return Ok(None); // the scenario's initial objects: before the logs begin
             }
-            write_request(&mut event, trace, *verb, key, Some(uid), by);
-            let kind = kind_info(&key.kind);
+            write_request(&mut event, trace, kinds, *verb, key, Some(uid), by);
+            let kind = kind_info(kinds, &key.kind);
             let mut meta = object_meta(key, uid);
             meta.resource_version = revision.to_string();
             if *verb == Verb::Delete {
@@ -227,7 +237,7 @@ fn event_for(trace: &Trace, entry: &Entry) -> Result<Option<(String, Event)>, St
             if via.is_empty() {
                 return Ok(None); // refused before it reached an API server
             }
-            write_request(&mut event, trace, *verb, key, None, by);
+            write_request(&mut event, trace, kinds, *verb, key, None, by);
             event.response_status = Some(failure(status));
             via.clone()
         }
@@ -235,7 +245,7 @@ fn event_for(trace: &Trace, entry: &Entry) -> Result<Option<(String, Event)>, St
             let ListServed { component, api_server, request, purpose, revision, objects, .. } = &**list;
             let read = ReadRequest::parse(request).map_err(|e| format!("trace entry {}: {e}", entry.id))?;
             set_user(&mut event, trace, user_of_read(component, *purpose));
-            let kind = kind_info(&read.kind);
+            let kind = kind_info(kinds, &read.kind);
             event.verb = read.verb.to_string();
             event.request_uri = read.uri(&kind);
             event.object_ref = Some(read.object_ref(&kind));
@@ -283,7 +293,7 @@ fn event_for(trace: &Trace, entry: &Entry) -> Result<Option<(String, Event)>, St
         TraceEvent::RequestFailed { component, api_server, request, status } => {
             let read = ReadRequest::parse(request).map_err(|e| format!("trace entry {}: {e}", entry.id))?;
             set_user(&mut event, trace, component);
-            let kind = kind_info(&read.kind);
+            let kind = kind_info(kinds, &read.kind);
             event.verb = read.verb.to_string();
             event.request_uri = read.uri(&kind);
             event.object_ref = Some(read.object_ref(&kind));
@@ -357,9 +367,17 @@ fn add_bodies(line: &mut serde_json::Value, entry: &TraceEvent, objects: &dyn Fn
 }
 
 /// Fills in a write's verb, URI, object reference and request body.
-fn write_request(event: &mut Event, trace: &Trace, verb: Verb, key: &ObjectKey, uid: Option<&str>, by: &str) {
+fn write_request(
+    event: &mut Event,
+    trace: &Trace,
+    kinds: &Kinds,
+    verb: Verb,
+    key: &ObjectKey,
+    uid: Option<&str>,
+    by: &str,
+) {
     set_user(event, trace, by);
-    let kind = kind_info(&key.kind);
+    let kind = kind_info(kinds, &key.kind);
     let (verb_text, subresource) = match verb {
         Verb::Create => ("create", ""),
         Verb::Update => ("update", ""),
@@ -383,8 +401,8 @@ fn write_request(event: &mut Event, trace: &Trace, verb: Verb, key: &ObjectKey, 
         namespace: key.namespace.clone(),
         name: key.name.clone(),
         uid: uid.to_string(),
-        api_group: kind.group.to_string(),
-        api_version: kind.version.to_string(),
+        api_group: kind.group.clone(),
+        api_version: kind.version.clone(),
         subresource: subresource.to_string(),
         ..ObjectReference::default()
     });
@@ -439,32 +457,26 @@ fn set_user(event: &mut Event, trace: &Trace, who: &str) {
 }
 
 /// A kind's place in the API.
-struct KindInfo {
-    group: &'static str,
-    version: &'static str,
-    resource: String,
-}
-
-impl KindInfo {
-    fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.to_string() } else { format!("{}/{}", self.group, self.version) }
+/// What `kinds` says of `kind`; a kind it does not serve (a request
+/// the API server refused for that) is taken as a core `v1` kind with
+/// the usual plural.
+fn kind_info<'a>(kinds: &'a Kinds, kind: &str) -> Cow<'a, Kind> {
+    match kinds.get(kind) {
+        Some(known) => Cow::Borrowed(known),
+        None => Cow::Owned(Kind {
+            kind: kind.to_owned(),
+            group: String::new(),
+            version: "v1".into(),
+            resource: format!("{}s", kind.to_lowercase()),
+            cluster_scoped: false,
+            status_subresource: false,
+            custom: false,
+        }),
     }
 }
 
-/// The API group, version and resource of the kinds the simulator knows;
-/// any other kind is taken as a core `v1` kind with the usual plural.
-fn kind_info(kind: &str) -> KindInfo {
-    let (group, version) = match kind {
-        "StatefulSet" | "ReplicaSet" | "Deployment" | "DaemonSet" => ("apps", "v1"),
-        "Lease" => ("coordination.k8s.io", "v1"),
-        "Job" | "CronJob" => ("batch", "v1"),
-        _ => ("", "v1"),
-    };
-    KindInfo { group, version, resource: format!("{}s", kind.to_lowercase()) }
-}
-
 /// A resource path: `/api/v1/namespaces/NS/pods/NAME/status`.
-fn path(kind: &KindInfo, namespace: &str, name: &str, subresource: &str) -> String {
+fn path(kind: &Kind, namespace: &str, name: &str, subresource: &str) -> String {
     let mut p = if kind.group.is_empty() {
         format!("/api/{}", kind.version)
     } else {
@@ -571,7 +583,7 @@ impl ReadRequest {
     }
 
     /// The request URI a client would have sent.
-    fn uri(&self, kind: &KindInfo) -> String {
+    fn uri(&self, kind: &Kind) -> String {
         let mut query: Vec<String> = Vec::new();
         if self.verb == "watch" {
             query.push("watch=true".into());
@@ -604,13 +616,13 @@ impl ReadRequest {
         if query.is_empty() { path } else { format!("{path}?{}", query.join("&")) }
     }
 
-    fn object_ref(&self, kind: &KindInfo) -> ObjectReference {
+    fn object_ref(&self, kind: &Kind) -> ObjectReference {
         ObjectReference {
             resource: kind.resource.clone(),
             namespace: self.namespace.clone(),
             name: self.name.clone(),
-            api_group: kind.group.to_string(),
-            api_version: kind.version.to_string(),
+            api_group: kind.group.clone(),
+            api_version: kind.version.clone(),
             ..ObjectReference::default()
         }
     }
@@ -638,22 +650,25 @@ mod tests {
     #[test]
     fn the_trace_words_of_a_read_become_its_request_uri() {
         let r = ReadRequest::parse("list Pods spec.nodeName=node-1 resourceVersion=\"0\"").unwrap();
-        assert_eq!(r.uri(&kind_info(&r.kind)), "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1&resourceVersion=0");
+        assert_eq!(
+            r.uri(&kind_info(&Kinds::builtin(), &r.kind)),
+            "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1&resourceVersion=0"
+        );
         let r =
             ReadRequest::parse("list ReplicaSets in default -l app in (web) resourceVersion unset limit=500").unwrap();
         assert_eq!(
-            r.uri(&kind_info(&r.kind)),
+            r.uri(&kind_info(&Kinds::builtin(), &r.kind)),
             "/apis/apps/v1/namespaces/default/replicasets?labelSelector=app%20in%20%28web%29&limit=500"
         );
         let r = ReadRequest::parse("get Lease kube-system/replicaset-controller resourceVersion unset").unwrap();
         assert_eq!(
-            r.uri(&kind_info(&r.kind)),
+            r.uri(&kind_info(&Kinds::builtin(), &r.kind)),
             "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/replicaset-controller"
         );
         let r =
             ReadRequest::parse("watch Pods spec.nodeName=node-1 resourceVersion unset sendInitialEvents=true").unwrap();
         assert_eq!(
-            r.uri(&kind_info(&r.kind)),
+            r.uri(&kind_info(&Kinds::builtin(), &r.kind)),
             "/api/v1/pods?watch=true&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&fieldSelector=spec.nodeName%3Dnode-1"
         );
         assert!(ReadRequest::parse("delete everything").is_err());

@@ -16,7 +16,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use recon_audit::{Finding, FindingKind, LogFile, ReadOptions, Report, analyze, audit_logs};
-use recon_scenario::Check;
+use recon_scenario::{Check, Kinds};
 use recon_sim::Sim;
 use recon_trace::{Event, Trace, explain};
 use support::Scratch;
@@ -36,18 +36,18 @@ fn library() -> Vec<String> {
     names
 }
 
-fn run(name: &str) -> Trace {
+fn run(name: &str) -> (Trace, Kinds) {
     let path = scenarios_dir().join(format!("{name}.yaml"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let scenario = recon_scenario::parse(&path.display().to_string(), &text).unwrap_or_else(|e| panic!("{e}"));
     let mut sim =
         Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).expect("scenario builds");
     sim.run();
-    sim.into_trace()
+    (sim.into_trace(), scenario.kinds())
 }
 
-fn write_logs(trace: &Trace, dir: &Path) -> Vec<LogFile> {
-    audit_logs(trace)
+fn write_logs((trace, kinds): &(Trace, Kinds), dir: &Path) -> Vec<LogFile> {
+    audit_logs(trace, kinds)
         .expect("the trace's requests are readable")
         .into_iter()
         .map(|log| {
@@ -61,8 +61,9 @@ fn write_logs(trace: &Trace, dir: &Path) -> Vec<LogFile> {
 /// Runs a library scenario and audits its logs, written in the test's
 /// directory (several tests log the same scenario at once).
 fn audit(scratch: &Scratch, name: &str) -> (Trace, Report) {
-    let trace = run(name);
-    let files = write_logs(&trace, &scratch.dir(name));
+    let run = run(name);
+    let files = write_logs(&run, &scratch.dir(name));
+    let trace = run.0;
     let report = analyze(&files, &ReadOptions::default(), |_| {});
     (trace, report)
 }
@@ -187,10 +188,41 @@ fn the_flapping_replicaset_controller_acts_on_its_stale_lists_with_the_create_th
     }
 }
 
+/// Each request is logged at the path a real API server serves its kind
+/// at, and its object reference names that kind's group, version and
+/// resource: a custom resource at its CRD's group, storage version and
+/// plural (`/apis/example.com/v1/namespaces/default/databases/orders`),
+/// a built-in kind at the group and plural of the Kubernetes API
+/// reference.
+#[test]
+fn each_request_is_logged_at_its_kinds_group_version_and_plural() {
+    let (trace, kinds) = run("database-operator");
+    let logs = audit_logs(&trace, &kinds).unwrap();
+    let mut resources = std::collections::BTreeSet::new();
+    for line in logs.iter().flat_map(|log| log.text.lines()) {
+        let event: serde_json::Value = serde_json::from_str(line).unwrap();
+        let reference = &event["objectRef"];
+        let (group, version, resource) = (
+            reference["apiGroup"].as_str().unwrap_or_default(),
+            reference["apiVersion"].as_str().unwrap(),
+            reference["resource"].as_str().unwrap(),
+        );
+        let root = if group.is_empty() { format!("/api/{version}/") } else { format!("/apis/{group}/{version}/") };
+        let uri = event["requestURI"].as_str().unwrap();
+        assert!(uri.starts_with(&root), "{uri} is not under {root}");
+        assert!(uri.split(['?', '/']).any(|part| part == resource), "{uri} does not name {resource}");
+        resources.insert((group.to_owned(), version.to_owned(), resource.to_owned()));
+    }
+    for expected in [("example.com", "v1", "databases"), ("apps", "v1", "statefulsets")] {
+        let expected = (expected.0.to_owned(), expected.1.to_owned(), expected.2.to_owned());
+        assert!(resources.contains(&expected), "{expected:?} not among {resources:?}");
+    }
+}
+
 #[test]
 fn the_written_logs_are_the_same_bytes_on_every_run() {
-    let a = audit_logs(&run("pod-safety-59848")).unwrap();
-    let b = audit_logs(&run("pod-safety-59848")).unwrap();
+    let (a, b) = (run("pod-safety-59848"), run("pod-safety-59848"));
+    let (a, b) = (audit_logs(&a.0, &a.1).unwrap(), audit_logs(&b.0, &b.1).unwrap());
     assert_eq!(a, b);
     let scratch = Scratch::of_this_test();
     let (_, first) = audit(&scratch, "leader-failover");
@@ -213,8 +245,7 @@ fn the_written_logs_are_the_same_bytes_on_every_run() {
 #[test]
 fn the_59848_logs_draw_as_a_timeline_with_the_stale_list_marked_and_explained() {
     let scratch = Scratch::of_this_test();
-    let trace = run("pod-safety-59848");
-    let files = write_logs(&trace, scratch.path());
+    let files = write_logs(&run("pod-safety-59848"), scratch.path());
     let drawn = recon_audit::timeline(&files, &ReadOptions::default());
     let t = &drawn.trace;
     let lane = |name: &str| t.lane_named(name).unwrap_or_else(|| panic!("a lane {name}: {:?}", t.lanes));

@@ -27,7 +27,8 @@ fn run_and_log(scenario: &Scenario, dir: &Path) -> (Trace, Vec<LogFile>) {
     let mut sim = Sim::new(scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).expect("scenario builds");
     sim.run();
     let store = sim.store();
-    let logs = audit_logs_with_objects(sim.trace(), &|rev| store.event(rev).map(|e| (*e.value).clone())).unwrap();
+    let logs = audit_logs_with_objects(sim.trace(), &sim.kinds(), &|rev| store.event(rev).map(|e| (*e.value).clone()))
+        .unwrap();
     let files = logs
         .into_iter()
         .map(|log| {
@@ -139,8 +140,8 @@ fn a_list_is_logged_with_each_item_whole_as_the_store_committed_it() {
     sim.run();
     let store = sim.store();
     let object = |rev: u64| store.event(rev).map(|e| (*e.value).clone());
-    let whole = audit_logs_with_objects(sim.trace(), &object).unwrap();
-    let bare = recon_audit::audit_logs(sim.trace()).unwrap();
+    let whole = audit_logs_with_objects(sim.trace(), &sim.kinds(), &object).unwrap();
+    let bare = recon_audit::audit_logs(sim.trace(), &sim.kinds()).unwrap();
     let mut items_checked = 0;
     for (whole, bare) in whole.iter().zip(&bare) {
         assert_eq!(whole.events, bare.events);

@@ -166,7 +166,7 @@ pub fn write_logs(dir: &Path, sim: &recon_sim::Sim) -> Result<(), String> {
     // Each write's object, as the store committed it, fills the bodies.
     let store = sim.store();
     let objects = |revision| store.event(revision).map(|e| (*e.value).clone());
-    let written = recon_audit::write_audit_logs(trace, &objects, &mut |server, line| {
+    let written = recon_audit::write_audit_logs(trace, &sim.kinds(), &objects, &mut |server, line| {
         let log = &mut logs[server];
         log.events += 1;
         writeln!(log.writer, "{line}").map_err(|e| cannot(&log.path, e))

@@ -18,6 +18,12 @@ pub struct Kind {
     pub kind: String,
     /// The API group, empty for the core group.
     pub group: String,
+    /// The version a client reads and writes it at: a built-in kind's
+    /// preferred version, a custom resource's storage version.
+    pub version: String,
+    /// The resource, the lowercase plural in its request paths (`pods`,
+    /// `endpoints`, `ingresses`; a custom resource's `spec.names.plural`).
+    pub resource: String,
     /// Whether its objects live outside namespaces.
     pub cluster_scoped: bool,
     /// Whether it has a status subresource: then an update leaves status
@@ -28,48 +34,60 @@ pub struct Kind {
     pub custom: bool,
 }
 
+impl Kind {
+    /// `group/version`, or the version alone for the core group: the
+    /// `apiVersion` its objects carry.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+}
+
 /// The kinds of one scenario, by kind name.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Kinds {
     by_name: BTreeMap<String, Kind>,
 }
 
-/// The built-in kinds: (kind, group, cluster-scoped, status subresource).
-const BUILTIN: &[(&str, &str, bool, bool)] = &[
-    ("Pod", "", false, true),
-    ("Node", "", true, true),
-    ("Namespace", "", true, true),
-    ("Service", "", false, true),
-    ("PersistentVolumeClaim", "", false, true),
-    ("PersistentVolume", "", true, true),
-    ("ReplicationController", "", false, true),
-    ("ResourceQuota", "", false, true),
-    ("ConfigMap", "", false, false),
-    ("Secret", "", false, false),
-    ("ServiceAccount", "", false, false),
-    ("Endpoints", "", false, false),
-    ("Event", "", false, false),
-    ("LimitRange", "", false, false),
-    ("Deployment", "apps", false, true),
-    ("ReplicaSet", "apps", false, true),
-    ("StatefulSet", "apps", false, true),
-    ("DaemonSet", "apps", false, true),
-    ("ControllerRevision", "apps", false, false),
-    ("Job", "batch", false, true),
-    ("CronJob", "batch", false, true),
-    ("Lease", "coordination.k8s.io", false, false),
-    ("PodDisruptionBudget", "policy", false, true),
-    ("HorizontalPodAutoscaler", "autoscaling", false, true),
-    ("Ingress", "networking.k8s.io", false, true),
-    ("NetworkPolicy", "networking.k8s.io", false, false),
-    ("EndpointSlice", "discovery.k8s.io", false, false),
-    ("Role", "rbac.authorization.k8s.io", false, false),
-    ("RoleBinding", "rbac.authorization.k8s.io", false, false),
-    ("ClusterRole", "rbac.authorization.k8s.io", true, false),
-    ("ClusterRoleBinding", "rbac.authorization.k8s.io", true, false),
-    ("StorageClass", "storage.k8s.io", true, false),
-    ("PriorityClass", "scheduling.k8s.io", true, false),
-    ("CustomResourceDefinition", "apiextensions.k8s.io", true, true),
+/// The built-in kinds: (kind, group, version, resource, cluster-scoped,
+/// status subresource). The version is the one the Kubernetes API
+/// reference gives each kind (the preferred one where a group serves
+/// several, as `autoscaling/v2`), and the resource is the plural in the
+/// HTTP request paths it lists for the kind.
+const BUILTIN: &[(&str, &str, &str, &str, bool, bool)] = &[
+    ("Pod", "", "v1", "pods", false, true),
+    ("Node", "", "v1", "nodes", true, true),
+    ("Namespace", "", "v1", "namespaces", true, true),
+    ("Service", "", "v1", "services", false, true),
+    ("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", false, true),
+    ("PersistentVolume", "", "v1", "persistentvolumes", true, true),
+    ("ReplicationController", "", "v1", "replicationcontrollers", false, true),
+    ("ResourceQuota", "", "v1", "resourcequotas", false, true),
+    ("ConfigMap", "", "v1", "configmaps", false, false),
+    ("Secret", "", "v1", "secrets", false, false),
+    ("ServiceAccount", "", "v1", "serviceaccounts", false, false),
+    ("Endpoints", "", "v1", "endpoints", false, false),
+    ("Event", "", "v1", "events", false, false),
+    ("LimitRange", "", "v1", "limitranges", false, false),
+    ("Deployment", "apps", "v1", "deployments", false, true),
+    ("ReplicaSet", "apps", "v1", "replicasets", false, true),
+    ("StatefulSet", "apps", "v1", "statefulsets", false, true),
+    ("DaemonSet", "apps", "v1", "daemonsets", false, true),
+    ("ControllerRevision", "apps", "v1", "controllerrevisions", false, false),
+    ("Job", "batch", "v1", "jobs", false, true),
+    ("CronJob", "batch", "v1", "cronjobs", false, true),
+    ("Lease", "coordination.k8s.io", "v1", "leases", false, false),
+    ("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", false, true),
+    ("HorizontalPodAutoscaler", "autoscaling", "v2", "horizontalpodautoscalers", false, true),
+    ("Ingress", "networking.k8s.io", "v1", "ingresses", false, true),
+    ("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", false, false),
+    ("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices", false, false),
+    ("Role", "rbac.authorization.k8s.io", "v1", "roles", false, false),
+    ("RoleBinding", "rbac.authorization.k8s.io", "v1", "rolebindings", false, false),
+    ("ClusterRole", "rbac.authorization.k8s.io", "v1", "clusterroles", true, false),
+    ("ClusterRoleBinding", "rbac.authorization.k8s.io", "v1", "clusterrolebindings", true, false),
+    ("StorageClass", "storage.k8s.io", "v1", "storageclasses", true, false),
+    ("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", true, false),
+    ("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", true, true),
 ];
 
 /// The top-level fields, besides `apiVersion`, `kind`, `metadata`, `spec`
@@ -143,9 +161,16 @@ impl Kinds {
     pub fn builtin() -> Kinds {
         let by_name = BUILTIN
             .iter()
-            .map(|&(kind, group, cluster_scoped, status_subresource)| {
-                let k =
-                    Kind { kind: kind.into(), group: group.into(), cluster_scoped, status_subresource, custom: false };
+            .map(|&(kind, group, version, resource, cluster_scoped, status_subresource)| {
+                let k = Kind {
+                    kind: kind.into(),
+                    group: group.into(),
+                    version: version.into(),
+                    resource: resource.into(),
+                    cluster_scoped,
+                    status_subresource,
+                    custom: false,
+                };
                 (kind.to_owned(), k)
             })
             .collect();
@@ -209,6 +234,8 @@ fn custom_kind(crd: &Object) -> Option<Kind> {
     Some(Kind {
         kind: spec["names"]["kind"].as_str()?.to_owned(),
         group: spec["group"].as_str()?.to_owned(),
+        version: storage["name"].as_str()?.to_owned(),
+        resource: spec["names"]["plural"].as_str()?.to_owned(),
         cluster_scoped: spec["scope"] == "Cluster",
         status_subresource: storage["subresources"].get("status").is_some(),
         custom: true,

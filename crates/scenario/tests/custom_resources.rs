@@ -32,7 +32,50 @@ fn a_declared_kind_is_served_with_its_scope_and_subresources() {
     let widget = kinds.get("Widget").expect("declared");
     assert!(widget.custom && widget.status_subresource && !widget.cluster_scoped);
     assert_eq!(widget.group, "example.com");
+    // Served at its plural and its storage version: /apis/example.com/v1/…/widgets.
+    assert_eq!((widget.resource.as_str(), widget.api_version().as_str()), ("widgets", "example.com/v1"));
     assert_eq!(s.objects[1].metadata.namespace, "default", "namespaced: defaulted like a built-in");
+}
+
+/// The built-in kinds are served at the group, version and resource the
+/// Kubernetes API reference gives each (its HTTP request paths): the
+/// lowercase plural of the kind, English plurals included.
+#[test]
+fn a_builtin_kind_is_served_at_its_group_version_and_plural() {
+    let kinds = recon_scenario::Kinds::builtin();
+    let at = |kind: &str| {
+        let k = kinds.get(kind).expect("built in");
+        (k.api_version(), k.resource.clone())
+    };
+    assert_eq!(at("Pod"), ("v1".into(), "pods".into()));
+    assert_eq!(at("Endpoints"), ("v1".into(), "endpoints".into()));
+    assert_eq!(at("Ingress"), ("networking.k8s.io/v1".into(), "ingresses".into()));
+    assert_eq!(at("NetworkPolicy"), ("networking.k8s.io/v1".into(), "networkpolicies".into()));
+    assert_eq!(at("HorizontalPodAutoscaler"), ("autoscaling/v2".into(), "horizontalpodautoscalers".into()));
+    assert_eq!(at("ClusterRole"), ("rbac.authorization.k8s.io/v1".into(), "clusterroles".into()));
+    for kind in [
+        "Pod",
+        "Deployment",
+        "StatefulSet",
+        "Lease",
+        "CustomResourceDefinition",
+        "PriorityClass",
+        "StorageClass",
+        "NetworkPolicy",
+        "Ingress",
+        "EndpointSlice",
+        "ControllerRevision",
+        "ResourceQuota",
+    ] {
+        let k = kinds.get(kind).unwrap();
+        let stem = kind.to_lowercase();
+        let plural = match stem.strip_suffix('y') {
+            Some(stem) if !stem.ends_with(['a', 'e', 'o', 'u']) => format!("{stem}ies"),
+            _ if stem.ends_with('s') => format!("{stem}es"),
+            _ => format!("{stem}s"),
+        };
+        assert_eq!(k.resource, plural, "{kind}");
+    }
 }
 
 // A real API server answers 404 for a resource it does not serve: here the

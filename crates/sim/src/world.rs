@@ -213,6 +213,12 @@ impl Sim {
         &self.engine.store
     }
 
+    /// The kinds the run's API servers serve: the built-in ones and those
+    /// the scenario's CustomResourceDefinitions declare.
+    pub fn kinds(&self) -> recon_scenario::Kinds {
+        self.scenario.kinds()
+    }
+
     /// Handles the next scheduled event if it is due by the end of the run.
     /// Returns false when nothing is left to do.
     pub fn step(&mut self) -> bool {

@@ -143,7 +143,7 @@ mod tests {
         let scenario = recon_scenario::parse("default.yaml", library.yaml).unwrap();
         let mut sim = recon_sim::Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).unwrap();
         sim.run();
-        recon_audit::audit_logs(sim.trace()).unwrap().into_iter().map(|l| (l.server, l.text)).collect()
+        recon_audit::audit_logs(sim.trace(), &sim.kinds()).unwrap().into_iter().map(|l| (l.server, l.text)).collect()
     }
 
     /// Issue 18: the #59848 logs, one of them gzipped, are drawn as

@@ -807,7 +807,7 @@ mod tests {
         let scenario = recon_scenario::parse("default.yaml", library.yaml).unwrap();
         let mut sim = recon_sim::Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).unwrap();
         sim.run();
-        recon_audit::audit_logs(sim.trace())
+        recon_audit::audit_logs(sim.trace(), &sim.kinds())
             .unwrap()
             .into_iter()
             .map(|log| recon_worker::audit::AuditLog {
