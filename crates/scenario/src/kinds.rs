@@ -40,6 +40,12 @@ impl Kind {
     pub fn api_version(&self) -> String {
         if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
     }
+
+    /// The resource qualified by its group, as Kubernetes writes a
+    /// `GroupResource`: `pods`, `deployments.apps`, `databases.example.com`.
+    pub fn group_resource(&self) -> String {
+        if self.group.is_empty() { self.resource.clone() } else { format!("{}.{}", self.resource, self.group) }
+    }
 }
 
 /// The kinds of one scenario, by kind name.
@@ -218,6 +224,29 @@ impl Kinds {
                 Some(TOP_LEVEL_FIELDS.iter().find(|(name, _)| *name == kind).map_or(&[][..], |(_, fields)| fields))
             }
             _ => None,
+        }
+    }
+
+    /// An object of `kind` named `name` as the API server's errors name
+    /// it: the group-qualified resource, then the name in quotes (`pods
+    /// "web-0"`, `deployments.apps "web"`), the words of apimachinery's
+    /// NotFound, AlreadyExists and Conflict errors (`pods "web-0" not
+    /// found`). A kind not served is named by its lowercase plural.
+    pub fn api_name(&self, kind: &str, name: &str) -> String {
+        match self.get(kind) {
+            Some(k) => format!("{} \"{name}\"", k.group_resource()),
+            None => format!("{}s \"{name}\"", kind.to_lowercase()),
+        }
+    }
+
+    /// An object of `kind` named `name` as the API server's validation
+    /// errors name it: the group-qualified kind, then the name in quotes
+    /// (`Pod "web-0"`, `StatefulSet.apps "web"`), the words of
+    /// apimachinery's Invalid error (`Pod "web-0" is invalid: …`).
+    pub fn api_kind_name(&self, kind: &str, name: &str) -> String {
+        match self.get(kind).filter(|k| !k.group.is_empty()) {
+            Some(k) => format!("{kind}.{} \"{name}\"", k.group),
+            None => format!("{kind} \"{name}\""),
         }
     }
 

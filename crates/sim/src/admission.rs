@@ -70,12 +70,13 @@ const APPLY_MARK: &str = "recon.internal/apply";
 const PATCH_MARK: &str = "recon.internal/patch";
 
 /// A store error as the API server reports it.
-pub(crate) fn status_of(e: StoreError) -> Status {
+pub(crate) fn status_of(kinds: &Kinds, e: StoreError) -> Status {
     match e {
-        StoreError::Conflict { key, expected, actual } => conflict(&key, expected, actual),
-        // Named as every other message names an object.
-        StoreError::NotFound { key } => Status::new(StatusReason::NotFound, format!("{key} not found")),
-        StoreError::AlreadyExists { key } => Status::new(StatusReason::AlreadyExists, format!("{key} already exists")),
+        StoreError::Conflict { key, expected, actual } => conflict(kinds, &key, expected, actual),
+        StoreError::NotFound { key } => not_found(kinds, &key),
+        StoreError::AlreadyExists { key } => {
+            Status::new(StatusReason::AlreadyExists, format!("{} already exists", api_name(kinds, &key)))
+        }
         StoreError::Compacted { requested, compacted } => Status::new(
             StatusReason::Gone,
             format!("too old resource version: {requested} (compacted up to {compacted})"),
@@ -86,16 +87,31 @@ pub(crate) fn status_of(e: StoreError) -> Status {
     }
 }
 
+/// An object as the API server's errors name it: `pods "web-0"`,
+/// `deployments.apps "web"` ([`Kinds::api_name`]). apimachinery's
+/// NotFound, AlreadyExists and Conflict errors name the group-qualified
+/// resource and the quoted name, and clients see these words in each
+/// refusal's message.
+fn api_name(kinds: &Kinds, key: &ObjectKey) -> String {
+    kinds.api_name(&key.kind, &key.name)
+}
+
+/// 404 for an object that is not there: `pods "web-0" not found`.
+pub(crate) fn not_found(kinds: &Kinds, key: &ObjectKey) -> Status {
+    Status::new(StatusReason::NotFound, format!("{} not found", api_name(kinds, key)))
+}
+
 /// A write to `object` that expected revision `expected` where the store
 /// holds `actual`, in Kubernetes' words for a failed compare-and-swap (the
-/// registry's optimistic-lock message, which controllers match on), naming
-/// the object as the simulator does, then the two revisions.
-fn conflict(object: &ObjectKey, expected: u64, actual: u64) -> Status {
+/// registry's optimistic-lock message, which controllers match on), then
+/// the two revisions.
+fn conflict(kinds: &Kinds, object: &ObjectKey, expected: u64, actual: u64) -> Status {
     Status::new(
         StatusReason::Conflict,
         format!(
-            "Operation cannot be fulfilled on {object}: the object has been modified; please apply your changes to \
-             the latest version and try again (the store holds revision {actual}, the write expected {expected})"
+            "Operation cannot be fulfilled on {}: the object has been modified; please apply your changes to \
+             the latest version and try again (the store holds revision {actual}, the write expected {expected})",
+            api_name(kinds, object)
         ),
     )
 }
@@ -187,7 +203,7 @@ pub(crate) fn admit(
     match action {
         Action::Delete { key, uid, resource_version, grace_period_seconds, propagation_policy, dry_run } => {
             let options = DeleteOptions { uid, resource_version, grace_period_seconds, propagation_policy };
-            delete(store, now, key, options, dry_run)
+            delete(store, kinds, now, key, options, dry_run)
         }
         Action::Patch { key, patch, params } => {
             admit_patch(store, rng, kinds, now, limit, (key, false), &patch, &params)
@@ -214,7 +230,7 @@ enum Write {
 /// store's own checks (the object exists, or does not; the precondition
 /// holds) and the object as it would be, with nothing written, no
 /// revision used and so nothing for any watch.
-fn commit(store: &mut Store, now: u64, mut write: Write, dry_run: bool) -> Result<Admitted, Status> {
+fn commit(store: &mut Store, kinds: &Kinds, now: u64, mut write: Write, dry_run: bool) -> Result<Admitted, Status> {
     if let Write::Create(object) = &mut write {
         // An object created from the same template as the last one of its
         // kind shares its parts, which were checked when it was stored.
@@ -227,19 +243,19 @@ fn commit(store: &mut Store, now: u64, mut write: Write, dry_run: bool) -> Resul
             Write::Update(object, precondition) => store.update(object, precondition, now),
             Write::Delete(key, precondition) => store.delete(&key, precondition, now),
         };
-        return event.map(Admitted::Written).map_err(status_of);
+        return event.map(Admitted::Written).map_err(|e| status_of(kinds, e));
     }
     let checked = |store: &Store, key: &ObjectKey, precondition: Option<u64>| {
-        let kv = store.get(key, None).map_err(status_of)?;
-        let kv = kv.ok_or_else(|| status_of(StoreError::NotFound { key: key.clone() }))?;
+        let kv = store.get(key, None).map_err(|e| status_of(kinds, e))?;
+        let kv = kv.ok_or_else(|| status_of(kinds, StoreError::NotFound { key: key.clone() }))?;
         match precondition.filter(|expected| *expected != kv.mod_revision) {
-            Some(expected) => Err(conflict(key, expected, kv.mod_revision)),
+            Some(expected) => Err(conflict(kinds, key, expected, kv.mod_revision)),
             None => Ok(Arc::unwrap_or_clone(kv.value)),
         }
     };
     match write {
-        Write::Create(object) => match store.get(&object.key(), None).map_err(status_of)? {
-            Some(_) => Err(status_of(StoreError::AlreadyExists { key: object.key() })),
+        Write::Create(object) => match store.get(&object.key(), None).map_err(|e| status_of(kinds, e))? {
+            Some(_) => Err(status_of(kinds, StoreError::AlreadyExists { key: object.key() })),
             None => Ok(Admitted::DryRun(object)),
         },
         Write::Update(mut object, precondition) => {
@@ -268,13 +284,13 @@ fn write_object(
                     "metadata.name or metadata.generateName is required",
                 ));
             }
-            commit(store, now, Write::Create(object), dry_run)
+            commit(store, kinds, now, Write::Create(object), dry_run)
         }
         Action::Update { object, .. } | Action::UpdateStatus { object, .. }
             if object.metadata.annotations.contains_key(PATCH_MARK) =>
         {
             let field = object.metadata.annotations[PATCH_MARK].clone();
-            let current = current(store, &object.key())?;
+            let current = current(store, kinds, &object.key())?;
             let mut next = Object::clone(&current);
             if !next.spec.is_object() {
                 next.spec = Value::Object(Default::default()).into();
@@ -285,14 +301,14 @@ fn write_object(
             }
             undecodable(&next, Some(&current))?;
             let rev = current.revision();
-            commit(store, now, Write::Update(next, rev), dry_run)
+            commit(store, kinds, now, Write::Update(next, rev), dry_run)
         }
         Action::Update { mut object, .. } if object.metadata.annotations.contains_key(APPLY_MARK) => {
             object.metadata.annotations.remove(APPLY_MARK);
-            match store.get(&object.key(), None).map_err(status_of)? {
+            match store.get(&object.key(), None).map_err(|e| status_of(kinds, e))? {
                 None => {
                     let object = prepare_create(object, rng, kinds);
-                    commit(store, now, Write::Create(object), dry_run)
+                    commit(store, kinds, now, Write::Create(object), dry_run)
                 }
                 Some(kv) => {
                     let mut next = Object::clone(&kv.value);
@@ -306,26 +322,30 @@ fn write_object(
                         next.spec = object.spec;
                     }
                     undecodable(&next, Some(&kv.value))?;
-                    commit(store, now, Write::Update(next, Some(kv.mod_revision)), dry_run)
+                    commit(store, kinds, now, Write::Update(next, Some(kv.mod_revision)), dry_run)
                 }
             }
         }
         Action::Update { object, .. } => {
-            let current = current_or_undecodable(store, &object)?;
+            let current = current_or_undecodable(store, kinds, &object)?;
             match plan_update(kinds, &current, object, BodyUid::Precondition)? {
-                Change::Update(next, precondition) => commit(store, now, Write::Update(next, precondition), dry_run),
-                Change::Delete(key, precondition) => commit(store, now, Write::Delete(key, precondition), dry_run),
+                Change::Update(next, precondition) => {
+                    commit(store, kinds, now, Write::Update(next, precondition), dry_run)
+                }
+                Change::Delete(key, precondition) => {
+                    commit(store, kinds, now, Write::Delete(key, precondition), dry_run)
+                }
             }
         }
         Action::UpdateStatus { object, .. } => {
             has_status(kinds, &object.kind)?;
-            let current = current_or_undecodable(store, &object)?;
+            let current = current_or_undecodable(store, kinds, &object)?;
             let Change::Update(next, precondition) =
                 plan_update_status(kinds, &current, object, BodyUid::Precondition)?
             else {
                 unreachable!("a status update never deletes")
             };
-            commit(store, now, Write::Update(next, precondition), dry_run)
+            commit(store, kinds, now, Write::Update(next, precondition), dry_run)
         }
         other => Err(Status::new(StatusReason::BadRequest, format!("not a write: {other:?}"))),
     }
@@ -376,7 +396,7 @@ fn plan_update(kinds: &Kinds, current: &Object, object: Object, body_uid: BodyUi
         || next.other != current.other
         || (!status_subresource && next.status != current.status);
     next.metadata.generation = current.metadata.generation + i64::from(changed);
-    no_new_finalizers_while_deleting(current, &next)?;
+    no_new_finalizers_while_deleting(kinds, current, &next)?;
     if deletion_complete(&next) {
         // The last finalizer is gone from an object marked for deletion
         // with no grace left: this update deletes it.
@@ -453,7 +473,7 @@ impl BodyUid {
                         StatusReason::Invalid,
                         format!(
                             "{} is invalid: metadata.uid: Invalid value: {asked_uid:?}: field is immutable",
-                            current.key()
+                            kinds.api_kind_name(&current.kind, &current.metadata.name)
                         ),
                     ));
                 }
@@ -482,8 +502,8 @@ fn preconditions(kinds: &Kinds, current: &Object, asked_uid: &str, asked: &str) 
             Some(kind) if kind.custom => Err(Status::new(
                 StatusReason::Invalid,
                 format!(
-                    "{}.{} {:?} is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
-                    kind.kind, kind.group, current.metadata.name
+                    "{} is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update",
+                    kinds.api_kind_name(&kind.kind, &current.metadata.name)
                 ),
             )),
             _ => Ok(None),
@@ -497,7 +517,7 @@ fn preconditions(kinds: &Kinds, current: &Object, asked_uid: &str, asked: &str) 
         .map_err(|_| Status::new(StatusReason::BadRequest, format!("invalid resourceVersion {asked:?}")))?;
     let actual = current.revision().unwrap_or(0);
     if expected != actual {
-        return Err(conflict(&current.key(), expected, actual));
+        return Err(conflict(kinds, &current.key(), expected, actual));
     }
     Ok(Some(expected))
 }
@@ -531,10 +551,10 @@ fn admit_patch(
     if status {
         has_status(kinds, &key.kind)?;
     }
-    let current = store.get(&key, None).map_err(status_of)?.map(|kv| Arc::unwrap_or_clone(kv.value));
+    let current = store.get(&key, None).map_err(|e| status_of(kinds, e))?.map(|kv| Arc::unwrap_or_clone(kv.value));
     let creates = matches!(body, Patch::Apply(_)) && !status;
     if current.is_none() && !creates {
-        return Err(Status::new(StatusReason::NotFound, format!("{key} not found")));
+        return Err(not_found(kinds, &key));
     }
     let time = recon_abi::format_timestamp(now);
     let target = Target {
@@ -567,13 +587,14 @@ fn admit_patch(
             return Err(Status::new(
                 StatusReason::Conflict,
                 format!(
-                    "Operation cannot be fulfilled on {key}: uid mismatch: the provided object specified uid {uid}, \
-                     and no existing object was found"
+                    "Operation cannot be fulfilled on {}: uid mismatch: the provided object specified uid {uid}, \
+                     and no existing object was found",
+                    api_name(kinds, &key)
                 ),
             ));
         }
         let object = prepare_create(next, rng, kinds);
-        return commit(store, now, Write::Create(object), params.dry_run);
+        return commit(store, kinds, now, Write::Create(object), params.dry_run);
     };
     // A resourceVersion the patch set is a precondition; without one the
     // patch applies to whatever is current (it carries the current one).
@@ -591,9 +612,11 @@ fn admit_patch(
             if unchanged == current {
                 return Ok(Admitted::Unchanged(current));
             }
-            commit(store, now, Write::Update(next, precondition), params.dry_run)
+            commit(store, kinds, now, Write::Update(next, precondition), params.dry_run)
         }
-        Change::Delete(key, precondition) => commit(store, now, Write::Delete(key, precondition), params.dry_run),
+        Change::Delete(key, precondition) => {
+            commit(store, kinds, now, Write::Delete(key, precondition), params.dry_run)
+        }
     }
 }
 
@@ -607,13 +630,14 @@ fn admit_patch(
 /// `orphan` finalizer, which the garbage collector removes).
 fn delete(
     store: &mut Store,
+    kinds: &Kinds,
     now: u64,
     key: ObjectKey,
     options: DeleteOptions,
     dry_run: bool,
 ) -> Result<Admitted, Status> {
     let DeleteOptions { uid, resource_version, grace_period_seconds, propagation_policy } = options;
-    let mut current = Arc::unwrap_or_clone(current(store, &key)?);
+    let mut current = Arc::unwrap_or_clone(current(store, kinds, &key)?);
     // The registry's `BeforeDelete` checks the preconditions against the
     // object it read, uid first, before the storage layer sees the delete:
     // its words, not the storage layer's that an update's uid gets.
@@ -623,7 +647,7 @@ fn delete(
             format!(
                 "Operation cannot be fulfilled on {}: the UID in the precondition ({uid}) does not match the UID in \
                  record ({}). The object might have been deleted and then recreated",
-                current.key(),
+                api_name(kinds, &key),
                 current.metadata.uid
             ),
         ));
@@ -642,7 +666,7 @@ fn delete(
                     format!(
                         "Operation cannot be fulfilled on {}: the ResourceVersion in the precondition ({rv}) does not \
                          match the ResourceVersion in record ({}). The object might have been modified",
-                        current.key(),
+                        api_name(kinds, &key),
                         current.revision().unwrap_or(0)
                     ),
                 ));
@@ -670,27 +694,27 @@ fn delete(
             // Only the garbage-collection finalizer changed: the last one
             // gone with no grace left ends the deletion.
             if deletion_complete(&current) {
-                return commit(store, now, Write::Delete(key, precondition), dry_run);
+                return commit(store, kinds, now, Write::Delete(key, precondition), dry_run);
             }
-            return commit(store, now, Write::Update(current, revision), dry_run);
+            return commit(store, kinds, now, Write::Update(current, revision), dry_run);
         }
         if grace >= pending {
             if let Some(expected) = precondition.filter(|p| Some(*p) != current.revision()) {
                 let actual = current.revision().unwrap_or(0);
-                return Err(conflict(&key, expected, actual));
+                return Err(conflict(kinds, &key, expected, actual));
             }
             return Ok(Admitted::Unchanged(current));
         }
         // A shorter grace period replaces the pending one.
         if grace == 0 && !finalizers {
-            return commit(store, now, Write::Delete(key, precondition), dry_run);
+            return commit(store, kinds, now, Write::Delete(key, precondition), dry_run);
         }
-        return commit(store, now, Write::Update(mark(current, grace), revision), dry_run);
+        return commit(store, kinds, now, Write::Update(mark(current, grace), revision), dry_run);
     }
     if grace > 0 || finalizers {
-        return commit(store, now, Write::Update(mark(current, grace), revision), dry_run);
+        return commit(store, kinds, now, Write::Update(mark(current, grace), revision), dry_run);
     }
-    commit(store, now, Write::Delete(key, precondition), dry_run)
+    commit(store, kinds, now, Write::Delete(key, precondition), dry_run)
 }
 
 /// A delete's options, as in Kubernetes' `DeleteOptions`.
@@ -730,7 +754,7 @@ fn finalizers_for(finalizers: &[String], policy: PropagationPolicy) -> Vec<Strin
 }
 
 /// An object being deleted may lose finalizers but not gain them.
-fn no_new_finalizers_while_deleting(current: &Object, next: &Object) -> Result<(), Status> {
+fn no_new_finalizers_while_deleting(kinds: &Kinds, current: &Object, next: &Object) -> Result<(), Status> {
     if !current.is_terminating() {
         return Ok(());
     }
@@ -739,7 +763,7 @@ fn no_new_finalizers_while_deleting(current: &Object, next: &Object) -> Result<(
             StatusReason::Invalid,
             format!(
                 "{} is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers [\"{added}\"]",
-                current.key()
+                kinds.api_kind_name(&current.kind, &current.metadata.name)
             ),
         )),
         None => Ok(()),
@@ -765,10 +789,10 @@ pub(crate) fn not_served(kind: &str) -> Status {
 }
 
 /// The stored object, shared with the store: most writes only read it.
-fn current(store: &Store, key: &ObjectKey) -> Result<Arc<Object>, Status> {
-    match store.get(key, None).map_err(status_of)? {
+fn current(store: &Store, kinds: &Kinds, key: &ObjectKey) -> Result<Arc<Object>, Status> {
+    match store.get(key, None).map_err(|e| status_of(kinds, e))? {
         Some(kv) => Ok(kv.value),
-        None => Err(Status::new(StatusReason::NotFound, format!("{key} not found"))),
+        None => Err(not_found(kinds, key)),
     }
 }
 
@@ -785,8 +809,8 @@ fn uid_precondition_failed(asked_uid: &str, current: &Object) -> Status {
 /// The stored object an update or status update of `object` changes; if
 /// there is none, 400 if the body does not decode (Kubernetes decodes a
 /// request's body before it looks anything up), else 404.
-fn current_or_undecodable(store: &Store, object: &Object) -> Result<Arc<Object>, Status> {
-    let found = current(store, &object.key());
+fn current_or_undecodable(store: &Store, kinds: &Kinds, object: &Object) -> Result<Arc<Object>, Status> {
+    let found = current(store, kinds, &object.key());
     if found.is_err() {
         undecodable(object, None)?;
     }

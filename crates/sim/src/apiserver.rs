@@ -16,7 +16,7 @@ use recon_trace::{
 
 use recon_scenario::Kinds;
 
-use crate::admission::{Admitted, admit, not_served, status_of, too_large};
+use crate::admission::{Admitted, admit, not_found, not_served, status_of, too_large};
 use crate::api::{ReadPlan, Request, WatchStart, continue_token, plan_get, plan_list, plan_watch};
 use crate::cache::{CachedEvent, Filter, WatchCache};
 use crate::engine::Engine;
@@ -264,7 +264,10 @@ impl ApiServer {
                 }
             }
             Request::Get(r) => match plan_get(&r) {
-                Ok(plan) => (ReadTarget::Get { key: recon_store::key_for(&r.key), request: text.clone() }, plan),
+                Ok(plan) => {
+                    let key = recon_store::key_for(&r.key);
+                    (ReadTarget::Get { key, object: r.key.clone(), request: text.clone() }, plan)
+                }
                 Err(status) => return self.fail(engine, client, status, &text, 0),
             },
             Request::Watch(r) => {
@@ -429,16 +432,10 @@ impl ApiServer {
     /// or opens the watch it was the initial state of.
     fn finish_read(&mut self, engine: &mut Engine, client: Client, target: &ReadTarget, read: Read, delay: u64) {
         let Read { objects, revision, from, continue_token } = read;
-        if let ReadTarget::Get { request, .. } = target
+        if let ReadTarget::Get { object, request, .. } = target
             && objects.is_empty()
         {
-            return self.fail(
-                engine,
-                client,
-                Status::new(StatusReason::NotFound, format!("not found ({request})")),
-                request,
-                delay,
-            );
+            return self.fail(engine, client, not_found(&self.kinds, object), request, delay);
         }
         let entry = self.record_read(engine, &client, target, &objects, revision, from);
         let served = Served { objects, revision, from, continue_token, entry };
@@ -465,8 +462,11 @@ impl ApiServer {
     fn open_watch(&mut self, engine: &mut Engine, client: Client, open: OpenWatch, request: &str, delay: u64) {
         let OpenWatch { filter, after, initial, bookmark, allow_bookmarks } = open;
         let from_cache = self.config.watch_cache.enabled;
-        let backlog =
-            if from_cache { self.cache_backlog(engine, &filter, after) } else { etcd_backlog(engine, &filter, after) };
+        let backlog = if from_cache {
+            self.cache_backlog(engine, &filter, after)
+        } else {
+            etcd_backlog(engine, &self.kinds, &filter, after)
+        };
         let backlog = match backlog {
             Ok(backlog) => backlog,
             Err(status) => return self.fail(engine, client, status, request, delay),
@@ -580,7 +580,8 @@ impl ApiServer {
             StoreOpKind::Read { target, at, after_key, min_revision } => {
                 let revision = at.unwrap_or(engine.store.revision());
                 if let Some(min) = min_revision.filter(|m| *m > revision) {
-                    let status = status_of(StoreError::FutureRevision { requested: min, current: revision });
+                    let status =
+                        status_of(&self.kinds, StoreError::FutureRevision { requested: min, current: revision });
                     return self.fail(engine, client, status, target.request(), back);
                 }
                 let result = match &target {
@@ -599,7 +600,7 @@ impl ApiServer {
                 };
                 let mut items = match result {
                     Ok(items) => items,
-                    Err(e) => return self.fail(engine, client, status_of(e), target.request(), back),
+                    Err(e) => return self.fail(engine, client, status_of(&self.kinds, e), target.request(), back),
                 };
                 let mut token = None;
                 if let ReadTarget::List { limit: Some(limit), .. } = &target
@@ -855,7 +856,12 @@ impl ApiServer {
 /// sees them (each with its store write's trace entry); 410 Gone if etcd
 /// has compacted some of them, nothing yet for a revision etcd has not
 /// reached (the watch waits for it).
-fn etcd_backlog(engine: &Engine, filter: &Filter, after: u64) -> Result<Vec<(WatchEvent, EntryId)>, Status> {
+fn etcd_backlog(
+    engine: &Engine,
+    kinds: &Kinds,
+    filter: &Filter,
+    after: u64,
+) -> Result<Vec<(WatchEvent, EntryId)>, Status> {
     let events = match engine.store.events_since(after) {
         Ok(events) => events,
         Err(StoreError::FutureRevision { .. }) => return Ok(Vec::new()),
@@ -865,7 +871,7 @@ fn etcd_backlog(engine: &Engine, filter: &Filter, after: u64) -> Result<Vec<(Wat
                 format!("too old resource version: {after} (etcd has compacted its history up to {compacted})"),
             ));
         }
-        Err(e) => return Err(status_of(e)),
+        Err(e) => return Err(status_of(kinds, e)),
     };
     Ok(events
         .iter()

@@ -21,6 +21,15 @@ pub(crate) enum Version {
 }
 
 impl Version {
+    /// An Event as a validation error in this version names it: `Event
+    /// "x"` in the core group, `Event.events.k8s.io "x"` in its own.
+    fn api_kind_name(self, name: &str) -> String {
+        match self {
+            Version::Core => format!("Event \"{name}\""),
+            Version::EventsV1 => format!("Event.events.k8s.io \"{name}\""),
+        }
+    }
+
     /// The version an object written as is speaks: `events.k8s.io/v1`
     /// only for an Event that says so.
     pub fn of(object: &Object) -> Version {
@@ -66,7 +75,7 @@ pub(crate) fn admit(object: Object, version: Version, create: bool) -> Result<Ob
         None => Ok(core),
         Some((field, what)) => Err(Status::new(
             StatusReason::Invalid,
-            format!("{} is invalid: {}: {what}", object.key(), version.field(field)),
+            format!("{} is invalid: {}: {what}", version.api_kind_name(&object.metadata.name), version.field(field)),
         )),
     }
 }

@@ -203,7 +203,10 @@ pub(crate) enum ReadTarget {
         request: String,
     },
     Get {
+        /// Where the store keeps it.
         key: String,
+        /// The object, to name it when it is not there.
+        object: ObjectKey,
         request: String,
     },
     /// `bookmark`: end the initial state with an initial-events-end

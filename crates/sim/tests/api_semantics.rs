@@ -394,14 +394,16 @@ fn update_with_a_stale_resource_version_is_a_conflict() {
     // 409 Conflict, which the API server words "Operation cannot be
     // fulfilled on <the object>: the object has been modified; please apply
     // your changes to the latest version and try again" (controllers match
-    // on that phrase); the simulator adds the two revisions.
+    // on that phrase), naming the object as apimachinery's errors do, by
+    // its group-qualified resource and quoted name; the simulator adds the
+    // two revisions.
     let conflict =
         ask(&mut sim, 1_100, "apiserver-1", Request::Write(Action::Update { object: stale, dry_run: false }), 1_200);
     let Reply::Written { outcome: Outcome::Err(status), .. } = &conflict[0] else { panic!("{conflict:?}") };
     assert_eq!(status.reason, StatusReason::Conflict);
     assert_eq!(
         status.message,
-        "Operation cannot be fulfilled on Pod default/a: the object has been modified; please apply your changes to \
+        "Operation cannot be fulfilled on pods \"a\": the object has been modified; please apply your changes to \
          the latest version and try again (the store holds revision 4, the write expected 1)"
     );
 }
@@ -434,6 +436,8 @@ fn get_follows_the_same_table() {
     };
     let any = ask(&mut sim, 1_000, "apiserver-2", get(Some("0"), "c"), 1_100);
     assert_eq!(failed(&any[0]), StatusReason::NotFound, "the frozen cache has no pod c yet");
+    // Worded as apimachinery's NotFound: the resource, the name in quotes.
+    assert!(matches!(&any[0], Reply::Failed(s) if s.message == r#"pods "c" not found"#), "{any:?}");
     let recent = ask(&mut sim, 1_100, "apiserver-1", get(None, "c"), 1_200);
     assert_eq!(served(&recent[0]), (ServedFrom::Store, 3));
 }

@@ -139,6 +139,35 @@ fn without_a_status_subresource_status_is_part_of_the_object() {
     assert_eq!(refused.reason, StatusReason::NotFound);
 }
 
+// apimachinery's NotFound and AlreadyExists errors name an object by its
+// group-qualified resource and its name in quotes, `<plural>.<group>
+// "<name>"` for a custom resource (its CRD's plural and group): the
+// message a kube-rs or client-go controller is handed.
+#[test]
+fn a_custom_resource_is_named_in_refusals_as_kubernetes_names_it() {
+    let mut sim = cluster();
+    let gizmo = object("Gizmo", "g", serde_json::json!({}));
+    write(&mut sim, 1_000, Action::Create { object: gizmo.clone(), dry_run: false }).unwrap();
+    let again = write(&mut sim, 1_200, Action::Create { object: gizmo, dry_run: false }).unwrap_err();
+    assert_eq!(
+        (again.reason, again.message.as_str()),
+        (StatusReason::AlreadyExists, r#"gizmos.example.com "g" already exists"#)
+    );
+    let delete = Action::Delete {
+        key: ObjectKey::new("Gizmo", "default", "nope"),
+        uid: None,
+        resource_version: None,
+        grace_period_seconds: None,
+        propagation_policy: None,
+        dry_run: false,
+    };
+    let missing = write(&mut sim, 1_400, delete).unwrap_err();
+    assert_eq!(
+        (missing.reason, missing.message.as_str()),
+        (StatusReason::NotFound, r#"gizmos.example.com "nope" not found"#)
+    );
+}
+
 // The API server serves only the resources it knows: a kind nobody
 // declared is 404 Not Found, for writes and reads alike.
 #[test]

@@ -96,8 +96,9 @@ fn a_dry_run_create_answers_the_object_with_its_defaults_and_stores_nothing() {
     let existing = stored(&sim, &key("Deployment", "web")).unwrap();
     let status = dry(&mut sim, 1_200, Action::Create { object: existing, dry_run: true }).unwrap_err();
     assert_eq!(status.reason, StatusReason::AlreadyExists, "{status}");
-    // Named as every message names an object, not by its key in the store.
-    assert_eq!(status.message, "Deployment default/web already exists");
+    // Named as the API server's AlreadyExists error names an object (its
+    // group-qualified resource and quoted name), not by its key in the store.
+    assert_eq!(status.message, "deployments.apps \"web\" already exists");
     let line = sim.trace().entries.iter().rev().find(|e| matches!(e.event, Event::WriteUnchanged { .. }));
     let line = recon_trace::text::describe(line.expect("the first dry run is in the trace"));
     assert!(line.contains("dry run of create ConfigMap default/cfg-") && line.ends_with("nothing stored"), "{line}");
