@@ -683,9 +683,15 @@ impl Builder {
         self.initial.push(cleaned);
     }
 
+    /// The kind and API version of `resource`: as its bodies said, or,
+    /// where the logs carry none (a `Metadata` level), the built-in kind
+    /// served at that group and resource.
     fn kind_of(&self, resource: &Resource) -> (String, String) {
-        match self.kinds.get(resource) {
-            Some((kind, seen)) => (kind.clone(), seen.api_version.clone()),
+        if let Some((kind, seen)) = self.kinds.get(resource) {
+            return (kind.clone(), seen.api_version.clone());
+        }
+        match Kinds::builtin().by_resource(&resource.group, &resource.resource) {
+            Some(builtin) => (builtin.kind.clone(), builtin.api_version()),
             None => (resource.resource.clone(), resource.group.clone()),
         }
     }

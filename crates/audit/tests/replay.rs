@@ -205,6 +205,46 @@ fn every_library_scenario_replays_from_its_audit_logs_and_invents_no_stale_read(
     }
 }
 
+/// A log at `Metadata` level has no bodies to say a resource's kind: a
+/// user's delete of `pods/web-0` is still a delete of the Pod, the kind
+/// the API reference serves at `/api/v1/.../pods`, so the replay's script
+/// loads (a kind named `pods` would be unknown).
+#[test]
+fn a_write_logged_without_bodies_names_the_built_in_kind_its_path_serves() {
+    let scratch = Scratch::of_this_test();
+    let path = scratch.path().join("apiserver-a.jsonl");
+    let line = |id: &str, uri: &str, resource: &str, group: &str, name: &str, at: &str| {
+        format!(
+            r#"{{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"{id}","stage":"ResponseComplete","requestURI":"{uri}","verb":"delete","user":{{"username":"kubernetes-admin","groups":["system:masters"]}},"userAgent":"kubectl/v1.30.0","objectRef":{{"resource":"{resource}","namespace":"default","name":"{name}","apiGroup":"{group}","apiVersion":"v1"}},"responseStatus":{{"metadata":{{}},"code":200}},"requestReceivedTimestamp":"{at}","stageTimestamp":"{at}"}}"#
+        )
+    };
+    let text = [
+        line("a-1", "/api/v1/namespaces/default/pods/web-0", "pods", "", "web-0", "2024-05-01T12:00:01.000000Z"),
+        line(
+            "a-2",
+            "/apis/networking.k8s.io/v1/namespaces/default/ingresses/web",
+            "ingresses",
+            "networking.k8s.io",
+            "web",
+            "2024-05-01T12:00:02.000000Z",
+        ),
+    ]
+    .join("\n");
+    std::fs::write(&path, text + "\n").unwrap();
+    let replay = replay(&[LogFile::named_by_stem(path)], &ReadOptions::default()).unwrap();
+    let deleted: Vec<(&str, &str)> = replay
+        .scenario
+        .script
+        .iter()
+        .filter_map(|step| match &step.action {
+            StepAction::Delete { target, .. } => Some((target.kind.as_str(), target.name.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deleted, [("Pod", "web-0"), ("Ingress", "web")], "{}", replay.to_yaml());
+    reload(&replay);
+}
+
 fn fixture() -> Vec<LogFile> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/replay");
     ["apiserver-a", "apiserver-b"].iter().map(|s| LogFile::named_by_stem(dir.join(format!("{s}.jsonl")))).collect()

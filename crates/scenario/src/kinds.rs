@@ -227,6 +227,12 @@ impl Kinds {
         }
     }
 
+    /// The kind served as `resource` in `group` (`pods` in the core
+    /// group is `Pod`), if any.
+    pub fn by_resource(&self, group: &str, resource: &str) -> Option<&Kind> {
+        self.by_name.values().find(|k| k.group == group && k.resource == resource)
+    }
+
     /// An object of `kind` named `name` as the API server's errors name
     /// it: the group-qualified resource, then the name in quotes (`pods
     /// "web-0"`, `deployments.apps "web"`), the words of apimachinery's
