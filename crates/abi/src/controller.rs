@@ -27,6 +27,20 @@ pub trait Controller {
 
     /// Reacts to one batch of input and returns the actions to apply.
     fn handle(&mut self, input: &Input) -> Output;
+
+    /// Whether, as a Wasm plugin, its glue keeps the `spec` and `status` of
+    /// the last version of each object its watches delivered, so that the
+    /// host may leave unchanged ones out of watch events
+    /// ([`Manifest::omit_unchanged`]). Yes by default: a controller that
+    /// keeps the objects it is handed shares those parts with the glue's
+    /// table, which then costs little. A controller that keeps objects of
+    /// its own types instead (recon-kube's, which reads each into a
+    /// k8s-openapi type) says no: the table would be a second copy of
+    /// every object it watches. Linked natively nothing is encoded, and
+    /// this is not asked.
+    fn omit_unchanged(&self) -> bool {
+        true
+    }
 }
 
 /// How the host drives one controller instance. Unlike [`Controller`], a

@@ -622,6 +622,16 @@ impl recon_abi::Controller for Plugin {
         manifest
     }
 
+    /// No: the reflectors keep each object as the controller's own type
+    /// (a k8s-openapi `Pod`, or a type that reads only some of its
+    /// fields), so a table of the spec and status last delivered would be a
+    /// second copy of every watched object, and the larger. At 1,000
+    /// nodes it was 56 MiB of the ReplicaSet controller's 212; the run's
+    /// time did not move with or without it.
+    fn omit_unchanged(&self) -> bool {
+        false
+    }
+
     fn handle(&mut self, input: &Input) -> Output {
         let state = self.state().clone();
         state.borrow_mut().advance(input.time_ms);

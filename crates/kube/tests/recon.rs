@@ -85,6 +85,15 @@ fn main_reads_the_components_parameters_and_none_for_one_the_scenario_does_not_s
     assert_eq!(lines(&log), ["timeoutMs=None mode=Some(\"relist\")"]);
 }
 
+/// A kube-rs controller keeps its objects as its own types, so as a Wasm
+/// plugin it asks for whole watch events and its glue keeps no second
+/// copy of what was delivered (see `Controller::omit_unchanged`).
+#[test]
+fn a_kube_controller_is_sent_whole_objects() {
+    let plugin = reads_params(Log::default());
+    assert!(!plugin.omit_unchanged());
+}
+
 #[test]
 fn a_parameter_of_the_wrong_type_crashes_the_component_with_its_name() {
     let log = Log::default();

@@ -66,7 +66,8 @@ pub struct Guest {
     /// a call then allocates no buffer for its input.
     spare: Vec<u8>,
     output: Vec<u8>,
-    delivered: Delivered,
+    /// `None` if the controller keeps no table (see [`init_json`]).
+    delivered: Option<Delivered>,
 }
 
 impl std::fmt::Debug for Guest {
@@ -172,14 +173,22 @@ impl Guest {
 
 /// Decodes a `ComponentConfig`, calls [`Controller::init`] and encodes the
 /// `Manifest` into `output` (emptied first): the JSON round trip of
-/// `recon_init`. The manifest asks the host to leave unchanged parts out
-/// of watch events (`omitUnchanged`): [`handle_json`] puts them back from
-/// `delivered`, which starts empty here. Panics if the bytes do not decode.
-pub fn init_json(controller: &mut dyn Controller, delivered: &mut Delivered, input: &[u8], output: &mut Vec<u8>) {
+/// `recon_init`. Unless the controller says otherwise
+/// ([`Controller::omit_unchanged`]), the manifest asks the host to leave
+/// unchanged parts out of watch events (`omitUnchanged`), and [`handle_json`]
+/// puts them back from `delivered`, which starts empty here; otherwise
+/// `delivered` is `None` and nothing is kept. Panics if the bytes do not
+/// decode.
+pub fn init_json(
+    controller: &mut dyn Controller,
+    delivered: &mut Option<Delivered>,
+    input: &[u8],
+    output: &mut Vec<u8>,
+) {
     let config: ComponentConfig = decode("recon_init", "ComponentConfig", input);
     let mut manifest = controller.init(&config);
-    manifest.omit_unchanged = true;
-    *delivered = Delivered::new();
+    manifest.omit_unchanged = controller.omit_unchanged();
+    *delivered = manifest.omit_unchanged.then(Delivered::new);
     output.clear();
     serde_json::to_writer(output, &manifest).expect("a Manifest always encodes as JSON");
 }
@@ -191,10 +200,17 @@ pub fn init_json(controller: &mut dyn Controller, delivered: &mut Delivered, inp
 /// allocates only when an output is larger than any before): the JSON
 /// round trip of `recon_handle`. Panics if the bytes do not decode, or if
 /// an event leaves out a part of an object its watch never delivered.
-pub fn handle_json(controller: &mut dyn Controller, delivered: &mut Delivered, input: &[u8], output: &mut Vec<u8>) {
+pub fn handle_json(
+    controller: &mut dyn Controller,
+    delivered: &mut Option<Delivered>,
+    input: &[u8],
+    output: &mut Vec<u8>,
+) {
     let mut input: Input = decode("recon_handle", "Input", input);
-    for event in &mut input.events {
-        delivered.receive(event).unwrap_or_else(|e| panic!("recon_handle: {e}"));
+    if let Some(delivered) = delivered {
+        for event in &mut input.events {
+            delivered.receive(event).unwrap_or_else(|e| panic!("recon_handle: {e}"));
+        }
     }
     let answer = controller.handle(&input);
     output.clear();
@@ -566,36 +582,73 @@ mod tests {
         assert_eq!(output.actions, vec![Action::Create { object: web0.at_version("6"), dry_run: false }]);
     }
 
+    /// A controller that keeps objects of its own types (recon-kube's)
+    /// asks for whole objects: the manifest does not ask the host to leave
+    /// anything out, and the glue keeps no table of what was delivered.
+    #[test]
+    fn a_controller_that_keeps_its_own_types_is_sent_whole_objects_and_keeps_no_table() {
+        struct OwnTypes;
+        impl Controller for OwnTypes {
+            fn init(&mut self, config: &ComponentConfig) -> Manifest {
+                Echo.init(config)
+            }
+            fn handle(&mut self, input: &Input) -> recon_abi::Output {
+                Echo.handle(input)
+            }
+            fn omit_unchanged(&self) -> bool {
+                false
+            }
+        }
+        let (mut delivered, mut manifest) = (Some(Delivered::new()), Vec::new());
+        init_json(&mut OwnTypes, &mut delivered, br#"{"name":"c"}"#, &mut manifest);
+        let manifest: Manifest = serde_json::from_slice(&manifest).unwrap();
+        assert!(!manifest.omit_unchanged);
+        assert!(delivered.is_none(), "no table is kept");
+        // Echo's own manifest asks for it, as every SDK controller's does by default.
+        init_json(&mut Echo, &mut delivered, br#"{"name":"c"}"#, &mut Vec::new());
+        assert!(delivered.is_some());
+    }
+
     #[test]
     #[should_panic(expected = "the watch never delivered that object")]
     fn a_part_left_out_of_an_object_never_delivered_panics() {
         let event = r#"{"timeMs":8,"events":[{"type":"watch","watch":0,"event":{"type":"MODIFIED",
             "object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-0"}},"unchanged":["status"]}}]}"#;
-        handle_json(&mut Echo, &mut Delivered::new(), event.as_bytes(), &mut Vec::new());
+        handle_json(&mut Echo, &mut Some(Delivered::new()), event.as_bytes(), &mut Vec::new());
     }
 
     #[test]
     fn the_wire_text_uses_the_documented_camel_case_tags() {
         let mut echo = Echo;
         let mut manifest = Vec::new();
-        init_json(&mut echo, &mut Delivered::new(), br#"{"name":"c","node":"node-1"}"#, &mut manifest);
+        init_json(&mut echo, &mut Some(Delivered::new()), br#"{"name":"c","node":"node-1"}"#, &mut manifest);
         let text = String::from_utf8(manifest).unwrap();
         assert!(text.contains(r#""abiVersion":1"#) && text.contains(r#""listMode":"quorum""#), "{text}");
         let mut output = b"what the last call left".to_vec();
-        handle_json(&mut echo, &mut Delivered::new(), br#"{"timeMs":0,"events":[]}"#, &mut output);
+        handle_json(&mut echo, &mut Some(Delivered::new()), br#"{"timeMs":0,"events":[]}"#, &mut output);
         assert_eq!(output, br#"{"actions":[]}"#);
     }
 
     #[test]
     #[should_panic(expected = "the Input does not decode")]
     fn an_input_that_does_not_decode_panics_which_traps_the_instance() {
-        handle_json(&mut Echo, &mut Delivered::new(), br#"{"timeMs":0,"events":[],"surprise":true}"#, &mut Vec::new());
+        handle_json(
+            &mut Echo,
+            &mut Some(Delivered::new()),
+            br#"{"timeMs":0,"events":[],"surprise":true}"#,
+            &mut Vec::new(),
+        );
     }
 
     #[test]
     #[should_panic(expected = "recon_handle: the Input is not UTF-8")]
     fn an_input_that_is_not_utf8_panics_before_it_is_parsed() {
-        handle_json(&mut Echo, &mut Delivered::new(), b"{\"timeMs\":0,\"events\":[],\"x\":\"\xff\"}", &mut Vec::new());
+        handle_json(
+            &mut Echo,
+            &mut Some(Delivered::new()),
+            b"{\"timeMs\":0,\"events\":[],\"x\":\"\xff\"}",
+            &mut Vec::new(),
+        );
     }
 
     #[test]
