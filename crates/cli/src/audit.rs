@@ -146,8 +146,9 @@ fn is_log_name(p: &Path) -> bool {
 /// `<api-server>.jsonl` per API server, with the objects' bodies from the
 /// run's store, and says so on standard error. Each log is written line
 /// by line as it is made (a 1,000-node run's are 430 MB), and the logs
-/// appear together once all are whole ([`WholeFile`]): a write that fails
-/// leaves the directory's files as they were.
+/// are put in place only once all are written to disk
+/// ([`WholeFile::commit_all`]): a write that fails leaves the directory's
+/// files as they were.
 pub fn write_logs(dir: &Path, sim: &recon_sim::Sim) -> Result<(), String> {
     let cannot = |path: &Path, e: std::io::Error| format!("{}: cannot write the audit log: {e}", path.display());
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: cannot create the directory: {e}", dir.display()))?;
@@ -176,14 +177,11 @@ pub fn write_logs(dir: &Path, sim: &recon_sim::Sim) -> Result<(), String> {
         logs.into_iter().for_each(Log::abandon);
         return Err(message);
     }
-    let mut logs = logs.into_iter();
-    while let Some(Log { path, writer, events }) = logs.next() {
-        if let Err(e) = writer.into_parts().0.commit() {
-            logs.for_each(Log::abandon);
-            return Err(cannot(&path, e));
-        }
-        eprintln!("audit log {} ({events} event(s))", path.display());
-    }
+    let said: Vec<String> =
+        logs.iter().map(|log| format!("audit log {} ({} event(s))", log.path.display(), log.events)).collect();
+    WholeFile::commit_all(logs.into_iter().map(|log| log.writer.into_parts().0).collect())
+        .map_err(|(path, e)| cannot(&path, e))?;
+    said.iter().for_each(|line| eprintln!("{line}"));
     Ok(())
 }
 
