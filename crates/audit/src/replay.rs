@@ -583,9 +583,12 @@ impl Builder {
         let e = &r.event;
         let at = Millis(self.at_ms(r.received));
         let via = Some(self.servers[server].clone());
-        let (kind, _) = self.kind_of(resource);
-        let target = ObjectRef { kind: kind.clone(), namespace: uri.namespace.clone(), name: name.to_string() };
         let what = format!("{} {resource} {name} by {}", e.verb, e.user.username);
+        // A custom resource's kind is said only by its bodies.
+        let Some((kind, _)) = self.known_kind(resource) else {
+            return self.note("a user's write to a custom resource no logged body names the kind of", r, what);
+        };
+        let target = ObjectRef { kind: kind.clone(), namespace: uri.namespace.clone(), name: name.to_string() };
         let action = match (e.verb.as_str(), uri.subresource.as_str()) {
             ("delete", "") => {
                 let cascade = request
@@ -685,15 +688,20 @@ impl Builder {
 
     /// The kind and API version of `resource`: as its bodies said, or,
     /// where the logs carry none (a `Metadata` level), the built-in kind
-    /// served at that group and resource.
-    fn kind_of(&self, resource: &Resource) -> (String, String) {
+    /// served at that group and resource; `None` for a custom resource no
+    /// body named.
+    fn known_kind(&self, resource: &Resource) -> Option<(String, String)> {
         if let Some((kind, seen)) = self.kinds.get(resource) {
-            return (kind.clone(), seen.api_version.clone());
+            return Some((kind.clone(), seen.api_version.clone()));
         }
-        match Kinds::builtin().by_resource(&resource.group, &resource.resource) {
-            Some(builtin) => (builtin.kind.clone(), builtin.api_version()),
-            None => (resource.resource.clone(), resource.group.clone()),
-        }
+        let builtin = Kinds::builtin();
+        let kind = builtin.by_resource(&resource.group, &resource.resource)?;
+        Some((kind.kind.clone(), kind.api_version()))
+    }
+
+    /// [`Self::known_kind`], or the resource's own name where no kind is known.
+    fn kind_of(&self, resource: &Resource) -> (String, String) {
+        self.known_kind(resource).unwrap_or_else(|| (resource.resource.clone(), resource.group.clone()))
     }
 
     // ---- the scenario ----

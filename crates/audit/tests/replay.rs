@@ -208,7 +208,8 @@ fn every_library_scenario_replays_from_its_audit_logs_and_invents_no_stale_read(
 /// A log at `Metadata` level has no bodies to say a resource's kind: a
 /// user's delete of `pods/web-0` is still a delete of the Pod, the kind
 /// the API reference serves at `/api/v1/.../pods`, so the replay's script
-/// loads (a kind named `pods` would be unknown).
+/// loads (a kind named `pods` would be unknown). A custom resource's kind
+/// is nowhere but in its bodies.
 #[test]
 fn a_write_logged_without_bodies_names_the_built_in_kind_its_path_serves() {
     let scratch = Scratch::of_this_test();
@@ -228,6 +229,14 @@ fn a_write_logged_without_bodies_names_the_built_in_kind_its_path_serves() {
             "web",
             "2024-05-01T12:00:02.000000Z",
         ),
+        line(
+            "a-3",
+            "/apis/example.com/v1/namespaces/default/widgets/w",
+            "widgets",
+            "example.com",
+            "w",
+            "2024-05-01T12:00:03.000000Z",
+        ),
     ]
     .join("\n");
     std::fs::write(&path, text + "\n").unwrap();
@@ -242,6 +251,10 @@ fn a_write_logged_without_bodies_names_the_built_in_kind_its_path_serves() {
         })
         .collect();
     assert_eq!(deleted, [("Pod", "web-0"), ("Ingress", "web")], "{}", replay.to_yaml());
+    // A custom resource's kind is in its bodies only: its delete is left
+    // out, and said, rather than named by a guess the scenario would refuse.
+    let notes = replay.notes.join("\n");
+    assert!(notes.contains("no logged body names the kind of") && notes.contains("widgets"), "{notes}");
     reload(&replay);
 }
 
