@@ -54,47 +54,89 @@ pub struct Kinds {
     by_name: BTreeMap<String, Kind>,
 }
 
-/// The built-in kinds: (kind, group, version, resource, cluster-scoped,
-/// status subresource). The version is the one the Kubernetes API
-/// reference gives each kind (the preferred one where a group serves
-/// several, as `autoscaling/v2`), and the resource is the plural in the
-/// HTTP request paths it lists for the kind.
-const BUILTIN: &[(&str, &str, &str, &str, bool, bool)] = &[
-    ("Pod", "", "v1", "pods", false, true),
-    ("Node", "", "v1", "nodes", true, true),
-    ("Namespace", "", "v1", "namespaces", true, true),
-    ("Service", "", "v1", "services", false, true),
-    ("PersistentVolumeClaim", "", "v1", "persistentvolumeclaims", false, true),
-    ("PersistentVolume", "", "v1", "persistentvolumes", true, true),
-    ("ReplicationController", "", "v1", "replicationcontrollers", false, true),
-    ("ResourceQuota", "", "v1", "resourcequotas", false, true),
-    ("ConfigMap", "", "v1", "configmaps", false, false),
-    ("Secret", "", "v1", "secrets", false, false),
-    ("ServiceAccount", "", "v1", "serviceaccounts", false, false),
-    ("Endpoints", "", "v1", "endpoints", false, false),
-    ("Event", "", "v1", "events", false, false),
-    ("LimitRange", "", "v1", "limitranges", false, false),
-    ("Deployment", "apps", "v1", "deployments", false, true),
-    ("ReplicaSet", "apps", "v1", "replicasets", false, true),
-    ("StatefulSet", "apps", "v1", "statefulsets", false, true),
-    ("DaemonSet", "apps", "v1", "daemonsets", false, true),
-    ("ControllerRevision", "apps", "v1", "controllerrevisions", false, false),
-    ("Job", "batch", "v1", "jobs", false, true),
-    ("CronJob", "batch", "v1", "cronjobs", false, true),
-    ("Lease", "coordination.k8s.io", "v1", "leases", false, false),
-    ("PodDisruptionBudget", "policy", "v1", "poddisruptionbudgets", false, true),
-    ("HorizontalPodAutoscaler", "autoscaling", "v2", "horizontalpodautoscalers", false, true),
-    ("Ingress", "networking.k8s.io", "v1", "ingresses", false, true),
-    ("NetworkPolicy", "networking.k8s.io", "v1", "networkpolicies", false, false),
-    ("EndpointSlice", "discovery.k8s.io", "v1", "endpointslices", false, false),
-    ("Role", "rbac.authorization.k8s.io", "v1", "roles", false, false),
-    ("RoleBinding", "rbac.authorization.k8s.io", "v1", "rolebindings", false, false),
-    ("ClusterRole", "rbac.authorization.k8s.io", "v1", "clusterroles", true, false),
-    ("ClusterRoleBinding", "rbac.authorization.k8s.io", "v1", "clusterrolebindings", true, false),
-    ("StorageClass", "storage.k8s.io", "v1", "storageclasses", true, false),
-    ("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", true, false),
-    ("CustomResourceDefinition", "apiextensions.k8s.io", "v1", "customresourcedefinitions", true, true),
-];
+/// One built-in kind: its name, group, version, plural and scope as
+/// k8s-openapi's `Resource` gives them (the Kubernetes API reference's
+/// preferred version where a group serves several, as `autoscaling/v2`),
+/// and whether it has a status subresource.
+struct Builtin {
+    kind: &'static str,
+    group: &'static str,
+    version: &'static str,
+    resource: &'static str,
+    cluster_scoped: bool,
+    status_subresource: bool,
+}
+
+/// Whether a k8s-openapi scope is the cluster's.
+trait Scope {
+    const CLUSTER: bool;
+}
+
+impl Scope for k8s_openapi::ClusterResourceScope {
+    const CLUSTER: bool = true;
+}
+
+impl Scope for k8s_openapi::NamespaceResourceScope {
+    const CLUSTER: bool = false;
+}
+
+/// The row of `T`, with or without a status subresource.
+const fn builtin<T: k8s_openapi::Resource<Scope: Scope>>(status_subresource: bool) -> Builtin {
+    Builtin {
+        kind: T::KIND,
+        group: T::GROUP,
+        version: T::VERSION,
+        resource: T::URL_PATH_SEGMENT,
+        cluster_scoped: <T::Scope as Scope>::CLUSTER,
+        status_subresource,
+    }
+}
+
+/// The built-in kinds the simulator serves.
+const BUILTIN: &[Builtin] = {
+    use k8s_openapi::api::{
+        apps::v1 as apps, autoscaling::v2 as autoscaling, batch::v1 as batch, coordination::v1 as coordination,
+        core::v1 as core, discovery::v1 as discovery, networking::v1 as networking, policy::v1 as policy,
+        rbac::v1 as rbac, scheduling::v1 as scheduling, storage::v1 as storage,
+    };
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+    &[
+        builtin::<core::Pod>(true),
+        builtin::<core::Node>(true),
+        builtin::<core::Namespace>(true),
+        builtin::<core::Service>(true),
+        builtin::<core::PersistentVolumeClaim>(true),
+        builtin::<core::PersistentVolume>(true),
+        builtin::<core::ReplicationController>(true),
+        builtin::<core::ResourceQuota>(true),
+        builtin::<core::ConfigMap>(false),
+        builtin::<core::Secret>(false),
+        builtin::<core::ServiceAccount>(false),
+        builtin::<core::Endpoints>(false),
+        builtin::<core::Event>(false),
+        builtin::<core::LimitRange>(false),
+        builtin::<apps::Deployment>(true),
+        builtin::<apps::ReplicaSet>(true),
+        builtin::<apps::StatefulSet>(true),
+        builtin::<apps::DaemonSet>(true),
+        builtin::<apps::ControllerRevision>(false),
+        builtin::<batch::Job>(true),
+        builtin::<batch::CronJob>(true),
+        builtin::<coordination::Lease>(false),
+        builtin::<policy::PodDisruptionBudget>(true),
+        builtin::<autoscaling::HorizontalPodAutoscaler>(true),
+        builtin::<networking::Ingress>(true),
+        builtin::<networking::NetworkPolicy>(false),
+        builtin::<discovery::EndpointSlice>(false),
+        builtin::<rbac::Role>(false),
+        builtin::<rbac::RoleBinding>(false),
+        builtin::<rbac::ClusterRole>(false),
+        builtin::<rbac::ClusterRoleBinding>(false),
+        builtin::<storage::StorageClass>(false),
+        builtin::<scheduling::PriorityClass>(false),
+        builtin::<apiextensions::CustomResourceDefinition>(true),
+    ]
+};
 
 /// The top-level fields, besides `apiVersion`, `kind`, `metadata`, `spec`
 /// and `status`, of the built-in kinds that keep their content outside a
@@ -167,17 +209,17 @@ impl Kinds {
     pub fn builtin() -> Kinds {
         let by_name = BUILTIN
             .iter()
-            .map(|&(kind, group, version, resource, cluster_scoped, status_subresource)| {
+            .map(|b| {
                 let k = Kind {
-                    kind: kind.into(),
-                    group: group.into(),
-                    version: version.into(),
-                    resource: resource.into(),
-                    cluster_scoped,
-                    status_subresource,
+                    kind: b.kind.into(),
+                    group: b.group.into(),
+                    version: b.version.into(),
+                    resource: b.resource.into(),
+                    cluster_scoped: b.cluster_scoped,
+                    status_subresource: b.status_subresource,
                     custom: false,
                 };
-                (kind.to_owned(), k)
+                (b.kind.to_owned(), k)
             })
             .collect();
         Kinds { by_name }
@@ -299,7 +341,7 @@ pub fn crd_problems(crd: &Object) -> Vec<(String, String)> {
     let kind = spec["names"]["kind"].as_str().unwrap_or_default();
     if kind.is_empty() {
         problem("spec.names", "spec.names.kind is required".into());
-    } else if BUILTIN.iter().any(|(builtin, ..)| *builtin == kind) {
+    } else if BUILTIN.iter().any(|builtin| builtin.kind == kind) {
         problem("spec.names.kind", format!("{kind} is a built-in kind"));
     }
     let plural = spec["names"]["plural"].as_str().unwrap_or_default();

@@ -37,9 +37,10 @@ fn a_declared_kind_is_served_with_its_scope_and_subresources() {
     assert_eq!(s.objects[1].metadata.namespace, "default", "namespaced: defaulted like a built-in");
 }
 
-/// The built-in kinds are served at the group, version and resource the
-/// Kubernetes API reference gives each (its HTTP request paths): the
-/// lowercase plural of the kind, English plurals included.
+/// The built-in kinds are served at the group, version, resource and
+/// scope the Kubernetes API reference gives each (its HTTP request paths;
+/// k8s-openapi's `Resource` says the same): the lowercase plural of the
+/// kind, English plurals included.
 #[test]
 fn a_builtin_kind_is_served_at_its_group_version_and_plural() {
     let kinds = recon_scenario::Kinds::builtin();
@@ -53,6 +54,14 @@ fn a_builtin_kind_is_served_at_its_group_version_and_plural() {
     assert_eq!(at("NetworkPolicy"), ("networking.k8s.io/v1".into(), "networkpolicies".into()));
     assert_eq!(at("HorizontalPodAutoscaler"), ("autoscaling/v2".into(), "horizontalpodautoscalers".into()));
     assert_eq!(at("ClusterRole"), ("rbac.authorization.k8s.io/v1".into(), "clusterroles".into()));
+    let cluster_scoped: Vec<&str> = ["Pod", "Node", "Namespace", "PersistentVolume", "ConfigMap", "ClusterRole"]
+        .into_iter()
+        .chain(["ClusterRoleBinding", "StorageClass", "PriorityClass", "CustomResourceDefinition", "Lease"])
+        .filter(|kind| kinds.get(kind).unwrap().cluster_scoped)
+        .collect();
+    let expected =
+        ["Node", "Namespace", "PersistentVolume", "ClusterRole", "ClusterRoleBinding", "StorageClass", "PriorityClass"];
+    assert_eq!(cluster_scoped, [&expected[..], &["CustomResourceDefinition"]].concat());
     for kind in [
         "Pod",
         "Deployment",
