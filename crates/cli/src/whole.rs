@@ -36,23 +36,23 @@ impl WholeFile {
     /// Writes it to disk and puts it at its path; if that fails, the
     /// partial file goes and the path keeps what it had.
     pub fn commit(self) -> std::io::Result<()> {
-        let Some(partial) = &self.partial else { return Ok(()) };
-        let done = self.file.sync_all().and_then(|()| std::fs::rename(partial, &self.path));
-        if done.is_err() {
-            let _ = std::fs::remove_file(partial);
-        }
-        done
+        WholeFile::commit_all(vec![self]).map_err(|(_, e)| e)
     }
 
     /// Commits several files as nearly together as files allow: each is
-    /// written to disk first, and only once all are are they put at their
-    /// paths, so a write that fails (a full disk) leaves every path as it
+    /// written to disk first, and only once all are is each put at its
+    /// path, so a write that fails (a full disk) leaves every path as it
     /// was; what is left to fail after that is a rename. On failure the
     /// files not yet in place are given up, and the error names the path.
+    /// A file written in place needs neither.
     pub fn commit_all(files: Vec<WholeFile>) -> Result<(), (PathBuf, std::io::Error)> {
         let mut synced = Vec::with_capacity(files.len());
         let mut files = files.into_iter();
         while let Some(file) = files.next() {
+            // One written in place (a link, a pipe) is where it goes already.
+            if file.partial.is_none() {
+                continue;
+            }
             if let Err(e) = file.file.sync_all() {
                 let path = file.path.clone();
                 synced.into_iter().chain(std::iter::once(file)).chain(files).for_each(WholeFile::abandon);
@@ -62,7 +62,7 @@ impl WholeFile {
         }
         let mut synced = synced.into_iter();
         while let Some(file) = synced.next() {
-            let Some(partial) = &file.partial else { continue };
+            let partial = file.partial.as_ref().expect("only files written beside their paths are kept");
             if let Err(e) = std::fs::rename(partial, &file.path) {
                 let path = file.path.clone();
                 std::iter::once(file).chain(synced).for_each(WholeFile::abandon);
