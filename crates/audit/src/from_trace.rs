@@ -26,8 +26,6 @@
 //! `1970-01-01T00:00:05.003000Z`); the audit IDs are derived from the
 //! scenario, the seed and the entry, so the same run gives the same bytes.
 
-use std::borrow::Cow;
-
 use recon_abi::{ObjectKey, Status, Verb};
 use recon_scenario::{Kind, Kinds};
 use recon_trace::{Entry, Event as TraceEvent, LaneRole, ListServed, ReadPurpose, Trace};
@@ -211,7 +209,7 @@ fn event_for(trace: &Trace, kinds: &Kinds, entry: &Entry) -> Result<Option<(Stri
                 return Ok(None); // the scenario's initial objects: before the logs begin
             }
             write_request(&mut event, trace, kinds, *verb, key, Some(uid), by);
-            let kind = kind_info(kinds, &key.kind);
+            let kind = kinds.get_or_guess(&key.kind);
             let mut meta = object_meta(key, uid);
             meta.resource_version = revision.to_string();
             if *verb == Verb::Delete {
@@ -245,7 +243,7 @@ fn event_for(trace: &Trace, kinds: &Kinds, entry: &Entry) -> Result<Option<(Stri
             let ListServed { component, api_server, request, purpose, revision, objects, .. } = &**list;
             let read = ReadRequest::parse(request).map_err(|e| format!("trace entry {}: {e}", entry.id))?;
             set_user(&mut event, trace, user_of_read(component, *purpose));
-            let kind = kind_info(kinds, &read.kind);
+            let kind = kinds.get_or_guess(&read.kind);
             event.verb = read.verb.to_string();
             event.request_uri = read.uri(&kind);
             event.object_ref = Some(read.object_ref(&kind));
@@ -293,7 +291,7 @@ fn event_for(trace: &Trace, kinds: &Kinds, entry: &Entry) -> Result<Option<(Stri
         TraceEvent::RequestFailed { component, api_server, request, status } => {
             let read = ReadRequest::parse(request).map_err(|e| format!("trace entry {}: {e}", entry.id))?;
             set_user(&mut event, trace, component);
-            let kind = kind_info(kinds, &read.kind);
+            let kind = kinds.get_or_guess(&read.kind);
             event.verb = read.verb.to_string();
             event.request_uri = read.uri(&kind);
             event.object_ref = Some(read.object_ref(&kind));
@@ -377,7 +375,7 @@ fn write_request(
     by: &str,
 ) {
     set_user(event, trace, by);
-    let kind = kind_info(kinds, &key.kind);
+    let kind = kinds.get_or_guess(&key.kind);
     let (verb_text, subresource) = match verb {
         Verb::Create => ("create", ""),
         Verb::Update => ("update", ""),
@@ -457,24 +455,6 @@ fn set_user(event: &mut Event, trace: &Trace, who: &str) {
 }
 
 /// A kind's place in the API.
-/// What `kinds` says of `kind`; a kind it does not serve (a request
-/// the API server refused for that) is taken as a core `v1` kind with
-/// the usual plural.
-fn kind_info<'a>(kinds: &'a Kinds, kind: &str) -> Cow<'a, Kind> {
-    match kinds.get(kind) {
-        Some(known) => Cow::Borrowed(known),
-        None => Cow::Owned(Kind {
-            kind: kind.to_owned(),
-            group: String::new(),
-            version: "v1".into(),
-            resource: format!("{}s", kind.to_lowercase()),
-            cluster_scoped: false,
-            status_subresource: false,
-            custom: false,
-        }),
-    }
-}
-
 /// A resource path: `/api/v1/namespaces/NS/pods/NAME/status`.
 fn path(kind: &Kind, namespace: &str, name: &str, subresource: &str) -> String {
     let mut p = if kind.group.is_empty() {
@@ -651,24 +631,24 @@ mod tests {
     fn the_trace_words_of_a_read_become_its_request_uri() {
         let r = ReadRequest::parse("list Pods spec.nodeName=node-1 resourceVersion=\"0\"").unwrap();
         assert_eq!(
-            r.uri(&kind_info(&Kinds::builtin(), &r.kind)),
+            r.uri(&Kinds::builtin().get_or_guess(&r.kind)),
             "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode-1&resourceVersion=0"
         );
         let r =
             ReadRequest::parse("list ReplicaSets in default -l app in (web) resourceVersion unset limit=500").unwrap();
         assert_eq!(
-            r.uri(&kind_info(&Kinds::builtin(), &r.kind)),
+            r.uri(&Kinds::builtin().get_or_guess(&r.kind)),
             "/apis/apps/v1/namespaces/default/replicasets?labelSelector=app%20in%20%28web%29&limit=500"
         );
         let r = ReadRequest::parse("get Lease kube-system/replicaset-controller resourceVersion unset").unwrap();
         assert_eq!(
-            r.uri(&kind_info(&Kinds::builtin(), &r.kind)),
+            r.uri(&Kinds::builtin().get_or_guess(&r.kind)),
             "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/replicaset-controller"
         );
         let r =
             ReadRequest::parse("watch Pods spec.nodeName=node-1 resourceVersion unset sendInitialEvents=true").unwrap();
         assert_eq!(
-            r.uri(&kind_info(&Kinds::builtin(), &r.kind)),
+            r.uri(&Kinds::builtin().get_or_guess(&r.kind)),
             "/api/v1/pods?watch=true&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&fieldSelector=spec.nodeName%3Dnode-1"
         );
         assert!(ReadRequest::parse("delete everything").is_err());

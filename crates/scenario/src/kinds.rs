@@ -6,6 +6,7 @@
 //! kind nobody declared is a scenario error, as a real API server answers
 //! 404 for a resource it does not serve.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use recon_abi::Object;
@@ -275,16 +276,31 @@ impl Kinds {
         self.by_name.values().find(|k| k.group == group && k.resource == resource)
     }
 
+    /// `kind` as the API serves it, or, for a kind it does not serve (a
+    /// request refused for that), as a core `v1` kind whose resource is
+    /// its lowercase plural: what a message or a log line names it by.
+    pub fn get_or_guess(&self, kind: &str) -> Cow<'_, Kind> {
+        match self.get(kind) {
+            Some(known) => Cow::Borrowed(known),
+            None => Cow::Owned(Kind {
+                kind: kind.to_owned(),
+                group: String::new(),
+                version: "v1".into(),
+                resource: format!("{}s", kind.to_lowercase()),
+                cluster_scoped: false,
+                status_subresource: false,
+                custom: false,
+            }),
+        }
+    }
+
     /// An object of `kind` named `name` as the API server's errors name
     /// it: the group-qualified resource, then the name in quotes (`pods
     /// "web-0"`, `deployments.apps "web"`), the words of apimachinery's
     /// NotFound, AlreadyExists and Conflict errors (`pods "web-0" not
-    /// found`). A kind not served is named by its lowercase plural.
+    /// found`).
     pub fn api_name(&self, kind: &str, name: &str) -> String {
-        match self.get(kind) {
-            Some(k) => format!("{} \"{name}\"", k.group_resource()),
-            None => format!("{}s \"{name}\"", kind.to_lowercase()),
-        }
+        format!("{} \"{name}\"", self.get_or_guess(kind).group_resource())
     }
 
     /// An object of `kind` named `name` as the API server's validation
