@@ -36,11 +36,13 @@
 //!   abort, which is a trap: the host crashes this instance and restarts it,
 //!   which is the documented behaviour for a plugin that cannot go on.
 //!
-//! Only two things need `unsafe`, both outside this module's logic: the
+//! Only three things need `unsafe`, all outside this module's logic: the
 //! `#[unsafe(no_mangle)]` attributes the macro puts on the exports (a symbol
-//! name is global), and the declaration of the `recon.log` import behind
+//! name is global), the declaration of the `recon.log` import behind
 //! [`log`], whose one call passes the address and length of a
-//! live `&str`.
+//! live `&str`, and [`memcmp`], which the macro makes the module's own
+//! and which turns C's pointer and length into slices for the safe
+//! [`compare_bytes`].
 
 use std::collections::BTreeMap;
 
@@ -375,6 +377,62 @@ mod import {
     }
 }
 
+/// Compares two byte strings of one length as C's `memcmp` does:
+/// negative, zero or positive as `a` sorts before, with or after `b`,
+/// byte by byte (unsigned).
+///
+/// Eight bytes at a time. Rust compares every string and byte slice (a
+/// map's keys, `==` on names) through `memcmp`, and the standard
+/// library's for wasm32 takes one byte per loop iteration; Recon meters
+/// every iteration of a plugin's loops, so comparing a 40-byte name cost
+/// forty metered iterations. [`export_controller!`](crate::export_controller)
+/// makes this the plugin's `memcmp` and `bcmp`.
+///
+/// # Panics
+/// If the two differ in length.
+pub fn compare_bytes(a: &[u8], b: &[u8]) -> i32 {
+    assert_eq!(a.len(), b.len(), "compare_bytes compares strings of one length");
+    let (mut a_words, mut b_words) = (a.chunks_exact(8), b.chunks_exact(8));
+    for (x, y) in (&mut a_words).zip(&mut b_words) {
+        let (x, y) = (word(x), word(y));
+        if x != y {
+            // Little-endian words: the first byte that differs is the
+            // lowest set bit of the difference.
+            let byte = (x ^ y).trailing_zeros() / 8;
+            return i32::from((x >> (byte * 8)) as u8) - i32::from((y >> (byte * 8)) as u8);
+        }
+    }
+    for (x, y) in a_words.remainder().iter().zip(b_words.remainder()) {
+        if x != y {
+            return i32::from(*x) - i32::from(*y);
+        }
+    }
+    0
+}
+
+/// Eight bytes as a little-endian word.
+fn word(bytes: &[u8]) -> u64 {
+    let mut word = [0; 8];
+    word.copy_from_slice(bytes);
+    u64::from_le_bytes(word)
+}
+
+/// `memcmp` over [`compare_bytes`], for the export macro.
+///
+/// # Safety
+/// C's contract: unless `len` is 0, `a` and `b` each point to `len`
+/// readable bytes that nothing writes during the call.
+#[allow(unsafe_code, reason = "memcmp's C signature takes raw pointers")]
+pub unsafe fn memcmp(a: *const u8, b: *const u8, len: usize) -> i32 {
+    if len == 0 {
+        // Either may be null or dangling then.
+        return 0;
+    }
+    // SAFETY: the caller's contract above.
+    let (a, b) = unsafe { (std::slice::from_raw_parts(a, len), std::slice::from_raw_parts(b, len)) };
+    compare_bytes(a, b)
+}
+
 /// Exports a controller as a Recon plugin: `recon_abi_version`,
 /// `recon_alloc`, `recon_init` and `recon_handle`, exactly as
 /// `docs/plugin-abi.md` describes (rustc exports `memory` itself).
@@ -444,6 +502,28 @@ macro_rules! export_controller {
             #[unsafe(no_mangle)]
             pub extern "C" fn recon_handle(ptr: i32, len: i32) -> i64 {
                 $crate::guest::handle(ptr, len)
+            }
+
+            /// The module's `memcmp`, in place of the standard library's,
+            /// which compares a byte per metered loop iteration
+            /// ([`compare_bytes`]($crate::guest::compare_bytes)).
+            ///
+            /// # Safety
+            /// C's contract (`$crate::guest::memcmp`).
+            #[unsafe(no_mangle)]
+            pub unsafe extern "C" fn memcmp(a: *const u8, b: *const u8, len: usize) -> i32 {
+                // SAFETY: forwarded to the caller.
+                unsafe { $crate::guest::memcmp(a, b, len) }
+            }
+
+            /// `bcmp`, which LLVM calls where only equality matters: the same.
+            ///
+            /// # Safety
+            /// As for `memcmp`.
+            #[unsafe(no_mangle)]
+            pub unsafe extern "C" fn bcmp(a: *const u8, b: *const u8, len: usize) -> i32 {
+                // SAFETY: forwarded to the caller.
+                unsafe { $crate::guest::memcmp(a, b, len) }
             }
         }
     };
@@ -723,5 +803,44 @@ mod tests {
         assert_eq!(pack(0x10, 0x20), 0x0000_0010_0000_0020);
         assert_eq!(pack(u32::MAX, 1) as u64 >> 32, u64::from(u32::MAX));
         assert_eq!(abi_version(), 1);
+    }
+
+    /// `compare_bytes` orders as `<[u8]>::cmp` does: every length across
+    /// a word's edge, a difference at every place, bytes above 0x7f
+    /// (compared unsigned), and the first difference winning over later
+    /// ones.
+    #[test]
+    fn compare_bytes_orders_as_slices_do() {
+        let sign = |x: i32| x.signum();
+        let expected = |a: &[u8], b: &[u8]| a.cmp(b) as i32;
+        for len in 0..=25 {
+            let base: Vec<u8> = (0..len).map(|i| (i * 37 % 251) as u8).collect();
+            assert_eq!(compare_bytes(&base, &base), 0, "equal, {len} bytes");
+            for at in 0..len {
+                for (x, y) in [(0x00, 0xff), (0x80, 0x7f), (b'a', b'b'), (0xfe, 0xff)] {
+                    let (mut a, mut b) = (base.clone(), base.clone());
+                    a[at] = x;
+                    b[at] = y;
+                    // A later difference the other way must not count.
+                    if at + 1 < len {
+                        a[len - 1] = 0xff;
+                        b[len - 1] = 0x00;
+                    }
+                    assert_eq!(sign(compare_bytes(&a, &b)), sign(expected(&a, &b)), "{len} bytes, at {at}");
+                    assert_eq!(sign(compare_bytes(&b, &a)), sign(expected(&b, &a)), "{len} bytes, at {at}");
+                }
+            }
+        }
+    }
+
+    /// `memcmp` of nothing is 0 whatever the pointers.
+    #[test]
+    #[allow(unsafe_code, reason = "calling the C-contract function under test")]
+    fn memcmp_of_nothing_reads_nothing() {
+        // SAFETY: a length of 0 reads nothing.
+        assert_eq!(unsafe { memcmp(std::ptr::null(), std::ptr::null(), 0) }, 0);
+        let (a, b) = (b"recon-a", b"recon-b");
+        // SAFETY: both point to 7 readable bytes.
+        assert!(unsafe { memcmp(a.as_ptr(), b.as_ptr(), 7) } < 0);
     }
 }
