@@ -224,6 +224,78 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
     metering_case(&encoded, &serde_json::to_vec(&config).unwrap(), &listed);
 }
 
+/// One kubelet call on a node that runs `pods` pods, every one with its
+/// container: each call one pod event, and the runtime's report of the
+/// same containers (a large cluster's common case: the list changes only
+/// when a container starts or stops). A plugin is sent the list once and
+/// then that it is unchanged (`containerChanges`); the controller, native
+/// or not, reads the whole list on every call.
+fn full_node_call_case(pods: usize, plugins: &std::collections::BTreeMap<String, recon_host::CompiledPlugin>) {
+    let config = ComponentConfig { name: "kubelet-node-1".into(), node: Some("node-1".into()), ..Default::default() };
+    let spec: recon_abi::SharedValue =
+        serde_json::json!({ "nodeName": "node-1", "containers": [{ "name": "web", "image": "nginx" }] }).into();
+    let status: recon_abi::SharedValue = serde_json::json!({
+        "phase": "Running", "conditions": [{ "type": "Ready", "status": "True" }]
+    })
+    .into();
+    let pod = |i: usize, rv: usize| Object {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        metadata: ObjectMeta {
+            name: format!("web-{i:02}"),
+            namespace: "default".into(),
+            uid: format!("4f6c8a9e-1d2b-4c3a-9e8f-{i:012}"),
+            resource_version: rv.to_string(),
+            ..Default::default()
+        },
+        spec: spec.clone(),
+        status: status.clone(),
+        other: Default::default(),
+    };
+    let containers: std::sync::Arc<[recon_abi::Container]> = (0..pods)
+        .map(|i| recon_abi::Container {
+            pod: recon_abi::PodRef {
+                namespace: "default".into(),
+                name: format!("web-{i:02}"),
+                uid: format!("4f6c8a9e-1d2b-4c3a-9e8f-{i:012}"),
+            },
+            started_at_ms: 0,
+        })
+        .collect();
+    let listed = Input {
+        time_ms: 0,
+        events: vec![InputEvent::Listed {
+            watch: 0,
+            resource_version: "1".into(),
+            objects: (0..pods).map(|i| pod(i, 1).into()).collect(),
+        }],
+        containers: Some(containers.clone()),
+    };
+    let calls = 2_000;
+    let inputs: Vec<Input> = (0..calls)
+        .map(|i| Input {
+            time_ms: i as u64 + 1,
+            events: vec![InputEvent::Watch {
+                watch: 0,
+                event: recon_abi::WatchEvent::new(recon_abi::EventType::Modified, pod(i % pods, i + 2).into()),
+            }],
+            containers: Some(containers.clone()),
+        })
+        .collect();
+    let drive = |instance: &mut dyn Instance| {
+        instance.init(&config).unwrap();
+        instance.handle(&listed).unwrap();
+        for input in &inputs {
+            instance.handle(input).unwrap();
+        }
+    };
+    let times = compare(
+        || drive(recon_catalog::instantiate("kubelet").unwrap().as_mut()),
+        || drive(&mut plugins["kubelet"].instantiate().unwrap()),
+    );
+    report(&format!("kubelet call, {pods} pods on its node"), "call", calls, times);
+}
+
 /// What the metering costs one kubelet call (issue 17): the kubelet
 /// plugin as the host runs it (instrumented for fuel, depth and stack)
 /// against the same module unmetered, both driven through wasmtime alone
@@ -330,6 +402,7 @@ fn main() {
     }
     if wanted("call") {
         call_case(&plugins);
+        full_node_call_case(30, &plugins);
     }
     if wanted("pool") {
         pool_case(&plugins);

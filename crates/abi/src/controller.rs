@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::containers::ContainerChanges;
 use crate::object::{Object, ObjectKey, PodRef, WatchEvent, write_key};
 use crate::patch::{Patch, PatchParams};
 
@@ -275,6 +276,12 @@ pub struct Manifest {
     /// The Rust SDK sets it. Omitted from the wire when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub omit_unchanged: bool,
+    /// Whether the plugin keeps the last list of containers it was sent,
+    /// so that the host may send what changed in its place (see
+    /// [`WireInput::container_changes`]). For node agents; the Rust SDK
+    /// sets it for them. Omitted from the wire when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub container_changes: bool,
 }
 
 /// One list+watch the host runs on the controller's behalf.
@@ -367,11 +374,39 @@ pub struct Input {
     /// What happened since the last call, in the order it happened.
     pub events: Vec<InputEvent>,
     /// For node agents: the containers really running on the node now (what
-    /// a kubelet learns from its container runtime). `None` for others.
+    /// a kubelet learns from its container runtime), in order by pod
+    /// (namespace, name, uid). `None` for others.
     // Shared, so that a node's list is made once per change rather than
     // once per call; on the wire it is a plain list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub containers: Option<Arc<[Container]>>,
+}
+
+/// An [`Input`] as a plugin reads it off the wire: the same fields, and
+/// in place of `containers`, for a plugin whose manifest asked for them,
+/// the changes since the last list it was sent. A plugin's glue turns it
+/// into the [`Input`] its controller is handed
+/// ([`SentContainers::receive`](crate::SentContainers::receive)); a
+/// controller never sees it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schema", schemars(rename = "Input"))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WireInput {
+    /// Virtual time in milliseconds: the only clock a controller may read.
+    pub time_ms: u64,
+    /// What happened since the last call, in the order it happened.
+    pub events: Vec<InputEvent>,
+    /// For node agents: the containers really running on the node now,
+    /// in order by pod (namespace, name, uid). `None` for others, and
+    /// when `containerChanges` stands for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containers: Option<Arc<[Container]>>,
+    /// For a node agent whose manifest set `containerChanges`: what
+    /// changed in its node's containers since the last list it was sent,
+    /// in place of the list (never before its first list).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_changes: Option<ContainerChanges>,
 }
 
 /// One thing a controller learns.

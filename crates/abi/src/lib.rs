@@ -16,6 +16,7 @@
 //! the same values cross the Wasm boundary as bytes. [`ABI_VERSION`] changes
 //! whenever that encoding changes incompatibly.
 
+mod containers;
 mod controller;
 pub mod event;
 mod name_map;
@@ -31,11 +32,12 @@ mod tagged;
 mod time;
 mod unchanged;
 
+pub use containers::{ContainerChanges, SentContainers};
 pub use controller::{
     Action, ActionResult, ComponentConfig, Container, Controller, Crash, FOREGROUND_FINALIZER, HeldSync, Input,
     InputEvent, Instance, ListMode, Manifest, Mitigation, ORPHAN_FINALIZER, ObjectList, Outcome, Output,
-    PropagationPolicy, RequestId, ResourceVersionMatch, Status, StatusReason, Target, Verb, WatchSpec, WritePermission,
-    catch_panic, panic_message,
+    PropagationPolicy, RequestId, ResourceVersionMatch, Status, StatusReason, Target, Verb, WatchSpec, WireInput,
+    WritePermission, catch_panic, panic_message,
 };
 pub use name_map::NameMap;
 pub use namespaced::{KeyMap, NamespacedMap};

@@ -6,7 +6,7 @@
 use schemars::generate::SchemaSettings;
 use serde_json::{Value, json};
 
-use crate::{ActionResult, ComponentConfig, Input, Manifest, Output};
+use crate::{ActionResult, ComponentConfig, Manifest, Output, WireInput};
 
 /// The messages, by the name of their definition: what crosses the
 /// boundary in each direction.
@@ -20,7 +20,7 @@ pub fn schema() -> Value {
     let refs = [
         generator.subschema_for::<ComponentConfig>(),
         generator.subschema_for::<Manifest>(),
-        generator.subschema_for::<Input>(),
+        generator.subschema_for::<WireInput>(),
         generator.subschema_for::<Output>(),
         generator.subschema_for::<ActionResult>(),
     ];

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use recon_abi::schema::{MESSAGES, schema};
-use recon_abi::{ActionResult, ComponentConfig, Input, Manifest, Output};
+use recon_abi::{ActionResult, ComponentConfig, Manifest, Output, WireInput};
 use serde_json::Value;
 
 fn docs(file: &str) -> PathBuf {
@@ -57,7 +57,7 @@ fn round_trip(name: &str, json: &str) -> Value {
     match name {
         "ComponentConfig" => again::<ComponentConfig>(json),
         "Manifest" => again::<Manifest>(json),
-        "Input" => again::<Input>(json),
+        "Input" => again::<WireInput>(json),
         "Output" => again::<Output>(json),
         "ActionResult" => again::<ActionResult>(json),
         other => panic!("an example of {other}, which is not a message"),

@@ -7,7 +7,8 @@ use std::fmt::Display;
 use std::sync::Arc;
 
 use recon_abi::{
-    ABI_VERSION, ComponentConfig, Container, Crash, Delivered, Input, InputEvent, Instance, Manifest, Output,
+    ABI_VERSION, ComponentConfig, Container, ContainerChanges, Crash, Delivered, Input, InputEvent, Instance, Manifest,
+    Output, SentContainers,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -88,11 +89,15 @@ pub struct WasmInstance {
     /// What the plugin's watches delivered, if its manifest asked for
     /// unchanged parts to be left out (`omitUnchanged`).
     delivered: Option<Delivered>,
+    /// The last list of containers it was sent, if its manifest asked for
+    /// what changed in place of the list (`containerChanges`).
+    containers: Option<SentContainers>,
 }
 
-/// An [`Input`] as one plugin is sent it: the same encoding, with each
-/// watch event leaving out what its watch already delivered when the
-/// plugin asked for that.
+/// An [`Input`] as one plugin is sent it (a [`recon_abi::WireInput`],
+/// borrowed): the same encoding, with each watch event leaving out what its
+/// watch already delivered, and the containers as what changed since the
+/// last list, when the plugin asked for those.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct WireInput<'a> {
@@ -100,12 +105,14 @@ struct WireInput<'a> {
     events: Vec<Cow<'a, InputEvent>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     containers: Option<&'a [Container]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    container_changes: Option<ContainerChanges>,
 }
 
 impl<'a> WireInput<'a> {
-    /// `input` for a plugin with `delivered` (brought up to date), or, for
-    /// one without, as it is.
-    fn new(input: &'a Input, delivered: Option<&mut Delivered>) -> WireInput<'a> {
+    /// `input` for a plugin with `delivered` and `sent` (brought up to
+    /// date), or, for one without, as it is.
+    fn new(input: &'a Input, delivered: Option<&mut Delivered>, sent: Option<&mut SentContainers>) -> WireInput<'a> {
         let events = match delivered {
             None => input.events.iter().map(Cow::Borrowed).collect(),
             Some(delivered) => input
@@ -123,7 +130,14 @@ impl<'a> WireInput<'a> {
                 })
                 .collect(),
         };
-        WireInput { time_ms: input.time_ms, events, containers: input.containers.as_deref() }
+        let (containers, container_changes) = match (&input.containers, sent) {
+            (Some(list), Some(sent)) => match sent.send(list) {
+                Some(changes) => (None, Some(changes)),
+                None => (Some(&**list), None),
+            },
+            (list, _) => (list.as_deref(), None),
+        };
+        WireInput { time_ms: input.time_ms, events, containers, container_changes }
     }
 }
 
@@ -204,6 +218,7 @@ impl WasmInstance {
             budget: Budget::Call,
             second: SecondMeter::default(),
             delivered: None,
+            containers: None,
         };
         wasm.reset_meters()?;
         let found = wasm.machine.abi_version().map_err(|e| wasm.trapped("recon_abi_version", e))?;
@@ -331,12 +346,13 @@ impl Instance for WasmInstance {
             return Err(self.crash("recon_init", detail));
         }
         self.delivered = manifest.omit_unchanged.then(Delivered::new);
+        self.containers = manifest.container_changes.then(SentContainers::new);
         Ok(manifest)
     }
 
     fn handle(&mut self, input: &Input) -> Result<Output, Crash> {
         self.budget = self.second.budget(input, &self.limits);
-        let wire = WireInput::new(input, self.delivered.as_mut());
+        let wire = WireInput::new(input, self.delivered.as_mut(), self.containers.as_mut());
         let output = self.call(Call::Handle, &wire);
         self.second.used = self.second.used.saturating_add(self.fuel_used);
         self.budget = Budget::Call;
@@ -487,7 +503,7 @@ mod wire_tests {
             InputEvent::Listed { watch: 0, resource_version: "1".into(), objects: vec![pod("1", "Pending")] },
             watch(pod("2", "Pending")),
         ]);
-        let wire = serde_json::to_vec(&WireInput::new(&input, None)).unwrap();
+        let wire = serde_json::to_vec(&WireInput::new(&input, None, None)).unwrap();
         assert_eq!(wire, serde_json::to_vec(&input).unwrap());
     }
 
@@ -500,10 +516,11 @@ mod wire_tests {
             InputEvent::Listed { watch: 0, resource_version: "1".into(), objects: vec![pod("1", "Pending")] },
             InputEvent::Timer { key: "k".into() },
         ]);
-        let wire = serde_json::to_vec(&WireInput::new(&first, Some(&mut delivered))).unwrap();
+        let wire = serde_json::to_vec(&WireInput::new(&first, Some(&mut delivered), None)).unwrap();
         assert_eq!(wire, serde_json::to_vec(&first).unwrap(), "a list is sent whole");
         let second = input(vec![watch(pod("2", "Running")), watch(pod("3", "Running"))]);
-        let wire: serde_json::Value = serde_json::to_value(WireInput::new(&second, Some(&mut delivered))).unwrap();
+        let wire: serde_json::Value =
+            serde_json::to_value(WireInput::new(&second, Some(&mut delivered), None)).unwrap();
         let events = wire["events"].as_array().unwrap();
         assert_eq!(events[0]["event"]["unchanged"], serde_json::json!(["spec"]));
         assert_eq!(events[0]["event"]["object"].get("spec"), None);
@@ -514,5 +531,42 @@ mod wire_tests {
         let decoded: Input = serde_json::from_value(wire).unwrap();
         let InputEvent::Watch { event, .. } = &decoded.events[1] else { panic!("a watch event") };
         assert_eq!(event.unchanged, vec![ObjectPart::Spec, ObjectPart::Status]);
+    }
+
+    // One that asked for container changes is sent its first list whole,
+    // then only what changed (`{}` for the same list), and the plugin's
+    // side rebuilds every list from the wire.
+    #[test]
+    fn with_container_changes_a_node_agent_is_sent_what_changed() {
+        use recon_abi::PodRef;
+        let running = |names: &[&str]| -> Input {
+            let containers: Vec<Container> = names
+                .iter()
+                .map(|name| Container {
+                    pod: PodRef { namespace: "default".into(), name: (*name).into(), uid: format!("uid-{name}") },
+                    started_at_ms: 1,
+                })
+                .collect();
+            Input { time_ms: 3, events: Vec::new(), containers: Some(containers.into()) }
+        };
+        let (mut sent, mut kept) = (SentContainers::new(), SentContainers::new());
+        let inputs = [running(&["a", "b"]), running(&["a", "b", "c"]), running(&["c"]), running(&[])];
+        for (i, input) in inputs.iter().enumerate() {
+            for again in [false, true] {
+                let wire = serde_json::to_value(WireInput::new(input, None, Some(&mut sent))).unwrap();
+                match (i, again) {
+                    (0, false) => assert!(wire.get("containerChanges").is_none() && wire["containers"].is_array()),
+                    (_, true) => assert_eq!(wire["containerChanges"], serde_json::json!({}), "input {i} again"),
+                    _ => assert!(wire.get("containers").is_none(), "input {i}: {wire}"),
+                }
+                let decoded: recon_abi::WireInput = serde_json::from_value(wire).unwrap();
+                let list = kept.receive(decoded.containers, decoded.container_changes).unwrap();
+                assert_eq!(list, input.containers, "input {i}");
+            }
+        }
+        let changes = serde_json::to_value(WireInput::new(&inputs[1], None, Some(&mut sent))).unwrap();
+        assert_eq!(changes["containerChanges"]["started"][0]["pod"]["name"], "a");
+        assert_eq!(changes["containerChanges"]["started"][1]["pod"]["name"], "b");
+        assert_eq!(changes["containerChanges"]["started"].as_array().unwrap().len(), 3, "from no containers");
     }
 }

@@ -46,7 +46,7 @@
 
 use std::collections::BTreeMap;
 
-use recon_abi::{ABI_VERSION, ComponentConfig, Controller, Delivered, Input};
+use recon_abi::{ABI_VERSION, ComponentConfig, Controller, Delivered, Input, SentContainers, WireInput};
 
 /// The largest input or output buffer the glue keeps for the next call:
 /// a plugin's first list, or its answer to it, can be tens of megabytes,
@@ -59,7 +59,7 @@ pub type Make = fn() -> Box<dyn Controller>;
 
 /// The state of one plugin instance: its controller, the input buffers the
 /// host has asked for and not yet handed back, the last output, and what
-/// its watches delivered (to put back what the host leaves out).
+/// the host sent that it may leave out of later inputs.
 #[derive(Default)]
 pub struct Guest {
     controller: Option<Box<dyn Controller>>,
@@ -68,8 +68,19 @@ pub struct Guest {
     /// a call then allocates no buffer for its input.
     spare: Vec<u8>,
     output: Vec<u8>,
-    /// `None` if the controller keeps no table (see [`init_json`]).
-    delivered: Option<Delivered>,
+    kept: Kept,
+}
+
+/// What the glue keeps of what the host sent, to put back what the host
+/// leaves out of later inputs (see [`init_json`]).
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// The parts of every object each watch delivered (`omitUnchanged`);
+    /// `None` if the controller keeps no such table.
+    pub delivered: Option<Delivered>,
+    /// A node agent's last list of containers (`containerChanges`);
+    /// `None` for other components.
+    pub containers: Option<SentContainers>,
 }
 
 impl std::fmt::Debug for Guest {
@@ -123,7 +134,7 @@ impl Guest {
         let input = self.take_input(address, len, "recon_init");
         let mut output = self.take_output();
         let controller = self.controller.get_or_insert_with(make);
-        init_json(controller.as_mut(), &mut self.delivered, &input, &mut output);
+        init_json(controller.as_mut(), &mut self.kept, &input, &mut output);
         self.output = output;
         self.keep_spare(input);
         &self.output
@@ -139,7 +150,7 @@ impl Guest {
         let Some(controller) = self.controller.as_mut() else {
             panic!("recon_handle was called before recon_init");
         };
-        handle_json(controller.as_mut(), &mut self.delivered, &input, &mut output);
+        handle_json(controller.as_mut(), &mut self.kept, &input, &mut output);
         self.output = output;
         self.keep_spare(input);
         &self.output
@@ -178,38 +189,46 @@ impl Guest {
 /// `recon_init`. Unless the controller says otherwise
 /// ([`Controller::omit_unchanged`]), the manifest asks the host to leave
 /// unchanged parts out of watch events (`omitUnchanged`), and [`handle_json`]
-/// puts them back from `delivered`, which starts empty here; otherwise
-/// `delivered` is `None` and nothing is kept. Panics if the bytes do not
-/// decode.
-pub fn init_json(
-    controller: &mut dyn Controller,
-    delivered: &mut Option<Delivered>,
-    input: &[u8],
-    output: &mut Vec<u8>,
-) {
+/// puts them back from `kept.delivered`, which starts empty here; otherwise
+/// it is `None` and nothing is kept. A node agent's manifest also asks to
+/// be sent what changed in its containers rather than the whole list
+/// (`containerChanges`), and [`handle_json`] rebuilds the list from
+/// `kept.containers`. Panics if the bytes do not decode.
+pub fn init_json(controller: &mut dyn Controller, kept: &mut Kept, input: &[u8], output: &mut Vec<u8>) {
     let config: ComponentConfig = decode("recon_init", "ComponentConfig", input);
     let mut manifest = controller.init(&config);
     manifest.omit_unchanged = controller.omit_unchanged();
-    *delivered = manifest.omit_unchanged.then(Delivered::new);
+    manifest.container_changes = manifest.node_agent;
+    *kept = Kept {
+        delivered: manifest.omit_unchanged.then(Delivered::new),
+        containers: manifest.container_changes.then(SentContainers::new),
+    };
     output.clear();
     serde_json::to_writer(output, &manifest).expect("a Manifest always encodes as JSON");
 }
 
 /// Decodes an `Input`, puts back into its watch events what the host left
-/// out (from `delivered`, which it then brings up to date), calls
-/// [`Controller::handle`] and encodes the `Output` into `output` (emptied
-/// first; a plugin's glue keeps one buffer for every call's, so encoding
-/// allocates only when an output is larger than any before): the JSON
-/// round trip of `recon_handle`. Panics if the bytes do not decode, or if
-/// an event leaves out a part of an object its watch never delivered.
-pub fn handle_json(
-    controller: &mut dyn Controller,
-    delivered: &mut Option<Delivered>,
-    input: &[u8],
-    output: &mut Vec<u8>,
-) {
-    let mut input: Input = decode("recon_handle", "Input", input);
-    if let Some(delivered) = delivered {
+/// out and rebuilds its containers from what changed (from `kept`, which it
+/// then brings up to date), calls [`Controller::handle`] and encodes the
+/// `Output` into `output` (emptied first; a plugin's glue keeps one buffer
+/// for every call's, so encoding allocates only when an output is larger
+/// than any before): the JSON round trip of `recon_handle`. Panics if the
+/// bytes do not decode, if an event leaves out a part of an object its
+/// watch never delivered, or if the containers' changes do not fit the
+/// last list.
+pub fn handle_json(controller: &mut dyn Controller, kept: &mut Kept, input: &[u8], output: &mut Vec<u8>) {
+    let wire: WireInput = decode("recon_handle", "Input", input);
+    let containers = match &mut kept.containers {
+        Some(sent) => {
+            sent.receive(wire.containers, wire.container_changes).unwrap_or_else(|e| panic!("recon_handle: {e}"))
+        }
+        None if wire.container_changes.is_some() => {
+            panic!("recon_handle: containerChanges, which the manifest did not ask for")
+        }
+        None => wire.containers,
+    };
+    let mut input = Input { time_ms: wire.time_ms, events: wire.events, containers };
+    if let Some(delivered) = &mut kept.delivered {
         for event in &mut input.events {
             delivered.receive(event).unwrap_or_else(|e| panic!("recon_handle: {e}"));
         }
@@ -607,6 +626,73 @@ mod tests {
         }
     }
 
+    /// What a controller that keeps the default table starts with.
+    fn kept() -> Kept {
+        Kept { delivered: Some(Delivered::new()), containers: None }
+    }
+
+    /// A node agent that stops every container it is told runs: what it
+    /// sees of the containers, through the glue.
+    struct StopAll;
+
+    impl Controller for StopAll {
+        fn init(&mut self, config: &ComponentConfig) -> Manifest {
+            Manifest { node_agent: true, ..Echo.init(config) }
+        }
+
+        fn handle(&mut self, input: &Input) -> Output {
+            let running = input.containers.as_deref().unwrap_or_default();
+            Output::new(running.iter().map(|c| Action::StopContainer { pod: c.pod.clone() }).collect())
+        }
+    }
+
+    /// A node agent asks for what changed in its containers, and its
+    /// controller sees every list whole: the first as sent, the next ones
+    /// rebuilt from the changes; changes the manifest did not ask for, or
+    /// that do not fit, trap the instance.
+    #[test]
+    fn a_node_agent_sees_every_list_of_containers_whole() {
+        let (mut kept, mut manifest) = (Kept::default(), Vec::new());
+        init_json(&mut StopAll, &mut kept, br#"{"name":"kubelet","node":"node-1"}"#, &mut manifest);
+        let manifest: Manifest = serde_json::from_slice(&manifest).unwrap();
+        assert!(manifest.node_agent && manifest.container_changes);
+        let stopped = |kept: &mut Kept, input: &str| -> Vec<String> {
+            let mut output = Vec::new();
+            handle_json(&mut StopAll, kept, input.as_bytes(), &mut output);
+            let output: Output = serde_json::from_slice(&output).unwrap();
+            output
+                .actions
+                .iter()
+                .map(|a| match a {
+                    Action::StopContainer { pod } => pod.name.clone(),
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        };
+        let a = r#"{"pod":{"namespace":"default","name":"a","uid":"1"},"startedAtMs":5}"#;
+        let b = r#"{"pod":{"namespace":"default","name":"b","uid":"2"},"startedAtMs":6}"#;
+        assert_eq!(stopped(&mut kept, &format!(r#"{{"timeMs":1,"events":[],"containers":[{b}]}}"#)), ["b"]);
+        assert_eq!(stopped(&mut kept, r#"{"timeMs":2,"events":[],"containerChanges":{}}"#), ["b"]);
+        let start_a = format!(r#"{{"timeMs":3,"events":[],"containerChanges":{{"started":[{a}]}}}}"#);
+        assert_eq!(stopped(&mut kept, &start_a), ["a", "b"], "in order by pod");
+        let stop_b =
+            r#"{"timeMs":4,"events":[],"containerChanges":{"stopped":[{"namespace":"default","name":"b","uid":"2"}]}}"#;
+        assert_eq!(stopped(&mut kept, stop_b), ["a"]);
+        let misfit = std::panic::catch_unwind(move || stopped(&mut kept, stop_b));
+        let why = misfit.unwrap_err();
+        assert!(why.downcast_ref::<String>().unwrap().contains("which had no container"));
+        // A component that did not ask.
+        let unasked = std::panic::catch_unwind(|| {
+            handle_json(
+                &mut Echo,
+                &mut self::kept(),
+                br#"{"timeMs":0,"events":[],"containerChanges":{}}"#,
+                &mut Vec::new(),
+            )
+        });
+        assert!(unasked.unwrap_err().downcast_ref::<&str>().unwrap().contains("did not ask for"));
+    }
+
     fn make() -> Box<dyn Controller> {
         Box::new(Echo)
     }
@@ -679,14 +765,14 @@ mod tests {
                 false
             }
         }
-        let (mut delivered, mut manifest) = (Some(Delivered::new()), Vec::new());
-        init_json(&mut OwnTypes, &mut delivered, br#"{"name":"c"}"#, &mut manifest);
+        let (mut kept, mut manifest) = (Kept::default(), Vec::new());
+        init_json(&mut OwnTypes, &mut kept, br#"{"name":"c"}"#, &mut manifest);
         let manifest: Manifest = serde_json::from_slice(&manifest).unwrap();
         assert!(!manifest.omit_unchanged);
-        assert!(delivered.is_none(), "no table is kept");
+        assert!(kept.delivered.is_none(), "no table is kept");
         // Echo's own manifest asks for it, as every SDK controller's does by default.
-        init_json(&mut Echo, &mut delivered, br#"{"name":"c"}"#, &mut Vec::new());
-        assert!(delivered.is_some());
+        init_json(&mut Echo, &mut kept, br#"{"name":"c"}"#, &mut Vec::new());
+        assert!(kept.delivered.is_some());
     }
 
     #[test]
@@ -694,41 +780,31 @@ mod tests {
     fn a_part_left_out_of_an_object_never_delivered_panics() {
         let event = r#"{"timeMs":8,"events":[{"type":"watch","watch":0,"event":{"type":"MODIFIED",
             "object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-0"}},"unchanged":["status"]}}]}"#;
-        handle_json(&mut Echo, &mut Some(Delivered::new()), event.as_bytes(), &mut Vec::new());
+        handle_json(&mut Echo, &mut kept(), event.as_bytes(), &mut Vec::new());
     }
 
     #[test]
     fn the_wire_text_uses_the_documented_camel_case_tags() {
         let mut echo = Echo;
         let mut manifest = Vec::new();
-        init_json(&mut echo, &mut Some(Delivered::new()), br#"{"name":"c","node":"node-1"}"#, &mut manifest);
+        init_json(&mut echo, &mut kept(), br#"{"name":"c","node":"node-1"}"#, &mut manifest);
         let text = String::from_utf8(manifest).unwrap();
         assert!(text.contains(r#""abiVersion":1"#) && text.contains(r#""listMode":"quorum""#), "{text}");
         let mut output = b"what the last call left".to_vec();
-        handle_json(&mut echo, &mut Some(Delivered::new()), br#"{"timeMs":0,"events":[]}"#, &mut output);
+        handle_json(&mut echo, &mut kept(), br#"{"timeMs":0,"events":[]}"#, &mut output);
         assert_eq!(output, br#"{"actions":[]}"#);
     }
 
     #[test]
     #[should_panic(expected = "the Input does not decode")]
     fn an_input_that_does_not_decode_panics_which_traps_the_instance() {
-        handle_json(
-            &mut Echo,
-            &mut Some(Delivered::new()),
-            br#"{"timeMs":0,"events":[],"surprise":true}"#,
-            &mut Vec::new(),
-        );
+        handle_json(&mut Echo, &mut kept(), br#"{"timeMs":0,"events":[],"surprise":true}"#, &mut Vec::new());
     }
 
     #[test]
     #[should_panic(expected = "recon_handle: the Input is not UTF-8")]
     fn an_input_that_is_not_utf8_panics_before_it_is_parsed() {
-        handle_json(
-            &mut Echo,
-            &mut Some(Delivered::new()),
-            b"{\"timeMs\":0,\"events\":[],\"x\":\"\xff\"}",
-            &mut Vec::new(),
-        );
+        handle_json(&mut Echo, &mut kept(), b"{\"timeMs\":0,\"events\":[],\"x\":\"\xff\"}", &mut Vec::new());
     }
 
     #[test]
