@@ -151,57 +151,95 @@ fn kube_case(pods: usize, plugins: &std::collections::BTreeMap<String, recon_hos
     report(&format!("kube pod-reconciler, {pods} pods"), "reconcile", reconciles, times);
 }
 
-/// One kubelet call with a typical input: one pod event for its node.
-fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPlugin>) {
-    let config = ComponentConfig { name: "kubelet-node-1".into(), node: Some("node-1".into()), ..Default::default() };
-    // Versions share the parts they do not change, as the store's do (a
-    // write that keeps the spec keeps the same `SharedValue`), so the host
-    // compares them by pointer when it leaves them out of a watch event.
-    let spec: recon_abi::SharedValue =
-        serde_json::json!({ "nodeName": "node-1", "containers": [{ "name": "web", "image": "nginx" }] }).into();
-    let status: recon_abi::SharedValue = serde_json::json!({ "phase": "Running" }).into();
-    let pod = |rv: u64| Object {
-        api_version: "v1".into(),
-        kind: "Pod".into(),
-        metadata: ObjectMeta {
-            name: "web-0".into(),
-            namespace: "default".into(),
-            uid: "u-1".into(),
-            resource_version: rv.to_string(),
-            ..Default::default()
-        },
-        spec: spec.clone(),
-        status: status.clone(),
-        other: Default::default(),
-    };
-    let listed = Input {
-        time_ms: 0,
-        events: vec![InputEvent::Listed { watch: 0, resource_version: "1".into(), objects: vec![pod(1).into()] }],
-        containers: Some(Vec::new().into()),
-    };
-    let calls = 2_000;
-    let inputs: Vec<Input> = (0..calls)
-        .map(|i| Input {
-            time_ms: i,
-            events: vec![InputEvent::Watch {
+/// A kubelet's calls for the call cases: its configuration, its first
+/// list (`pods` pods, bound to its node, in `status`), and 2,000 inputs of
+/// one MODIFIED pod each (the pods in turn), each with the runtime's report
+/// of `containers`.
+struct KubeletCalls {
+    config: ComponentConfig,
+    listed: Input,
+    inputs: Vec<Input>,
+}
+
+impl KubeletCalls {
+    /// `pods` by name and uid.
+    fn new(pods: &[(String, String)], status: serde_json::Value, containers: &[recon_abi::Container]) -> Self {
+        let config =
+            ComponentConfig { name: "kubelet-node-1".into(), node: Some("node-1".into()), ..Default::default() };
+        // Versions share the parts they do not change, as the store's do (a
+        // write that keeps the spec keeps the same `SharedValue`), so the host
+        // compares them by pointer when it leaves them out of a watch event.
+        let spec: recon_abi::SharedValue =
+            serde_json::json!({ "nodeName": "node-1", "containers": [{ "name": "web", "image": "nginx" }] }).into();
+        let status: recon_abi::SharedValue = status.into();
+        let pod = |(name, uid): &(String, String), rv: usize| Object {
+            api_version: "v1".into(),
+            kind: "Pod".into(),
+            metadata: ObjectMeta {
+                name: name.clone(),
+                namespace: "default".into(),
+                uid: uid.clone(),
+                resource_version: rv.to_string(),
+                ..Default::default()
+            },
+            spec: spec.clone(),
+            status: status.clone(),
+            other: Default::default(),
+        };
+        // One list, shared by every input, as a node's runtime shows it
+        // until a container starts or stops.
+        let containers: std::sync::Arc<[recon_abi::Container]> = containers.into();
+        let listed = Input {
+            time_ms: 0,
+            events: vec![InputEvent::Listed {
                 watch: 0,
-                event: recon_abi::WatchEvent::new(recon_abi::EventType::Modified, pod(i + 2).into()),
+                resource_version: "1".into(),
+                objects: pods.iter().map(|p| pod(p, 1).into()).collect(),
             }],
-            containers: Some(Vec::new().into()),
-        })
-        .collect();
-    let drive = |instance: &mut dyn Instance| {
-        instance.init(&config).unwrap();
-        instance.handle(&listed).unwrap();
-        for input in &inputs {
+            containers: Some(containers.clone()),
+        };
+        let inputs = (0..2_000)
+            .map(|i| Input {
+                time_ms: i as u64,
+                events: vec![InputEvent::Watch {
+                    watch: 0,
+                    event: recon_abi::WatchEvent::new(
+                        recon_abi::EventType::Modified,
+                        pod(&pods[i % pods.len()], i + 2).into(),
+                    ),
+                }],
+                containers: Some(containers.clone()),
+            })
+            .collect();
+        KubeletCalls { config, listed, inputs }
+    }
+
+    /// Starts `instance` and makes every call.
+    fn drive(&self, instance: &mut dyn Instance) {
+        instance.init(&self.config).unwrap();
+        instance.handle(&self.listed).unwrap();
+        for input in &self.inputs {
             instance.handle(input).unwrap();
         }
-    };
-    let times = compare(
-        || drive(recon_catalog::instantiate("kubelet").unwrap().as_mut()),
-        || drive(&mut plugins["kubelet"].instantiate().unwrap()),
-    );
-    report("kubelet handle() call", "call", calls as usize, times);
+    }
+
+    /// The calls' time with the kubelet linked natively and as its plugin.
+    fn compare(
+        &self,
+        plugins: &std::collections::BTreeMap<String, recon_host::CompiledPlugin>,
+    ) -> (Duration, Duration) {
+        compare(
+            || self.drive(recon_catalog::instantiate("kubelet").unwrap().as_mut()),
+            || self.drive(&mut plugins["kubelet"].instantiate().unwrap()),
+        )
+    }
+}
+
+/// One kubelet call with a typical input: one pod event for its node.
+fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPlugin>) {
+    let kubelet = KubeletCalls::new(&[("web-0".into(), "u-1".into())], serde_json::json!({ "phase": "Running" }), &[]);
+    let calls = kubelet.inputs.len();
+    report("kubelet handle() call", "call", calls, kubelet.compare(plugins));
     // What dropping wasmtime's own fuel bought (issue 17): the same plugin
     // with it on again, as the fuzz target runs modules.
     let dir = std::path::PathBuf::from(std::env::var_os("RECON_PLUGIN_DIR").expect("set by cargo xtask bench"));
@@ -209,8 +247,8 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
     let module = recon_host::Module::load("kubelet.wasm", &bytes, &recon_host::Limits::default()).unwrap();
     let metered_twice = recon_host::Engine::with_fuel_backstop().unwrap().compile(&module).unwrap();
     let (once, twice) = compare(
-        || drive(&mut plugins["kubelet"].instantiate().unwrap()),
-        || drive(&mut metered_twice.instantiate().unwrap()),
+        || kubelet.drive(&mut plugins["kubelet"].instantiate().unwrap()),
+        || kubelet.drive(&mut metered_twice.instantiate().unwrap()),
     );
     let per = |d: Duration| d.as_secs_f64() * 1e6 / calls as f64;
     println!(
@@ -219,9 +257,9 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
         per(once),
         per(twice)
     );
-    let encoded: Vec<Vec<u8>> = inputs.iter().map(|input| serde_json::to_vec(input).unwrap()).collect();
-    let listed = serde_json::to_vec(&listed).unwrap();
-    metering_case(&encoded, &serde_json::to_vec(&config).unwrap(), &listed);
+    let encoded: Vec<Vec<u8>> = kubelet.inputs.iter().map(|input| serde_json::to_vec(input).unwrap()).collect();
+    let listed = serde_json::to_vec(&kubelet.listed).unwrap();
+    metering_case(&encoded, &serde_json::to_vec(&kubelet.config).unwrap(), &listed);
 }
 
 /// One kubelet call on a node that runs `pods` pods, every one with its
@@ -231,69 +269,18 @@ fn call_case(plugins: &std::collections::BTreeMap<String, recon_host::CompiledPl
 /// then that it is unchanged (`containerChanges`); the controller, native
 /// or not, reads the whole list on every call.
 fn full_node_call_case(pods: usize, plugins: &std::collections::BTreeMap<String, recon_host::CompiledPlugin>) {
-    let config = ComponentConfig { name: "kubelet-node-1".into(), node: Some("node-1".into()), ..Default::default() };
-    let spec: recon_abi::SharedValue =
-        serde_json::json!({ "nodeName": "node-1", "containers": [{ "name": "web", "image": "nginx" }] }).into();
-    let status: recon_abi::SharedValue = serde_json::json!({
-        "phase": "Running", "conditions": [{ "type": "Ready", "status": "True" }]
-    })
-    .into();
-    let pod = |i: usize, rv: usize| Object {
-        api_version: "v1".into(),
-        kind: "Pod".into(),
-        metadata: ObjectMeta {
-            name: format!("web-{i:02}"),
-            namespace: "default".into(),
-            uid: format!("4f6c8a9e-1d2b-4c3a-9e8f-{i:012}"),
-            resource_version: rv.to_string(),
-            ..Default::default()
-        },
-        spec: spec.clone(),
-        status: status.clone(),
-        other: Default::default(),
-    };
-    let containers: std::sync::Arc<[recon_abi::Container]> = (0..pods)
-        .map(|i| recon_abi::Container {
-            pod: recon_abi::PodRef {
-                namespace: "default".into(),
-                name: format!("web-{i:02}"),
-                uid: format!("4f6c8a9e-1d2b-4c3a-9e8f-{i:012}"),
-            },
+    let names: Vec<(String, String)> =
+        (0..pods).map(|i| (format!("web-{i:02}"), format!("4f6c8a9e-1d2b-4c3a-9e8f-{i:012}"))).collect();
+    let containers: Vec<recon_abi::Container> = names
+        .iter()
+        .map(|(name, uid)| recon_abi::Container {
+            pod: recon_abi::PodRef { namespace: "default".into(), name: name.clone(), uid: uid.clone() },
             started_at_ms: 0,
         })
         .collect();
-    let listed = Input {
-        time_ms: 0,
-        events: vec![InputEvent::Listed {
-            watch: 0,
-            resource_version: "1".into(),
-            objects: (0..pods).map(|i| pod(i, 1).into()).collect(),
-        }],
-        containers: Some(containers.clone()),
-    };
-    let calls = 2_000;
-    let inputs: Vec<Input> = (0..calls)
-        .map(|i| Input {
-            time_ms: i as u64 + 1,
-            events: vec![InputEvent::Watch {
-                watch: 0,
-                event: recon_abi::WatchEvent::new(recon_abi::EventType::Modified, pod(i % pods, i + 2).into()),
-            }],
-            containers: Some(containers.clone()),
-        })
-        .collect();
-    let drive = |instance: &mut dyn Instance| {
-        instance.init(&config).unwrap();
-        instance.handle(&listed).unwrap();
-        for input in &inputs {
-            instance.handle(input).unwrap();
-        }
-    };
-    let times = compare(
-        || drive(recon_catalog::instantiate("kubelet").unwrap().as_mut()),
-        || drive(&mut plugins["kubelet"].instantiate().unwrap()),
-    );
-    report(&format!("kubelet call, {pods} pods on its node"), "call", calls, times);
+    let ready = serde_json::json!({ "phase": "Running", "conditions": [{ "type": "Ready", "status": "True" }] });
+    let kubelet = KubeletCalls::new(&names, ready, &containers);
+    report(&format!("kubelet call, {pods} pods on its node"), "call", kubelet.inputs.len(), kubelet.compare(plugins));
 }
 
 /// What the metering costs one kubelet call (issue 17): the kubelet
