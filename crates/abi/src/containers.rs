@@ -54,6 +54,8 @@ impl ContainerChanges {
 /// order, so the two agree. A new instance has been sent none.
 #[derive(Clone, Debug, Default)]
 pub struct SentContainers {
+    /// On the host's side, only a list in order by pod, the only kind
+    /// changes are worked out against (each is checked once, when sent).
     last: Option<Arc<[Container]>>,
 }
 
@@ -70,16 +72,17 @@ impl SentContainers {
     }
 
     /// The host's side: what to send for the node's list `now`. `None`:
-    /// send it whole (the instance's first list, or a list out of order);
+    /// send it whole (the instance's first list, a list out of order, or
+    /// the one after it);
     /// else the changes since the last list sent, which are empty when
     /// `now` is that very list. Remembers `now` either way.
     pub fn send(&mut self, now: &Arc<[Container]>) -> Option<ContainerChanges> {
-        let changes = match &self.last {
-            Some(last) if Arc::ptr_eq(last, now) => Some(ContainerChanges::default()),
-            Some(last) if in_order(last) && in_order(now) => Some(changes(last, now)),
-            _ => None,
-        };
-        self.last = Some(Arc::clone(now));
+        if self.last.as_ref().is_some_and(|last| Arc::ptr_eq(last, now)) {
+            return Some(ContainerChanges::default());
+        }
+        let ordered = in_order(now);
+        let changes = self.last.as_deref().filter(|_| ordered).map(|last| changes(last, now));
+        self.last = ordered.then(|| Arc::clone(now));
         changes
     }
 
