@@ -52,69 +52,93 @@ pub(crate) fn to_body<P: Serialize>(body: &P) -> Result<Value, serde_json::Error
 
 /// The ABI's object as a typed object.
 ///
-/// Natively it is read from the object where it is, as the JSON it
-/// serializes to: `spec`, `status` and the other fields are read in place,
-/// and so are the metadata's typed fields, presented as their JSON (only
-/// `managedFields` is written out as JSON first).
-/// Writing the whole object out and reading it back cost a twentieth of a
-/// large run: every watch event of every kube-rs controller comes through
-/// here. Compiled to Wasm (the playground's worker, the plugins) it goes
-/// through JSON as before: reading in place gives every typed kind's
-/// `Deserialize` a second instantiation, about 160 KB more for a visitor
-/// to download. Both ways give the same object, or the same error.
+/// It is read from the object where it is, as the JSON it serializes to:
+/// `spec`, `status` and the other fields are read in place, never copied
+/// into a JSON value first. Writing the whole object out and reading it
+/// back cost a twentieth of a large run natively, and a fifth of the
+/// ReplicaSet plugin's work under Wasm: every watch event of every kube-rs
+/// controller comes through here, and a controller's own type of a pod
+/// (the ReplicaSet controller's `CachedPod`) skips most of the object
+/// without building any of it.
+///
+/// The head (`apiVersion`, `kind`, `metadata`) is typed in the ABI.
+/// Natively it is presented from its typed fields as their JSON
+/// ([`in_place::Part`]). Compiled to Wasm (the playground's worker, the
+/// plugins) it is written out as a small JSON value, so that every field
+/// of every typed kind is read through one decoder, a borrowed JSON
+/// value's: a second decoder for the head would instantiate every kind's
+/// `Deserialize` again (1.8 MB more for each kube-rs plugin). Both ways
+/// give the same object, or the same error.
 pub(crate) fn from_object<K: DeserializeOwned>(object: &Object) -> Result<K, serde_json::Error> {
     #[cfg(not(target_arch = "wasm32"))]
-    return K::deserialize(in_place::ObjectFields::of(object)?);
+    {
+        use in_place::Part;
+        let metadata = Part::metadata(&object.metadata)?;
+        K::deserialize(in_place::ObjectFields::of(
+            object,
+            [Part::Str(&object.api_version), Part::Str(&object.kind), metadata],
+        ))
+    }
     #[cfg(target_arch = "wasm32")]
-    return serde_json::from_value(serde_json::to_value(object)?);
+    {
+        let head = [
+            Value::from(object.api_version.as_str()),
+            Value::from(object.kind.as_str()),
+            serde_json::to_value(&object.metadata)?,
+        ];
+        let [api_version, kind, metadata] = &head;
+        K::deserialize(in_place::ObjectFields::of(object, [api_version, kind, metadata]))
+    }
 }
 
-/// Reading an object in place (natively; see [`from_object`]).
-#[cfg(not(target_arch = "wasm32"))]
+/// Reading an object in place (see [`from_object`]).
 mod in_place {
+    #[cfg(not(target_arch = "wasm32"))]
     use std::collections::BTreeMap;
 
-    use recon_abi::{Object, ObjectMeta, OwnerReference};
+    use recon_abi::Object;
+    #[cfg(not(target_arch = "wasm32"))]
+    use recon_abi::{ObjectMeta, OwnerReference};
+    #[cfg(not(target_arch = "wasm32"))]
     use serde::de::value::{MapDeserializer, SeqDeserializer};
+    #[cfg(not(target_arch = "wasm32"))]
     use serde::de::{IntoDeserializer, Visitor};
     use serde_json::Value;
 
-    /// One top-level field of an object, as JSON: borrowed from the object
-    /// where it is JSON already, written out where it is typed, and the
-    /// metadata read from its typed fields as the JSON they serialize to.
-    enum FieldValue<'a> {
-        Borrowed(&'a Value),
-        Owned(Value),
-        Metadata(Part<'a>),
+    /// One top-level field of an object: JSON borrowed from the object, or
+    /// a field of its head (`apiVersion`, `kind`, `metadata`) as `H`
+    /// presents it.
+    enum FieldValue<'a, H> {
+        Json(&'a Value),
+        Head(H),
     }
 
     /// An object's top-level fields in the order and with the omissions of
     /// its serialization (`apiVersion`, `kind`, `metadata`, `spec` and
     /// `status` unless null, then the other fields by name), read by a typed
     /// object's `Deserialize` as a map.
-    pub(super) struct ObjectFields<'a> {
-        fields: std::vec::IntoIter<(&'a str, FieldValue<'a>)>,
-        value: Option<FieldValue<'a>>,
+    pub(super) struct ObjectFields<'a, H> {
+        fields: std::vec::IntoIter<(&'a str, FieldValue<'a, H>)>,
+        value: Option<FieldValue<'a, H>>,
     }
 
-    impl<'a> ObjectFields<'a> {
-        pub(super) fn of(object: &'a Object) -> Result<ObjectFields<'a>, serde_json::Error> {
-            let mut fields = vec![
-                ("apiVersion", FieldValue::Owned(Value::from(object.api_version.as_str()))),
-                ("kind", FieldValue::Owned(Value::from(object.kind.as_str()))),
-                ("metadata", FieldValue::Metadata(Part::metadata(&object.metadata)?)),
-            ];
+    impl<'a, H> ObjectFields<'a, H> {
+        /// `object`'s fields, with `head` its `apiVersion`, `kind` and
+        /// `metadata`.
+        pub(super) fn of(object: &'a Object, head: [H; 3]) -> ObjectFields<'a, H> {
+            let mut fields = Vec::with_capacity(5 + object.other.len());
+            fields.extend(["apiVersion", "kind", "metadata"].into_iter().zip(head.map(FieldValue::Head)));
             for (name, value) in [("spec", &object.spec), ("status", &object.status)] {
                 if !value.is_null() {
-                    fields.push((name, FieldValue::Borrowed(value)));
+                    fields.push((name, FieldValue::Json(value)));
                 }
             }
-            fields.extend(object.other.iter().map(|(name, value)| (name.as_str(), FieldValue::Borrowed(value))));
-            Ok(ObjectFields { fields: fields.into_iter(), value: None })
+            fields.extend(object.other.iter().map(|(name, value)| (name.as_str(), FieldValue::Json(value))));
+            ObjectFields { fields: fields.into_iter(), value: None }
         }
     }
 
-    impl<'a> serde::de::MapAccess<'a> for ObjectFields<'a> {
+    impl<'a, H: serde::Deserializer<'a, Error = serde_json::Error>> serde::de::MapAccess<'a> for ObjectFields<'a, H> {
         type Error = serde_json::Error;
 
         fn next_key_seed<S: serde::de::DeserializeSeed<'a>>(
@@ -130,9 +154,8 @@ mod in_place {
 
         fn next_value_seed<S: serde::de::DeserializeSeed<'a>>(&mut self, seed: S) -> Result<S::Value, Self::Error> {
             match self.value.take() {
-                Some(FieldValue::Borrowed(value)) => seed.deserialize(value),
-                Some(FieldValue::Owned(value)) => seed.deserialize(value),
-                Some(FieldValue::Metadata(part)) => seed.deserialize(part),
+                Some(FieldValue::Json(value)) => seed.deserialize(value),
+                Some(FieldValue::Head(head)) => seed.deserialize(head),
                 None => Err(serde::de::Error::custom("a value was asked for before its key")),
             }
         }
@@ -142,7 +165,7 @@ mod in_place {
         }
     }
 
-    impl<'de> serde::Deserializer<'de> for ObjectFields<'de> {
+    impl<'de, H: serde::Deserializer<'de, Error = serde_json::Error>> serde::Deserializer<'de> for ObjectFields<'de, H> {
         type Error = serde_json::Error;
 
         fn deserialize_any<V: serde::de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
@@ -160,7 +183,9 @@ mod in_place {
     /// borrowed from the typed fields where they are: the same fields, in
     /// the same order and with the same omissions as `ObjectMeta`'s and
     /// `OwnerReference`'s `Serialize`. Writing the metadata out as a JSON
-    /// value to read it back was two fifths of decoding a pod.
+    /// value to read it back was two fifths of decoding a pod (natively;
+    /// see [`super::from_object`] for Wasm).
+    #[cfg(not(target_arch = "wasm32"))]
     pub(super) enum Part<'a> {
         Str(&'a str),
         I64(i64),
@@ -174,6 +199,7 @@ mod in_place {
         Json(Value),
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     impl<'a> Part<'a> {
         pub(super) fn metadata(meta: &'a ObjectMeta) -> Result<Part<'a>, serde_json::Error> {
             let mut fields = Vec::with_capacity(8);
@@ -229,6 +255,7 @@ mod in_place {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     impl<'a> IntoDeserializer<'a, serde_json::Error> for Part<'a> {
         type Deserializer = Self;
 
@@ -237,6 +264,7 @@ mod in_place {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     impl<'de> serde::Deserializer<'de> for Part<'de> {
         type Error = serde_json::Error;
 
@@ -346,13 +374,9 @@ pub fn check_change(object: &Object, before: Option<&Object>) -> Result<(), Stri
             if now.is_null() || now == before {
                 return Ok(());
             }
-            // As `from_object`: in the playground's worker through the
-            // owned value's decoder, which every kind's type already has
-            // there, rather than another copy of each for borrowed values.
-            #[cfg(not(target_arch = "wasm32"))]
-            return T::deserialize(&**now).map(drop).map_err(|e| e.to_string());
-            #[cfg(target_arch = "wasm32")]
-            return serde_json::from_value::<T>(Value::clone(now)).map(drop).map_err(|e| e.to_string());
+            // Through a borrowed value's decoder, as `from_object` reads
+            // every field: one instantiation of each kind's type.
+            T::deserialize(&**now).map(drop).map_err(|e| e.to_string())
         }
         part::<Spec>(&object.spec, &before.spec)?;
         part::<Status>(&object.status, &before.status)
