@@ -357,8 +357,17 @@ impl fmt::Display for ObjectKey {
 
 /// `Pod default/web-0`, or `Node node-1` without a namespace: how a key
 /// shows, owned ([`ObjectKey`]) or borrowed ([`crate::Target`]).
+///
+/// Written piece by piece: `write!` with the pieces as arguments pads each
+/// one, and traces show millions of keys.
 pub(crate) fn write_key(f: &mut fmt::Formatter<'_>, kind: &str, namespace: &str, name: &str) -> fmt::Result {
-    if namespace.is_empty() { write!(f, "{kind} {name}") } else { write!(f, "{kind} {namespace}/{name}") }
+    f.write_str(kind)?;
+    f.write_str(" ")?;
+    if !namespace.is_empty() {
+        f.write_str(namespace)?;
+        f.write_str("/")?;
+    }
+    f.write_str(name)
 }
 
 /// Identifies one incarnation of a pod: the unit a node runs containers for.
