@@ -131,6 +131,28 @@ fn kubelet_stops_unwanted_containers_in_uid_order_and_keeps_the_wanted_one() {
     assert_eq!(out.actions, vec![], "the kept container is still wanted on the next call");
 }
 
+/// Each container is paired with the pod at its name: containers of no pod
+/// (before, between and after the cached pods in the runtime's order) stop,
+/// as do a terminating pod's and an old incarnation's beside its
+/// successor's; the wanted ones stay.
+#[test]
+fn kubelet_pairs_each_container_with_the_pod_at_its_name() {
+    let (mut kubelet, _) = kubelet_on("node-1");
+    let on = |name: &str, uid: &str| pod("default", name, uid, "5").on_node("node-1");
+    let kept = on("web-1", "uid-1").running_ready();
+    let dying = on("web-3", "uid-3").running_ready().terminating();
+    let (old, new) = (on("web-5", "uid-5"), on("web-5", "uid-6").running_ready());
+    let (gone_0, gone_2, gone_6) = (on("web-0", "uid-7"), on("web-2", "uid-0"), on("web-6", "uid-4"));
+    let running = [&gone_0, &kept, &gone_2, &dying, &old, &new, &gone_6].map(container_of).to_vec();
+    let cached = listed(0, "5", vec![kept.clone(), dying.clone(), new.clone()]);
+    let out = kubelet.handle(&node_input(0, vec![cached], running));
+    assert_eq!(
+        out.actions,
+        vec![stop(&gone_2), stop(&dying), stop(&gone_6), stop(&old), stop(&gone_0), final_delete(&dying)],
+        "stops in uid order, then the terminating pod's delete; the kept and the new containers stay"
+    );
+}
+
 #[test]
 fn kubelet_stops_the_old_incarnation_before_starting_the_new_one_with_the_same_name() {
     let (mut kubelet, _) = kubelet_on("node-1");
