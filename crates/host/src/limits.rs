@@ -1,6 +1,6 @@
 //! What a plugin instance may consume.
 
-use recon_scenario::PluginSetting;
+use recon_scenario::{PluginLimits, PluginSetting};
 
 /// Bytes in a WebAssembly page.
 pub(crate) const PAGE_BYTES: u64 = 65_536;
@@ -99,18 +99,19 @@ pub struct Limits {
 
 impl Limits {
     /// The defaults, as a constant: `Limits { fuel_per_call: 1_000, ..Limits::DEFAULT }`
-    /// works in `const` items too.
+    /// works in `const` items too. What a scenario may set defaults to the
+    /// scenario format's `PluginLimits::DEFAULT_*`.
     pub const DEFAULT: Limits = Limits {
-        memory_bytes: 64 << 20,
-        fuel_per_call: 1_000_000_000,
-        fuel_per_virtual_second: 2_000_000_000,
+        memory_bytes: PluginLimits::DEFAULT_MEMORY_BYTES,
+        fuel_per_call: PluginLimits::DEFAULT_FUEL_PER_CALL,
+        fuel_per_virtual_second: PluginLimits::DEFAULT_FUEL_PER_VIRTUAL_SECOND,
         fuel_per_input_object: crate::FUEL_PER_INPUT_OBJECT,
-        max_call_depth: 2_000,
+        max_call_depth: PluginLimits::DEFAULT_MAX_CALL_DEPTH,
         stack_bytes: 256 << 10,
-        max_module_bytes: 16 << 20,
-        max_functions: 20_000,
-        max_output_bytes: 16 << 20,
-        max_actions_per_call: 10_000,
+        max_module_bytes: PluginLimits::DEFAULT_MAX_MODULE_BYTES,
+        max_functions: PluginLimits::DEFAULT_MAX_FUNCTIONS,
+        max_output_bytes: PluginLimits::DEFAULT_MAX_OUTPUT_BYTES,
+        max_actions_per_call: PluginLimits::DEFAULT_MAX_ACTIONS_PER_CALL,
     };
 }
 

@@ -361,6 +361,24 @@ pub struct PluginLimits {
 }
 
 impl PluginLimits {
+    /// `fuelPerCall` when the scenario does not set it (the host's
+    /// `Limits::DEFAULT` is made of these defaults).
+    pub const DEFAULT_FUEL_PER_CALL: u64 = 1_000_000_000;
+    /// `fuelPerVirtualSecond` when the scenario does not set it.
+    pub const DEFAULT_FUEL_PER_VIRTUAL_SECOND: u64 = 2_000_000_000;
+    /// `memoryBytes` when the scenario does not set it: 64 MiB.
+    pub const DEFAULT_MEMORY_BYTES: u64 = 64 << 20;
+    /// `maxCallDepth` when the scenario does not set it.
+    pub const DEFAULT_MAX_CALL_DEPTH: u32 = 2_000;
+    /// `maxOutputBytes` when the scenario does not set it: 16 MiB.
+    pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 16 << 20;
+    /// `maxActionsPerCall` when the scenario does not set it.
+    pub const DEFAULT_MAX_ACTIONS_PER_CALL: u32 = 10_000;
+    /// `maxModuleBytes` when the scenario does not set it: 16 MiB.
+    pub const DEFAULT_MAX_MODULE_BYTES: u64 = 16 << 20;
+    /// `maxFunctions` when the scenario does not set it.
+    pub const DEFAULT_MAX_FUNCTIONS: u32 = 20_000;
+
     /// The most `fuelPerCall` may be: a hundred times the default.
     pub const MAX_FUEL_PER_CALL: u64 = 100_000_000_000;
     /// The most `fuelPerVirtualSecond` may be: the most for one call, so that
