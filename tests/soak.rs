@@ -12,6 +12,7 @@
 //! stays quiet, so virtual time never jumps ahead, and the store's history
 //! stays bounded by the compactions.
 
+use recon_catalog::cluster::deployment;
 use recon_scenario::Scenario;
 
 /// How big a soak run is.
@@ -133,15 +134,6 @@ fn api_servers(n: usize) -> (&'static str, &'static str) {
 /// Replicas of Deployment `d`: the pods shared out, the remainder to the first.
 fn replicas(pods: usize, d: usize) -> usize {
     pods / DEPLOYMENTS + if d == 0 { pods % DEPLOYMENTS } else { 0 }
-}
-
-/// Deployment `app-{d}` with `replicas` pods running image version `version`.
-pub fn deployment(d: usize, replicas: usize, version: usize) -> String {
-    format!(
-        "{{ apiVersion: apps/v1, kind: Deployment, metadata: {{ name: app-{d} }}, spec: {{ replicas: {replicas}, \
-         selector: {{ matchLabels: {{ app: app-{d} }} }}, template: {{ metadata: {{ labels: {{ app: app-{d} }} }}, \
-         spec: {{ containers: [ {{ name: app, image: \"app:{version}\" }} ] }} }} }} }}"
-    )
 }
 
 /// StatefulSet `db` with `replicas` pods.

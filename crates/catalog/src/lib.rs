@@ -11,7 +11,10 @@
 //! library, for a program that shows them but runs nothing.
 //!
 //! It also carries the scenario library ([`SCENARIOS`]), so that the CLI,
-//! the browser app and the tests offer the same scenarios.
+//! the browser app and the tests offer the same scenarios, and a cluster
+//! of any size ([`cluster`]) to run controllers at scale.
+
+pub mod cluster;
 
 #[cfg(feature = "controllers")]
 use recon_abi::Instance;

@@ -28,6 +28,7 @@ macro_rules! say {
 }
 
 mod audit;
+mod cluster;
 mod explore;
 mod plugins;
 mod progress;
@@ -163,6 +164,31 @@ enum Command {
     },
     /// List the built-in controllers a scenario can name.
     Controllers,
+    /// Write a scenario of a cluster of any size, to run a controller at scale.
+    ///
+    /// NODES nodes with a kubelet each, over three API servers (two with
+    /// lagging watch caches), and PODS pods in Deployments of at most
+    /// 1,000, run by the built-in scheduler, deployment-controller and
+    /// replicaset-controller. Every Deployment rolls out a new image at 1
+    /// minute; a kubelet and the scheduler restart at 2; the run ends at 5
+    /// (the scale benchmark's cluster). Run your own controller in it with
+    /// `recon run FILE --plugin replicaset-controller=mine.wasm`.
+    /// Kubernetes tests clusters up to 5,000 nodes and 150,000 pods.
+    ///
+    /// Exit status: 0 when written, 2 when the pods do not fit on the nodes
+    /// or the file cannot be written.
+    Cluster {
+        /// Nodes, each with its kubelet (at least 1).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        nodes: u64,
+        /// Pods, in Deployments of at most 1,000; at most 110 per node,
+        /// Kubernetes' default.
+        #[arg(long)]
+        pods: u64,
+        /// Write the scenario to this file instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
     /// Check a cluster's audit logs for stale reads, and what acted on them.
     ///
     /// Reads audit.k8s.io/v1 logs (JSON lines, plain or gzip), one file
@@ -236,6 +262,7 @@ fn main() -> ExitCode {
         Command::Audit { files, servers, json, progress, scenario } => {
             audit::audit(audit::Args { files, servers, json, progress, scenario })
         }
+        Command::Cluster { nodes, pods, output } => cluster::write(nodes, pods, output.as_deref()),
         Command::Controllers => {
             for b in recon_catalog::BUILTINS {
                 say!("{:<12} {}", b.name, b.description);

@@ -490,3 +490,58 @@ fn progress_goes_to_standard_error_and_changes_nothing_else() {
     assert!(last.starts_with("ran t=30.000s of virtual time in "), "{progress:?}");
     assert!(last.contains(&format!(": {entries} trace entries")), "{progress:?} against {entries}");
 }
+
+/// The trace hash `recon run` prints in its summary.
+fn trace_hash(out: &Output) -> String {
+    let text = stdout(out);
+    let line = text.lines().find(|l| l.starts_with("trace ")).unwrap_or_else(|| panic!("no trace line: {text}"));
+    line.trim_start_matches("trace").trim().to_owned()
+}
+
+/// `recon cluster` writes a cluster a controller author runs their own
+/// controller in: the file and standard output hold the same scenario, it
+/// runs with the built-in controllers, and with the ReplicaSet controller
+/// swapped for its Wasm plugin the run is the same, trace for trace.
+#[test]
+fn cluster_writes_a_scenario_that_runs_a_controller_from_a_plugin_as_the_built_in() {
+    let scratch = Scratch::of_this_test();
+    let path = scratch.path().join("cluster.yaml");
+    let out = recon(&["cluster", "--nodes", "4", "--pods", "60", "--output", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "", "the scenario goes to the file alone");
+    let printed = recon(&["cluster", "--nodes", "4", "--pods", "60"]);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), stdout(&printed));
+    assert!(stdout(&printed).contains("name: scale-4-nodes-60-pods"), "{}", stdout(&printed));
+
+    let native = recon(&["run", path.to_str().unwrap()]);
+    assert_eq!(native.status.code(), Some(0), "{}", stdout(&native));
+    assert!(stdout(&native).contains("No safety property broke."), "{}", stdout(&native));
+    let plugin = format!("replicaset-controller={}", built_plugin("recon_plugin_replicaset").display());
+    let wasm = recon(&["run", path.to_str().unwrap(), "--plugin", &plugin]);
+    assert_eq!(wasm.status.code(), Some(0), "{}", stdout(&wasm));
+    assert_eq!(trace_hash(&wasm), trace_hash(&native));
+}
+
+/// Kubernetes' default is 110 pods on a node: more pods than the nodes
+/// hold is refused with what to do, and nothing is written. A cluster
+/// past Kubernetes' published limits is written, with a note.
+#[test]
+fn cluster_refuses_pods_that_do_not_fit_and_notes_a_cluster_past_the_published_limits() {
+    let scratch = Scratch::of_this_test();
+    let path = scratch.path().join("cluster.yaml");
+    let out = recon(&["cluster", "--nodes", "2", "--pods", "300", "--output", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).trim(),
+        "300 pods do not fit on 2 nodes of 110 pods each (Kubernetes' default); give at least 3 nodes"
+    );
+    assert!(!path.exists(), "nothing is written");
+
+    let out = recon(&["cluster", "--nodes", "5001", "--pods", "10", "--output", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("Kubernetes tests clusters up to 5000 nodes and 150000 pods"), "{}", stderr(&out));
+    assert!(std::fs::read_to_string(&path).unwrap().contains("kubelet-node-5001"));
+
+    let out = recon(&["cluster", "--nodes", "0", "--pods", "0"]);
+    assert_eq!(out.status.code(), Some(2), "clap's own usage error: {}", stderr(&out));
+}

@@ -1,0 +1,61 @@
+//! `recon cluster`: the scenario of a cluster of any size
+//! (`recon_catalog::cluster`), on standard output or in a file.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::whole::WholeFile;
+
+/// Pods one node holds by default: the kubelet's `--max-pods` default,
+/// and a scenario node's `pods` default.
+const PODS_PER_NODE: u64 = 110;
+
+/// The largest cluster Kubernetes tests ("Considerations for large
+/// clusters" in its documentation): nodes, then pods.
+const PUBLISHED_LIMITS: (u64, u64) = (5_000, 150_000);
+
+/// Writes the cluster of `nodes` nodes and `pods` pods to `output`, or to
+/// standard output.
+pub fn write(nodes: u64, pods: u64, output: Option<&Path>) -> ExitCode {
+    if pods > nodes.saturating_mul(PODS_PER_NODE) {
+        return crate::bad_input(format!(
+            "{pods} pods do not fit on {nodes} nodes of {PODS_PER_NODE} pods each (Kubernetes' default); \
+             give at least {} nodes",
+            pods.div_ceil(PODS_PER_NODE)
+        ));
+    }
+    let (max_nodes, max_pods) = PUBLISHED_LIMITS;
+    if nodes > max_nodes || pods > max_pods {
+        eprintln!(
+            "note: Kubernetes tests clusters up to {max_nodes} nodes and {max_pods} pods; this one is larger, \
+             and its run may take minutes and gigabytes"
+        );
+    }
+    let (Ok(nodes), Ok(pods)) = (usize::try_from(nodes), usize::try_from(pods)) else {
+        return crate::bad_input("that cluster is too large for this machine's addresses");
+    };
+    let yaml = recon_catalog::cluster::yaml(nodes, pods);
+    let Some(path) = output else {
+        let mut out = std::io::stdout().lock();
+        return match out.write_all(yaml.as_bytes()).and_then(|()| out.flush()) {
+            Ok(()) => ExitCode::SUCCESS,
+            // A reader that stops early (`| head`) ends the output quietly.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(e) => crate::bad_input(format!("cannot write the scenario to standard output: {e}")),
+        };
+    };
+    let failed = |e: std::io::Error| crate::bad_input(format!("cannot write the scenario to {}: {e}", path.display()));
+    let mut file = match WholeFile::create(path) {
+        Ok(file) => file,
+        Err(e) => return failed(e),
+    };
+    if let Err(e) = file.write_all(yaml.as_bytes()) {
+        file.abandon();
+        return failed(e);
+    }
+    match file.commit() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => failed(e),
+    }
+}
