@@ -362,7 +362,7 @@ fn run(path: &Path, options: &RunOptions, outputs: RunOutputs) -> ExitCode {
             eprintln!("{message}");
             return ExitCode::from(2);
         }
-        None => trace.hash(),
+        None => trace_file::hash_trace(&trace, progress),
     };
     let outcome = report::print(prepared.scenario(), &trace, &hash, timeline);
     if outcome.violated || (expect && !outcome.as_expected) { ExitCode::from(1) } else { ExitCode::SUCCESS }

@@ -61,7 +61,7 @@ pub fn write_trace(trace: &Trace, out: &TraceOut, show: Show) -> Result<String, 
         TraceOut::File(path) => {
             let failed = |e: std::io::Error| format!("cannot write the trace to {}: {e}", path.display());
             let mut file = WholeFile::create(path).map_err(failed)?;
-            match encode(trace, &mut file, show, &path.display().to_string()) {
+            match encode(trace, &mut file, show, Doing::Writing(&path.display().to_string())) {
                 Ok(hash) => {
                     file.commit().map_err(failed)?;
                     Ok(hash)
@@ -72,7 +72,8 @@ pub fn write_trace(trace: &Trace, out: &TraceOut, show: Show) -> Result<String, 
                 }
             }
         }
-        TraceOut::Stdout => match encode(trace, &mut std::io::stdout().lock(), show, "standard output") {
+        TraceOut::Stdout => match encode(trace, &mut std::io::stdout().lock(), show, Doing::Writing("standard output"))
+        {
             Ok(hash) => Ok(hash),
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
                 stdout::closed();
@@ -83,16 +84,39 @@ pub fn write_trace(trace: &Trace, out: &TraceOut, show: Show) -> Result<String, 
     }
 }
 
+/// The hash of `trace` without `--trace`: its JSON encoded only to be
+/// hashed, with its progress shown as `show` says (at Kubernetes'
+/// published limits that is gigabytes, and seconds after the run).
+pub fn hash_trace(trace: &Trace, show: Show) -> String {
+    match encode(trace, &mut std::io::sink(), show, Doing::Hashing) {
+        Ok(hash) => hash,
+        // Nothing is written anywhere, so nothing can fail; hash it plainly.
+        Err(_) => trace.hash(),
+    }
+}
+
+/// What encoding the trace is for, in the progress it shows.
+#[derive(Clone, Copy)]
+enum Doing<'a> {
+    /// Writing it to the place named.
+    Writing(&'a str),
+    /// Hashing it alone.
+    Hashing,
+}
+
 /// Encodes `trace` into `out` through a buffer, showing the bytes
 /// written, and returns its hash.
-fn encode(trace: &Trace, out: &mut dyn Write, show: Show, shown: &str) -> std::io::Result<String> {
+fn encode(trace: &Trace, out: &mut dyn Write, show: Show, doing: Doing<'_>) -> std::io::Result<String> {
     // Counted under the buffer, so that the clock is read once a buffer.
-    let counted = Counted { out, bytes: 0, progress: Progress::new(show) };
+    let counted = Counted { out, bytes: 0, progress: Progress::new(show), doing };
     let mut buffered = BufWriter::with_capacity(1 << 20, counted);
     let hash = trace.write_json_and_hash(&mut buffered)?;
     buffered.flush()?;
     let (Counted { bytes, mut progress, .. }, _) = buffered.into_parts();
-    progress.finish(|seconds| format!("wrote the trace to {shown}: {} in {seconds:.1} s", megabytes(bytes)));
+    progress.finish(|seconds| match doing {
+        Doing::Writing(shown) => format!("wrote the trace to {shown}: {} in {seconds:.1} s", megabytes(bytes)),
+        Doing::Hashing => format!("hashed the trace: {} of JSON in {seconds:.1} s", megabytes(bytes)),
+    });
     Ok(hash)
 }
 
@@ -105,14 +129,18 @@ struct Counted<'a> {
     out: &'a mut dyn Write,
     bytes: u64,
     progress: Progress,
+    doing: Doing<'a>,
 }
 
 impl Write for Counted<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let n = self.out.write(buf)?;
         self.bytes += n as u64;
-        let bytes = self.bytes;
-        self.progress.tick(|seconds| format!("writing the trace: {}, {seconds:.0} s", megabytes(bytes)));
+        let (bytes, doing) = (self.bytes, self.doing);
+        self.progress.tick(|seconds| match doing {
+            Doing::Writing(_) => format!("writing the trace: {}, {seconds:.0} s", megabytes(bytes)),
+            Doing::Hashing => format!("hashing the trace: {} of JSON, {seconds:.0} s", megabytes(bytes)),
+        });
         Ok(n)
     }
 

@@ -465,11 +465,12 @@ fn a_plugins_log_lines_are_printed_in_the_timeline_and_counted_in_the_summary() 
 }
 
 /// `--progress` shows the run on standard error, a line at a time off a
-/// terminal (as here, where a CI log would keep every update), and ends
-/// with a line for the whole run whose count of entries is the summary's;
-/// standard output and the exit status are what they are without it.
-/// Without the flag, and with standard error not a terminal, nothing is
-/// added.
+/// terminal (as here, where a CI log would keep every update), with a
+/// line for the whole run whose count of entries is the summary's, then
+/// one for hashing the trace the summary shows (seconds of work after a
+/// run at Kubernetes' published limits); standard output and the exit
+/// status are what they are without it. Without the flag, and with
+/// standard error not a terminal, nothing is added.
 #[test]
 fn progress_goes_to_standard_error_and_changes_nothing_else() {
     let path = scenario("pod-safety-59848.yaml");
@@ -486,9 +487,11 @@ fn progress_goes_to_standard_error_and_changes_nothing_else() {
     let progress = stderr(&shown);
     // Off a terminal, each update is a line of its own: no carriage returns.
     assert!(!progress.contains('\r'), "{progress:?}");
-    let last = progress.lines().last().unwrap_or_default();
-    assert!(last.starts_with("ran t=30.000s of virtual time in "), "{progress:?}");
-    assert!(last.contains(&format!(": {entries} trace entries")), "{progress:?} against {entries}");
+    let mut lines = progress.lines().rev();
+    let (hashed, ran) = (lines.next().unwrap_or_default(), lines.next().unwrap_or_default());
+    assert!(ran.starts_with("ran t=30.000s of virtual time in "), "{progress:?}");
+    assert!(ran.contains(&format!(": {entries} trace entries")), "{progress:?} against {entries}");
+    assert!(hashed.starts_with("hashed the trace: ") && hashed.contains(" MB of JSON in "), "{progress:?}");
 }
 
 /// The trace hash `recon run` prints in its summary.
