@@ -54,12 +54,12 @@ pub(crate) fn to_body<P: Serialize>(body: &P) -> Result<Value, serde_json::Error
 ///
 /// It is read from the object where it is, as the JSON it serializes to:
 /// `spec`, `status` and the other fields are read in place, never copied
-/// into a JSON value first. Writing the whole object out and reading it
-/// back cost a twentieth of a large run natively, and a fifth of the
-/// ReplicaSet plugin's work under Wasm: every watch event of every kube-rs
-/// controller comes through here, and a controller's own type of a pod
-/// (the ReplicaSet controller's `CachedPod`) skips most of the object
-/// without building any of it.
+/// into a JSON value first, and a controller's own type of a pod (the
+/// ReplicaSet controller's `CachedPod`) skips most of the object without
+/// building any of it. Every watch event of every kube-rs controller comes
+/// through here: writing the whole object out and reading it back cost a
+/// twentieth of a large run natively, and 6 % of the ReplicaSet plugin's
+/// work under Wasm (BENCHMARKS.md, *The price of the sandbox*).
 ///
 /// The head (`apiVersion`, `kind`, `metadata`) is typed in the ABI.
 /// Natively it is presented from its typed fields as their JSON
