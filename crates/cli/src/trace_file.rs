@@ -1,6 +1,7 @@
 //! `recon run --trace`: where the trace goes, and writing it there with
-//! its progress. A trace at Kubernetes' published limits is gigabytes of
-//! JSON, so it is encoded as it is written, never held whole.
+//! its progress (or, without `--trace`, hashing it with its progress). A
+//! trace at Kubernetes' published limits is gigabytes of JSON, so it is
+//! encoded as it is written, never held whole.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
