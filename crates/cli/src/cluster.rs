@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 use crate::whole::WholeFile;
 
-/// Pods one node holds by default: the kubelet's `--max-pods` default,
-/// and a scenario node's `pods` default.
-const PODS_PER_NODE: u64 = 110;
+/// Pods one node of the cluster holds: a scenario node's default, the
+/// kubelet's `--max-pods` default.
+const PODS_PER_NODE: u64 = recon_scenario::Node::DEFAULT_PODS as u64;
 
 /// The largest cluster Kubernetes tests ("Considerations for large
 /// clusters" in its documentation): nodes, then pods.

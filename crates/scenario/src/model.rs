@@ -681,8 +681,14 @@ pub struct Node {
     pub labels: BTreeMap<String, String>,
 }
 
+impl Node {
+    /// Pods a node holds when the scenario does not say: the kubelet's
+    /// `--max-pods` default.
+    pub const DEFAULT_PODS: u32 = 110;
+}
+
 fn default_pods() -> u32 {
-    110
+    Node::DEFAULT_PODS
 }
 
 /// One component: a controller instance and how it talks to the cluster.
