@@ -331,6 +331,34 @@ async fn an_edit_lives_in_the_address_so_reload_keeps_it_and_back_undoes_it() {
     page.close().await;
 }
 
+/// Issue 17: a cluster at scale opens by its name, from the address (any
+/// size) or from the menu, runs in the tab with the trace the native run
+/// of the same generated file gives, and keeps only its name in the
+/// address, as a library scenario does.
+#[tokio::test(flavor = "current_thread")]
+async fn a_cluster_at_scale_opens_by_its_name_from_the_address_and_from_the_menu() {
+    let small = recon_catalog::cluster::name(4, 60);
+    let page = Browser::open(&format!("?scenario={small}")).await;
+    let scenario = recon_scenario::parse("cluster.yaml", &recon_catalog::cluster::yaml(4, 60)).unwrap();
+    let first = page.hash_after(None).await;
+    assert_eq!(first, recon_e2e::run_scenario(&scenario, &[]).hash());
+    let picked = page.find("#scenario-select option:checked").await.text().await.unwrap();
+    assert_eq!(picked, "4 nodes, 60 pods", "a size the menu does not offer is shown in it while open");
+    // The menu's 100-node cluster: its name, not its file, in the address.
+    let hundred = recon_catalog::cluster::name(100, 3_000);
+    page.find("#scenario-select").await.select_by_value(&hundred).await.unwrap();
+    let big = page.hash_after(Some(&first)).await;
+    let address = format!("return location.search === '?scenario={hundred}' && location.hash === ''");
+    wait_until(&page, &address, "the cluster's name in the address").await;
+    let picked = page.find("#scenario-select option:checked").await.text().await.unwrap();
+    assert_eq!(picked, "100 nodes, 3,000 pods");
+    assert!(page.exists("#controller-kubelet-node-100").await, "the 100th node's kubelet is among the components");
+    // Reload brings the same run back from the name alone.
+    page.client().refresh().await.unwrap();
+    assert_eq!(page.hash_after(None).await, big);
+    page.close().await;
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn upload_is_reached_with_tab_and_takes_a_file_from_the_keyboard() {
     let (page, before) = opened().await;

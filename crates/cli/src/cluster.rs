@@ -7,25 +7,13 @@ use std::process::ExitCode;
 
 use crate::whole::WholeFile;
 
-/// Pods one node of the cluster holds: a scenario node's default, the
-/// kubelet's `--max-pods` default.
-const PODS_PER_NODE: u64 = recon_scenario::Node::DEFAULT_PODS as u64;
-
-/// The largest cluster Kubernetes tests ("Considerations for large
-/// clusters" in its documentation): nodes, then pods.
-const PUBLISHED_LIMITS: (u64, u64) = (5_000, 150_000);
-
 /// Writes the cluster of `nodes` nodes and `pods` pods to `output`, or to
 /// standard output.
 pub fn write(nodes: u64, pods: u64, output: Option<&Path>) -> ExitCode {
-    if pods > nodes.saturating_mul(PODS_PER_NODE) {
-        return crate::bad_input(format!(
-            "{pods} pods do not fit on {nodes} nodes of {PODS_PER_NODE} pods each (Kubernetes' default); \
-             give at least {} nodes",
-            pods.div_ceil(PODS_PER_NODE)
-        ));
+    if let Some(refusal) = recon_catalog::cluster::refusal(nodes, pods) {
+        return crate::bad_input(refusal);
     }
-    let (max_nodes, max_pods) = PUBLISHED_LIMITS;
+    let (max_nodes, max_pods) = recon_catalog::cluster::PUBLISHED_LIMITS;
     if nodes > max_nodes || pods > max_pods {
         eprintln!(
             "note: Kubernetes tests clusters up to {max_nodes} nodes and {max_pods} pods; this one is larger, \

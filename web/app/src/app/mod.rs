@@ -25,7 +25,10 @@ pub mod tour;
 #[cfg(target_arch = "wasm32")]
 pub(crate) mod worker_link;
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use recon_scenario::Scenario;
 use recon_trace::{CrashSummary, EntryId, Explanation, Trace, Unavailability, crashes};
@@ -146,9 +149,8 @@ impl Setup {
         if self.scenario.name != self.library {
             return Some("custom");
         }
-        let library = recon_catalog::scenario(&self.library)?;
-        let original = recon_scenario::parse("library.yaml", library.yaml).ok()?;
-        (original != self.scenario).then_some("edited")
+        let original = as_shipped(&self.library)?;
+        (*original != self.scenario).then_some("edited")
     }
 
     /// Whether this is a library scenario as shipped, with no plugin
@@ -156,6 +158,70 @@ impl Setup {
     pub fn is_pristine(&self) -> bool {
         self.uploads.is_empty() && self.provenance().is_none()
     }
+}
+
+/// Whether the menu has a scenario called `name`: a library file, or a
+/// generated cluster ([`recon_catalog::cluster::name`], e.g.
+/// `scale-1000-nodes-30000-pods`, of any size whose pods fit its nodes).
+pub fn is_library(name: &str) -> bool {
+    recon_catalog::scenario(name).is_some() || recon_catalog::cluster::size_of(name).is_some()
+}
+
+/// The clusters the menu offers (nodes, pods): the scale benchmark's two
+/// sizes that run in a tab, and one between. Any other size opens from the
+/// address (`?scenario=scale-2000-nodes-60000-pods`).
+pub const MENU_CLUSTERS: [(usize, usize); 3] = [(100, 3_000), (300, 9_000), (1_000, 30_000)];
+
+/// The menu's generated clusters, as (scenario name, label): those of
+/// [`MENU_CLUSTERS`], and the shown one (`library`) if it is a cluster of
+/// another size, in order of size.
+pub fn menu_clusters(library: &str) -> Vec<(String, String)> {
+    let mut sizes = MENU_CLUSTERS.to_vec();
+    if let Some(shown) = recon_catalog::cluster::size_of(library).filter(|size| !sizes.contains(size)) {
+        sizes.push(shown);
+        sizes.sort_unstable();
+    }
+    let label = |(nodes, pods): (usize, usize)| format!("{} nodes, {} pods", grouped(nodes), grouped(pods));
+    sizes.into_iter().map(|(nodes, pods)| (recon_catalog::cluster::name(nodes, pods), label((nodes, pods)))).collect()
+}
+
+/// `n` with its thousands apart: `30,000`.
+fn grouped(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// The text of the menu's scenario `name` as shipped (see [`is_library`]).
+pub fn library_text(name: &str) -> Option<Cow<'static, str>> {
+    if let Some(library) = recon_catalog::scenario(name) {
+        return Some(Cow::Borrowed(library.yaml));
+    }
+    let (nodes, pods) = recon_catalog::cluster::size_of(name)?;
+    Some(Cow::Owned(recon_catalog::cluster::yaml(nodes, pods)))
+}
+
+/// The menu's scenario `name` as shipped, parsed. The last one is kept:
+/// the header asks on every render whether the shown scenario was edited,
+/// and a 1,000-node cluster's file takes a while to read.
+fn as_shipped(name: &str) -> Option<Rc<Scenario>> {
+    thread_local! {
+        static LAST: RefCell<Option<(String, Rc<Scenario>)>> = const { RefCell::new(None) };
+    }
+    LAST.with_borrow_mut(|last| {
+        if let Some((_, scenario)) = last.as_ref().filter(|(kept, _)| kept == name) {
+            return Some(scenario.clone());
+        }
+        let scenario = Rc::new(recon_scenario::parse("library.yaml", &library_text(name)?).ok()?);
+        *last = Some((name.to_owned(), scenario.clone()));
+        Some(scenario)
+    })
 }
 
 /// Progress of the run in flight.
@@ -314,11 +380,11 @@ impl State {
     /// The state for the library scenario `name`, with the file as
     /// shipped as its source, before its first run.
     pub fn library(name: &str) -> Result<State, String> {
-        let library = recon_catalog::scenario(name).ok_or_else(|| format!("there is no scenario {name:?}"))?;
-        let scenario = recon_scenario::parse(&format!("{name}.yaml"), library.yaml).map_err(|e| e.to_string())?;
+        let text = library_text(name).ok_or_else(|| format!("there is no scenario {name:?}"))?;
+        let scenario = recon_scenario::parse(&format!("{name}.yaml"), &text).map_err(|e| e.to_string())?;
         let mut state = State::new(name, scenario);
         // The editor shows the file as shipped, comments and all.
-        state.current.source = Some(library.yaml.to_owned());
+        state.current.source = Some(text.into_owned());
         state.good.source = state.current.source.clone();
         Ok(state)
     }
@@ -588,6 +654,46 @@ mod tests {
         assert_eq!(setup.provenance(), Some("custom"));
         setup.scenario.name = format!("{}-workload-found", setup.library);
         assert_eq!(setup.provenance(), Some("found by search"));
+    }
+
+    /// A generated cluster opens like a library scenario: by its name,
+    /// from the menu or the address, with its file as the editor's text,
+    /// and pristine until edited (so its address is its name alone).
+    #[test]
+    fn a_generated_cluster_opens_by_name_and_is_pristine_until_edited() {
+        let name = recon_catalog::cluster::name(3, 90);
+        assert!(is_library(&name) && is_library(recon_catalog::DEFAULT_SCENARIO));
+        let state = State::library(&name).expect("a cluster of 3 nodes opens");
+        assert_eq!(state.current.scenario.nodes.len(), 3);
+        assert_eq!(state.current.scenario.name, name);
+        assert_eq!(state.current.source.as_deref(), Some(recon_catalog::cluster::yaml(3, 90).as_str()));
+        let mut setup = state.current.clone();
+        assert!(setup.is_pristine(), "{:?}", setup.provenance());
+        setup.scenario.seed += 1;
+        assert_eq!(setup.provenance(), Some("edited"));
+        for not_one in ["scale-1-nodes-111-pods", "scale-01-nodes-3-pods", "no-such-scenario"] {
+            assert!(!is_library(not_one), "{not_one}");
+            let refused = State::library(not_one).err().expect("refused");
+            assert!(refused.contains(not_one), "{refused}");
+        }
+    }
+
+    /// The menu offers the sizes that run in a tab, and the shown cluster
+    /// when it is another size, in order of size, with readable labels.
+    #[test]
+    fn the_menu_offers_clusters_and_the_shown_one_in_order_of_size() {
+        let names = |library: &str| menu_clusters(library).into_iter().map(|(name, _)| name).collect::<Vec<_>>();
+        let offered = names(recon_catalog::DEFAULT_SCENARIO);
+        assert_eq!(offered.len(), MENU_CLUSTERS.len());
+        assert_eq!(names(&offered[1]), offered, "an offered size is not offered twice");
+        let shown = recon_catalog::cluster::name(200, 6_000);
+        let with_shown = names(&shown);
+        assert_eq!(with_shown, [&offered[..1], &[shown][..], &offered[1..]].concat());
+        assert_eq!(menu_clusters(&offered[2])[2].1, "1,000 nodes, 30,000 pods");
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(150_000), "150,000");
+        assert_eq!(grouped(1_234_567), "1,234,567");
     }
 
     #[test]

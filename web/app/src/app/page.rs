@@ -140,10 +140,12 @@ fn embed_from_url() -> Option<Embed> {
     Some(Embed { full_url: format!("{}{query}{}", base_url(), location.hash().ok().unwrap_or_default()) })
 }
 
-/// The library scenario named in the page's URL (`?scenario=`), or the default.
+/// The menu's scenario named in the page's URL (`?scenario=`: a library
+/// scenario, or a generated cluster such as `scale-1000-nodes-30000-pods`),
+/// or the default.
 fn scenario_from_url() -> String {
     url_param("scenario")
-        .filter(|name| recon_catalog::scenario(name).is_some())
+        .filter(|name| super::is_library(name))
         .unwrap_or_else(|| recon_catalog::DEFAULT_SCENARIO.to_owned())
 }
 

@@ -154,20 +154,24 @@ fn header(state: &State, ctx: &Context<App>) -> Html {
     });
     // Compares with the library file: once per render, not per option.
     let provenance = current.provenance();
+    let option = |name: &str, label: String| {
+        let selected = name == current.library;
+        let label = match provenance.filter(|_| selected) {
+            Some(how) => format!("{label} ({how})"),
+            None => label,
+        };
+        html! { <option value={name.to_owned()} {selected}>{ label }</option> }
+    };
     html! {
         <header>
             <h1>{ "Recon" }</h1>
             <label class="scenario-pick">
                 { "Scenario " }
                 <select id="scenario-select" onchange={pick}>
-                    { for recon_catalog::SCENARIOS.iter().map(|s| {
-                        let selected = s.name == current.library;
-                        let label = match provenance.filter(|_| selected) {
-                            Some(how) => format!("{} ({how})", s.name),
-                            None => s.name.to_owned(),
-                        };
-                        html! { <option value={s.name} {selected}>{ label }</option> }
-                    }) }
+                    { for recon_catalog::SCENARIOS.iter().map(|s| option(s.name, s.name.to_owned())) }
+                    <optgroup label="A cluster at scale">
+                        { for super::menu_clusters(&current.library).into_iter().map(|(name, label)| option(&name, label)) }
+                    </optgroup>
                 </select>
             </label>
             <label>
