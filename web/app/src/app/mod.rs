@@ -162,9 +162,19 @@ impl Setup {
 
 /// Whether the menu has a scenario called `name`: a library file, or a
 /// generated cluster ([`recon_catalog::cluster::name`], e.g.
-/// `scale-1000-nodes-30000-pods`, of any size whose pods fit its nodes).
+/// `scale-1000-nodes-30000-pods`; see [`cluster_size`]).
 pub fn is_library(name: &str) -> bool {
-    recon_catalog::scenario(name).is_some() || recon_catalog::cluster::size_of(name).is_some()
+    recon_catalog::scenario(name).is_some() || cluster_size(name).is_some()
+}
+
+/// The size of the generated cluster called `name`, if the page opens it:
+/// one whose pods fit its nodes, within Kubernetes' published limits. An
+/// address naming a larger one opens the default scenario, as an unknown
+/// name does: the page writes and reads the whole file before the worker
+/// could refuse it, and a billion nodes' file would take the tab down.
+fn cluster_size(name: &str) -> Option<(usize, usize)> {
+    let (max_nodes, max_pods) = recon_catalog::cluster::PUBLISHED_LIMITS;
+    recon_catalog::cluster::size_of(name).filter(|&(nodes, pods)| nodes as u64 <= max_nodes && pods as u64 <= max_pods)
 }
 
 /// The clusters the menu offers (nodes, pods): the scale benchmark's two
@@ -177,7 +187,7 @@ pub const MENU_CLUSTERS: [(usize, usize); 3] = [(100, 3_000), (300, 9_000), (1_0
 /// another size, in order of size.
 pub fn menu_clusters(library: &str) -> Vec<(String, String)> {
     let mut sizes = MENU_CLUSTERS.to_vec();
-    if let Some(shown) = recon_catalog::cluster::size_of(library).filter(|size| !sizes.contains(size)) {
+    if let Some(shown) = cluster_size(library).filter(|size| !sizes.contains(size)) {
         sizes.push(shown);
         sizes.sort_unstable();
     }
@@ -203,7 +213,7 @@ pub fn library_text(name: &str) -> Option<Cow<'static, str>> {
     if let Some(library) = recon_catalog::scenario(name) {
         return Some(Cow::Borrowed(library.yaml));
     }
-    let (nodes, pods) = recon_catalog::cluster::size_of(name)?;
+    let (nodes, pods) = cluster_size(name)?;
     Some(Cow::Owned(recon_catalog::cluster::yaml(nodes, pods)))
 }
 
@@ -671,7 +681,15 @@ mod tests {
         assert!(setup.is_pristine(), "{:?}", setup.provenance());
         setup.scenario.seed += 1;
         assert_eq!(setup.provenance(), Some("edited"));
-        for not_one in ["scale-1-nodes-111-pods", "scale-01-nodes-3-pods", "no-such-scenario"] {
+        assert!(is_library(&recon_catalog::cluster::name(5_000, 150_000)), "Kubernetes' published limits");
+        for not_one in [
+            "scale-1-nodes-111-pods",
+            "scale-01-nodes-3-pods",
+            "no-such-scenario",
+            "scale-5001-nodes-0-pods",
+            "scale-5000-nodes-150001-pods",
+            "scale-4000000000-nodes-0-pods",
+        ] {
             assert!(!is_library(not_one), "{not_one}");
             let refused = State::library(not_one).err().expect("refused");
             assert!(refused.contains(not_one), "{refused}");
