@@ -92,6 +92,13 @@ pub fn fits(nodes: u64, pods: u64) -> bool {
     pods <= nodes.saturating_mul(PODS_PER_NODE)
 }
 
+/// Whether a cluster of `nodes` nodes and `pods` pods is within
+/// [`PUBLISHED_LIMITS`].
+pub fn within_published_limits(nodes: u64, pods: u64) -> bool {
+    let (max_nodes, max_pods) = PUBLISHED_LIMITS;
+    nodes <= max_nodes && pods <= max_pods
+}
+
 /// The cluster's scenario name, `scale-{nodes}-nodes-{pods}-pods`: what
 /// its file's `name:` says, and how the playground's menu and address
 /// name it.
@@ -221,6 +228,15 @@ mod tests {
         assert!(refusal(0, 1).is_some());
         assert_eq!(refusal(0, 0), None);
         assert!(refusal(u64::MAX, u64::MAX).is_none(), "no overflow");
+    }
+
+    /// Kubernetes' published limits are inside them, one more node or pod
+    /// is not.
+    #[test]
+    fn the_published_limits_are_5000_nodes_and_150000_pods() {
+        assert!(within_published_limits(5_000, 150_000));
+        assert!(!within_published_limits(5_001, 0));
+        assert!(!within_published_limits(0, 150_001));
     }
 
     /// A plugin's limits never fall below the defaults, grow with the

@@ -13,8 +13,8 @@ pub fn write(nodes: u64, pods: u64, output: Option<&Path>) -> ExitCode {
     if let Some(refusal) = recon_catalog::cluster::refusal(nodes, pods) {
         return crate::bad_input(refusal);
     }
-    let (max_nodes, max_pods) = recon_catalog::cluster::PUBLISHED_LIMITS;
-    if nodes > max_nodes || pods > max_pods {
+    if !recon_catalog::cluster::within_published_limits(nodes, pods) {
+        let (max_nodes, max_pods) = recon_catalog::cluster::PUBLISHED_LIMITS;
         eprintln!(
             "note: Kubernetes tests clusters up to {max_nodes} nodes and {max_pods} pods; this one is larger, \
              and its run may take minutes and gigabytes"

@@ -149,8 +149,8 @@ impl Setup {
         if self.scenario.name != self.library {
             return Some("custom");
         }
-        let original = as_shipped(&self.library)?;
-        (*original != self.scenario).then_some("edited")
+        let original = as_shipped(&self.library).ok()?;
+        (original.scenario != self.scenario).then_some("edited")
     }
 
     /// Whether this is a library scenario as shipped, with no plugin
@@ -173,8 +173,8 @@ pub fn is_library(name: &str) -> bool {
 /// name does: the page writes and reads the whole file before the worker
 /// could refuse it, and a billion nodes' file would take the tab down.
 fn cluster_size(name: &str) -> Option<(usize, usize)> {
-    let (max_nodes, max_pods) = recon_catalog::cluster::PUBLISHED_LIMITS;
-    recon_catalog::cluster::size_of(name).filter(|&(nodes, pods)| nodes as u64 <= max_nodes && pods as u64 <= max_pods)
+    recon_catalog::cluster::size_of(name)
+        .filter(|&(nodes, pods)| recon_catalog::cluster::within_published_limits(nodes as u64, pods as u64))
 }
 
 /// The clusters the menu offers (nodes, pods): the scale benchmark's two
@@ -209,7 +209,7 @@ fn grouped(n: usize) -> String {
 }
 
 /// The text of the menu's scenario `name` as shipped (see [`is_library`]).
-pub fn library_text(name: &str) -> Option<Cow<'static, str>> {
+fn library_text(name: &str) -> Option<Cow<'static, str>> {
     if let Some(library) = recon_catalog::scenario(name) {
         return Some(Cow::Borrowed(library.yaml));
     }
@@ -217,20 +217,28 @@ pub fn library_text(name: &str) -> Option<Cow<'static, str>> {
     Some(Cow::Owned(recon_catalog::cluster::yaml(nodes, pods)))
 }
 
-/// The menu's scenario `name` as shipped, parsed. The last one is kept:
-/// the header asks on every render whether the shown scenario was edited,
-/// and a 1,000-node cluster's file takes a while to read.
-fn as_shipped(name: &str) -> Option<Rc<Scenario>> {
+/// A menu scenario as shipped: its file, and the scenario read from it.
+struct Shipped {
+    text: Cow<'static, str>,
+    scenario: Scenario,
+}
+
+/// The menu's scenario `name` as shipped, read once: opening it and the
+/// header's "edited" mark on every render share the last one read, since
+/// a 1,000-node cluster's file takes a while to write and read.
+fn as_shipped(name: &str) -> Result<Rc<Shipped>, String> {
     thread_local! {
-        static LAST: RefCell<Option<(String, Rc<Scenario>)>> = const { RefCell::new(None) };
+        static LAST: RefCell<Option<(String, Rc<Shipped>)>> = const { RefCell::new(None) };
     }
     LAST.with_borrow_mut(|last| {
-        if let Some((_, scenario)) = last.as_ref().filter(|(kept, _)| kept == name) {
-            return Some(scenario.clone());
+        if let Some((_, shipped)) = last.as_ref().filter(|(kept, _)| kept == name) {
+            return Ok(shipped.clone());
         }
-        let scenario = Rc::new(recon_scenario::parse("library.yaml", &library_text(name)?).ok()?);
-        *last = Some((name.to_owned(), scenario.clone()));
-        Some(scenario)
+        let text = library_text(name).ok_or_else(|| format!("there is no scenario {name:?}"))?;
+        let scenario = recon_scenario::parse(&format!("{name}.yaml"), &text).map_err(|e| e.to_string())?;
+        let shipped = Rc::new(Shipped { text, scenario });
+        *last = Some((name.to_owned(), shipped.clone()));
+        Ok(shipped)
     })
 }
 
@@ -390,11 +398,10 @@ impl State {
     /// The state for the library scenario `name`, with the file as
     /// shipped as its source, before its first run.
     pub fn library(name: &str) -> Result<State, String> {
-        let text = library_text(name).ok_or_else(|| format!("there is no scenario {name:?}"))?;
-        let scenario = recon_scenario::parse(&format!("{name}.yaml"), &text).map_err(|e| e.to_string())?;
-        let mut state = State::new(name, scenario);
+        let shipped = as_shipped(name)?;
+        let mut state = State::new(name, shipped.scenario.clone());
         // The editor shows the file as shipped, comments and all.
-        state.current.source = Some(text.into_owned());
+        state.current.source = Some(shipped.text.clone().into_owned());
         state.good.source = state.current.source.clone();
         Ok(state)
     }
