@@ -209,11 +209,13 @@ const TAB_SIZES_VAR: &str = "RECON_TAB_SIZES";
 /// from the click until the run is drawn, or until the page says why not.
 /// A drawn run's trace hash must be the native run's (run here once the
 /// tab has drawn it, outside the time measured), and afterwards the page
-/// must still answer (no dead tab).
+/// must still answer (no dead tab). While it runs, the page's own thread
+/// should stay free for the visitor: the browser's long tasks (50 ms or
+/// more on that thread) are summed and the longest reported.
 async fn scale_in_the_tab() {
     println!("## The scale benchmark's cluster in the tab (editor, apply, until drawn or refused)\n");
     println!(
-        "| nodes | pods | page | outcome | apply to outcome s | export JSON s | page answers after |\n|---:|---:|---|---|---:|---:|---|"
+        "| nodes | pods | page | outcome | apply to outcome s | page's thread in long tasks s | longest task ms | export JSON s | page answers after |\n|---:|---:|---|---|---:|---:|---:|---:|---|"
     );
     let sizes = std::env::var(TAB_SIZES_VAR).unwrap_or_else(|_| "100x3000,300x9000,1000x30000".to_owned());
     for group in sizes.split(',') {
@@ -227,7 +229,10 @@ async fn scale_in_the_tab() {
         page.open_editor().await;
         for (i, &(nodes, pods)) in group.iter().enumerate() {
             assert!(!group[..i].contains(&(nodes, pods)), "{TAB_SIZES_VAR}: {nodes}x{pods} twice in one page");
-            page.apply_scenario(&recon_tests::scale::yaml(nodes, pods)).await;
+            page.type_scenario(&recon_tests::scale::yaml(nodes, pods)).await;
+            page.wait_text("#editor-status", |t| t.starts_with("valid")).await;
+            watch_long_tasks(&page).await;
+            page.find("#editor-apply").await.click().await.unwrap();
             let start = Instant::now();
             let script = r#"
                 const error = document.querySelector('#error pre');
@@ -249,6 +254,7 @@ async fn scale_in_the_tab() {
                 tokio::time::sleep(std::time::Duration::from_millis(250)).await;
             };
             let seconds = start.elapsed().as_secs_f64();
+            let (busy, longest) = long_tasks(&page).await;
             // The tab must give the trace the native run gives, at every
             // size it draws, and export it whole.
             let mut export = String::new();
@@ -271,7 +277,7 @@ async fn scale_in_the_tab() {
                 && page.exists("#timeline-canvas").await;
             let which = if i == 0 { "fresh" } else { "same as above" };
             println!(
-                "| {nodes} | {pods} | {which} | {outcome} | {seconds:.0} | {export} | {} |",
+                "| {nodes} | {pods} | {which} | {outcome} | {seconds:.0} | {busy:.1} | {longest:.0} | {export} | {} |",
                 if alive { "yes" } else { "no" }
             );
             // A refusal's message would stand for the next run's until
@@ -283,6 +289,27 @@ async fn scale_in_the_tab() {
         page.close().await;
     }
     println!();
+}
+
+/// From now on, records the duration of every long task on the page's
+/// thread (the Long Tasks API: each task of 50 ms or more), forgetting
+/// those before.
+async fn watch_long_tasks(page: &Browser) {
+    let watch = "window.__long = []; if (!window.__longObserver) { window.__longObserver = \
+                 new PerformanceObserver((list) => { for (const e of list.getEntries()) window.__long.push(e.duration); }); \
+                 window.__longObserver.observe({ type: 'longtask' }); }";
+    page.client().execute(watch, vec![]).await.expect("long tasks are watched");
+}
+
+/// The long tasks since [`watch_long_tasks`]: their summed seconds and the
+/// longest's milliseconds.
+async fn long_tasks(page: &Browser) -> (f64, f64) {
+    let read = "const done = arguments[arguments.length - 1]; \
+                setTimeout(() => { for (const e of window.__longObserver.takeRecords()) window.__long.push(e.duration); \
+                done([window.__long.reduce((a, b) => a + b, 0), Math.max(0, ...window.__long)]); }, 0);";
+    let read = page.client().execute_async(read, vec![]).await.expect("long tasks are read");
+    let number = |i: usize| read[i].as_f64().expect("a number");
+    (number(0) / 1000.0, number(1))
 }
 
 /// *Export JSON* on the page's run: seconds from the click until the

@@ -352,10 +352,112 @@ async fn a_cluster_at_scale_opens_by_its_name_from_the_address_and_from_the_menu
     wait_until(&page, &address, "the cluster's name in the address").await;
     let picked = page.find("#scenario-select option:checked").await.text().await.unwrap();
     assert_eq!(picked, "100 nodes, 3,000 pods");
-    assert!(page.exists("#controller-kubelet-node-100").await, "the 100th node's kubelet is among the components");
+    let row = page.find("#folded-kubelet").await.text().await.unwrap();
+    assert!(row.contains("100 components run kubelet"), "the kubelets fold into one row: {row}");
     // Reload brings the same run back from the name alone.
     page.client().refresh().await.unwrap();
     assert_eq!(page.hash_after(None).await, big);
+    page.close().await;
+}
+
+/// Types `text` into the input `id` as a visitor would (an `input` event).
+async fn type_into(page: &Browser, id: &str, text: &str) {
+    let js = "const e = document.getElementById(arguments[0]); e.value = arguments[1]; \
+              e.dispatchEvent(new Event('input', { bubbles: true }));";
+    page.client().execute(js, vec![id.into(), text.into()]).await.unwrap();
+}
+
+/// Issue 17: a cluster's kubelets, one per node, fold into one row of the
+/// components panel that finds them by name (the page redraws every card on
+/// each progress report of a run, a thousand of them at 1,000 nodes). A
+/// kubelet found there takes a plugin like any component, and stays in
+/// sight once it runs one; a plugin dropped on the row itself is refused
+/// with what to do.
+#[tokio::test(flavor = "current_thread")]
+async fn a_clusters_kubelets_fold_into_one_row_that_finds_them_by_name() {
+    let (nodes, pods) = (12, 360);
+    let scenario = recon_scenario::parse("cluster.yaml", &recon_catalog::cluster::yaml(nodes, pods)).unwrap();
+    let page = Browser::open(&format!("?scenario={}", recon_catalog::cluster::name(nodes, pods))).await;
+    let first = page.hash_after(None).await;
+    assert_eq!(first, recon_e2e::run_scenario(&scenario, &[]).hash());
+    let row = page.find("#folded-kubelet").await.text().await.unwrap();
+    assert!(row.contains("12 components run kubelet") && row.contains("kubelet-node-1 … kubelet-node-12"), "{row}");
+    assert!(!page.exists("#component-kubelet-node-3").await, "a folded kubelet has no card of its own");
+    let scheduler = scenario.components.iter().find(|c| c.controller != "kubelet").unwrap();
+    assert!(page.exists(&format!("#component-{}", scheduler.name)).await, "the control plane keeps its cards");
+    // A search shows those whose name holds it.
+    type_into(&page, "find-kubelet", "node-1").await;
+    page.wait_text("#found-kubelet", |t| t == "4 components found.").await;
+    for n in [1, 10, 11, 12] {
+        assert!(page.exists(&format!("#component-kubelet-node-{n}")).await, "kubelet-node-{n} is found");
+    }
+    assert!(!page.exists("#component-kubelet-node-2").await);
+    type_into(&page, "find-kubelet", "node-7x").await;
+    page.wait_text("#found-kubelet", |t| t.contains("None of them has \"node-7x\"")).await;
+    // The one found takes a plugin, and runs it as the native run does.
+    type_into(&page, "find-kubelet", "NODE-12").await;
+    page.wait_text("#found-kubelet", |t| t == "1 component found.").await;
+    let path = recon_e2e::plugin_path("recon_plugin_kubelet_fixed");
+    page.find("#upload-kubelet-node-12").await.send_keys(&path.display().to_string()).await.unwrap();
+    let swapped = page.hash_after(Some(&first)).await;
+    let bytes = std::fs::read(&path).unwrap();
+    let file_name = path.file_name().unwrap().to_str().unwrap();
+    assert_eq!(swapped, recon_e2e::run_scenario(&scenario, &[("kubelet-node-12", file_name, &bytes)]).hash());
+    // With the search cleared, the kubelet running the plugin stays in sight.
+    type_into(&page, "find-kubelet", "").await;
+    page.wait_text("#found-kubelet", |t| t.starts_with("Find one by name")).await;
+    let card = page.find("#controller-kubelet-node-12").await.text().await.unwrap();
+    assert!(card.contains(file_name), "{card}");
+    assert!(!page.exists("#component-kubelet-node-1").await);
+    // A plugin dropped on the row has no one component to run as.
+    page.drop_files("#folded-kubelet", &[("kubelet.wasm", "\u{0}asm")]).await;
+    page.wait_text("#error", |t| t.contains("A plugin runs as one component")).await;
+    assert_eq!(page.find("#trace-hash").await.text().await.unwrap(), swapped, "the run is kept");
+    page.close().await;
+}
+
+/// Issue 17: the inspector of a cluster lists the kubelets whose view
+/// differs from etcd, or that are down, one by one, and counts the rest
+/// in one line: at the moment a share link selects, as the native
+/// simulator has them.
+#[tokio::test(flavor = "current_thread")]
+async fn a_clusters_inspector_counts_the_kubelets_that_match_etcd_in_one_line() {
+    let (nodes, pods) = (12, 360);
+    let (name, yaml) = (recon_catalog::cluster::name(nodes, pods), recon_catalog::cluster::yaml(nodes, pods));
+    let scenario = recon_scenario::parse("cluster.yaml", &yaml).unwrap();
+    let trace = recon_e2e::run_scenario(&scenario, &[]);
+    // The first moment of the rolling update or the kubelet's restart when
+    // some kubelets differ from etcd (those on the lagging API servers, or
+    // one restarting) and some do not.
+    let mut sim = recon_sim::Sim::new(&scenario, Box::new(|c| recon_catalog::instantiate(&c.controller))).unwrap();
+    let quiet = |view: &recon_trace::inspect::ComponentView| view.running && view.differences.is_current();
+    let (entry, snapshot) = trace
+        .entries
+        .iter()
+        .filter(|e| e.time_ms >= 60_000)
+        .find_map(|entry| {
+            sim.run_until(entry.time_ms);
+            let snapshot = sim.snapshot();
+            let kubelets = snapshot.components.iter().filter(|v| v.component.starts_with("kubelet-"));
+            let matching = kubelets.clone().filter(|v| quiet(v)).count();
+            (0 < matching && matching < nodes).then_some((entry, snapshot))
+        })
+        .expect("a moment when some kubelets are behind etcd and some are not");
+    let made = recon_web::share::make(&name, &yaml, &[], Some(entry.id));
+    let page = Browser::open(&made.fragment).await;
+    page.wait_text("#inspector-at", |t| t.starts_with("At t=")).await;
+    let kubelets: Vec<_> = snapshot.components.iter().filter(|v| v.component.starts_with("kubelet-")).collect();
+    assert_eq!(kubelets.len(), nodes);
+    let matching = kubelets.iter().filter(|v| quiet(v)).count();
+    let line = page.find("#views-kubelet").await.text().await.unwrap();
+    assert!(line.starts_with(&format!("{matching} components that run kubelet")), "{line}");
+    for view in kubelets {
+        let listed = page.exists(&format!("#view-{}", view.component)).await;
+        assert_eq!(listed, !quiet(view), "{} is listed if and only if it differs or is down", view.component);
+    }
+    // The control plane's views are listed as ever.
+    let scheduler = scenario.components.iter().find(|c| c.controller != "kubelet").unwrap();
+    assert!(page.exists(&format!("#view-{}", scheduler.name)).await);
     page.close().await;
 }
 

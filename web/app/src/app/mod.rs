@@ -13,6 +13,9 @@
 
 #[cfg(target_arch = "wasm32")]
 mod download;
+// Used by `panels`, in the browser only; tested natively.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+mod fold;
 pub mod museum;
 #[cfg(target_arch = "wasm32")]
 mod panels;
@@ -371,6 +374,9 @@ pub struct State {
     /// worker free (an inspection re-runs the scenario up to the moment).
     /// The page turns it off in an embed, which has no inspector.
     pub inspect_selection_after_run: bool,
+    /// What the visitor typed to find components in each controller's
+    /// folded row (see [`fold`]), by controller.
+    pub component_search: BTreeMap<String, String>,
     next_id: u64,
 }
 
@@ -391,6 +397,7 @@ impl State {
             select_on_done: None,
             inspect_next: None,
             inspect_selection_after_run: true,
+            component_search: BTreeMap::new(),
             next_id: 1,
         }
     }

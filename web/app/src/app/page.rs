@@ -69,6 +69,11 @@ pub enum Msg {
     ToggleMuseum,
     /// Open a museum entry with these of its fixes on: run and explain it.
     OpenEntry { name: String, fixes: Vec<String> },
+    /// The visitor typed in the search of a controller's folded row of
+    /// components.
+    SearchComponents { controller: String, query: String },
+    /// A file was dropped on a controller's folded row, not on one component.
+    DroppedOnFolded(String),
 }
 
 /// The formats a trace can be saved in.
@@ -312,6 +317,15 @@ impl Component for App {
                 }
             }
             Msg::DismissError => self.state.error = None,
+            Msg::SearchComponents { controller, query } => {
+                self.state.component_search.insert(controller, query);
+            }
+            Msg::DroppedOnFolded(controller) => {
+                self.state.error = Some(format!(
+                    "A plugin runs as one component: find the {controller} you want by name in its row, \
+                     then drop the plugin on its card."
+                ));
+            }
             Msg::ToggleAbout => self.show_about = !self.show_about,
             Msg::ToggleControls => self.show_controls = !self.show_controls,
             Msg::AddFault { component, fault, at } => {

@@ -9,7 +9,7 @@ use yew::prelude::*;
 
 use super::page::{App, Edit, Export, Msg};
 use super::settings::{self, Fault};
-use super::{Pending, State, count};
+use super::{Pending, State, count, fold};
 use crate::timeline::Timeline;
 
 /// A control's change to the scenario, as a message.
@@ -504,110 +504,183 @@ fn servers(state: &State, ctx: &Context<App>) -> Html {
 }
 
 fn components(state: &State, ctx: &Context<App>) -> Html {
-    let link = ctx.link();
     let scenario = &state.current.scenario;
+    let names: Vec<(&str, &str)> =
+        scenario.components.iter().map(|c| (c.name.as_str(), c.controller.as_str())).collect();
+    let uploaded = |i: usize| state.current.uploads.contains_key(&scenario.components[i].name);
+    let rows = fold::rows(&names, uploaded, &state.component_search);
     html! {
         <section class="panel">
             <h2>{ "Components" }</h2>
             <p class="hint">{ "Drop a .wasm plugin on a component to run it instead of its controller." }</p>
-            { for scenario.components.iter().enumerate().map(|(j, component)| {
-                let name = component.name.clone();
-                let api = link.callback(move |e: Event| {
-                    let server = value_of(&e);
-                    edit(move |s| settings::set_api_server(s, j, &server))
-                });
-                let mode = link.callback(move |e: Event| {
-                    let mode = settings::list_mode_from_name(&value_of(&e));
-                    edit(move |s| { settings::set_list_mode(s, j, mode); Ok(()) })
-                });
-                let chosen = {
-                    let name = name.clone();
-                    link.batch_callback(move |e: Event| {
-                        let input = e.target_dyn_into::<HtmlInputElement>()?;
-                        let file = input.files()?.get(0)?;
-                        input.set_value("");
-                        Some(Msg::FileChosen(name.clone(), file))
-                    })
-                };
-                let dropped = {
-                    let name = name.clone();
-                    link.batch_callback(move |e: DragEvent| {
-                        e.prevent_default();
-                        let file = e.data_transfer()?.files()?.get(0)?;
-                        Some(Msg::FileChosen(name.clone(), file))
-                    })
-                };
-                let over = Callback::from(|e: DragEvent| e.prevent_default());
-                let uploaded = state.current.uploads.get(&name);
-                let controller = match uploaded {
-                    Some(u) => match &u.controller {
-                        Some(name) => format!("{} (plugin {name})", u.upload.file_name),
-                        None => format!("{} (plugin)", u.upload.file_name),
-                    },
-                    None => component.controller.clone(),
-                };
-                let reset = { let name = name.clone(); link.callback(move |_| Msg::ResetController(name.clone())) };
-                let fault_id = format!("fault-at-{name}");
-                let fault = |fault: Fault| {
-                    let (name, fault_id) = (name.clone(), fault_id.clone());
-                    link.callback(move |_| Msg::AddFault { component: name.clone(), fault, at: input_value(&fault_id) })
-                };
-                let current_mode = settings::list_mode_name(component.list_mode);
-                html! {
-                    <div class={classes!("component", uploaded.is_some().then_some("uploaded"))}
-                        id={format!("component-{name}")} ondragover={over} ondrop={dropped}>
-                        <div class="component-name">{ &name }</div>
-                        <div class="controller" id={format!("controller-{name}")}>{ controller }</div>
-                        <label>
-                            { "API server " }
-                            <select id={format!("api-server-{name}")} onchange={api}>
-                                { for scenario.api_servers.iter().map(|s| html! {
-                                    <option value={s.name.clone()} selected={s.name == component.api_server}>{ &s.name }</option>
-                                }) }
-                            </select>
-                        </label>
-                        <label title="How the component lists after a (re)start: from any cache (resourceVersion=0), a quorum read, or a consistent watch-list">
-                            { "list " }
-                            <select id={format!("list-mode-{name}")} onchange={mode}>
-                                { for ["manifest", "any", "quorum", "consistent"].into_iter().map(|m| html! {
-                                    <option value={m} selected={m == current_mode}>{ if m == "manifest" { "as the controller asks" } else { m } }</option>
-                                }) }
-                            </select>
-                        </label>
-                        <div class="mitigations" title="Upstream mitigations of stale reads of the component's own writes; a controller built on Recon's kube runtime (ReplicaSet, Deployment) applies them">
-                            { for Mitigation::ALL.into_iter().map(|m| {
-                                let toggle = link.callback(move |e: Event| {
-                                    let on = checked_of(&e);
-                                    edit(move |s| settings::set_mitigation(s, j, m, on))
-                                });
-                                html! {
-                                    <label>
-                                        <input type="checkbox" id={format!("mitigation-{}-{name}", m.name())}
-                                            checked={component.has(m)} onchange={toggle} />
-                                        { settings::mitigation_label(m) }
-                                    </label>
-                                }
-                            }) }
-                        </div>
-                        <div class="upload-row">
-                            <label class="upload">
-                                { "Upload .wasm" }
-                                <input type="file" accept=".wasm,application/wasm" id={format!("upload-{name}")} onchange={chosen} />
-                            </label>
-                            if uploaded.is_some() {
-                                <button id={format!("reset-{name}")} onclick={reset}>{ "Use built-in" }</button>
-                            }
-                        </div>
-                        <div class="fault-row">
-                            <input class="short" id={fault_id.clone()} placeholder="at 5s"
-                                aria-label={format!("{name}: time of the crash or restart")} />
-                            <button id={format!("crash-{name}")} onclick={fault(Fault::Crash)}>{ "Crash" }</button>
-                            <button id={format!("restart-{name}")} onclick={fault(Fault::Restart)}>{ "Restart" }</button>
-                        </div>
-                    </div>
-                }
+            { for rows.iter().map(|row| match row {
+                fold::Row::One(j) => component(state, ctx, *j),
+                fold::Row::Folded(folded) => folded_components(state, ctx, folded),
             }) }
         </section>
+    }
+}
+
+/// A controller's many components as one row: how many, a search by
+/// name, and the cards of those found (and of those running an uploaded
+/// plugin, whatever the search).
+fn folded_components(state: &State, ctx: &Context<App>, folded: &fold::Folded) -> Html {
+    let scenario = &state.current.scenario;
+    let controller = folded.controller.clone();
+    let name_at = |i: usize| scenario.components[i].name.as_str();
+    let (first, last) = (name_at(folded.members[0]), name_at(folded.members[folded.members.len() - 1]));
+    let query = state.component_search.get(&controller).cloned().unwrap_or_default();
+    let search = {
+        let controller = controller.clone();
+        ctx.link().callback(move |e: InputEvent| {
+            let query = e.target_dyn_into::<HtmlInputElement>().map(|i| i.value()).unwrap_or_default();
+            Msg::SearchComponents { controller: controller.clone(), query }
+        })
+    };
+    // A plugin dropped here would have no one component to go to.
+    let dropped = {
+        let controller = controller.clone();
+        ctx.link().callback(move |e: DragEvent| {
+            e.prevent_default();
+            Msg::DroppedOnFolded(controller.clone())
+        })
+    };
+    let over = Callback::from(|e: DragEvent| e.prevent_default());
+    html! {
+        <>
+            <div class="component folded" id={format!("folded-{controller}")} ondragover={over} ondrop={dropped}>
+                <div class="component-name">{ format!("{} components run {controller}", super::grouped(folded.members.len())) }</div>
+                <div class="controller">{ format!("{first} … {last}") }</div>
+                <label>
+                    { "find " }
+                    <input type="search" class="find" id={format!("find-{controller}")} value={query.clone()}
+                        placeholder="by name, e.g. node-7" oninput={search}
+                        aria-label={format!("Find a component that runs {controller} by its name")} />
+                </label>
+                <p class="hint" id={format!("found-{controller}")}>{
+                    if query.trim().is_empty() {
+                        "Find one by name to set it up, crash it or drop a plugin on it.".to_owned()
+                    } else if folded.matched == 0 {
+                        format!("None of them has \"{}\" in its name.", query.trim())
+                    } else if folded.more > 0 {
+                        format!("{} match; {} more not shown: narrow the search.",
+                            super::grouped(folded.matched), super::grouped(folded.more))
+                    } else {
+                        format!("{} found.", count(folded.matched, "component"))
+                    }
+                }</p>
+            </div>
+            { for folded.shown.iter().map(|&j| component(state, ctx, j)) }
+        </>
+    }
+}
+
+/// A component's card: its controller or plugin, API server, list mode,
+/// mitigations, upload, and faults to add.
+fn component(state: &State, ctx: &Context<App>, j: usize) -> Html {
+    let link = ctx.link();
+    let scenario = &state.current.scenario;
+    let component = &scenario.components[j];
+    let name = component.name.clone();
+    let api = link.callback(move |e: Event| {
+        let server = value_of(&e);
+        edit(move |s| settings::set_api_server(s, j, &server))
+    });
+    let mode = link.callback(move |e: Event| {
+        let mode = settings::list_mode_from_name(&value_of(&e));
+        edit(move |s| {
+            settings::set_list_mode(s, j, mode);
+            Ok(())
+        })
+    });
+    let chosen = {
+        let name = name.clone();
+        link.batch_callback(move |e: Event| {
+            let input = e.target_dyn_into::<HtmlInputElement>()?;
+            let file = input.files()?.get(0)?;
+            input.set_value("");
+            Some(Msg::FileChosen(name.clone(), file))
+        })
+    };
+    let dropped = {
+        let name = name.clone();
+        link.batch_callback(move |e: DragEvent| {
+            e.prevent_default();
+            let file = e.data_transfer()?.files()?.get(0)?;
+            Some(Msg::FileChosen(name.clone(), file))
+        })
+    };
+    let over = Callback::from(|e: DragEvent| e.prevent_default());
+    let uploaded = state.current.uploads.get(&name);
+    let controller = match uploaded {
+        Some(u) => match &u.controller {
+            Some(name) => format!("{} (plugin {name})", u.upload.file_name),
+            None => format!("{} (plugin)", u.upload.file_name),
+        },
+        None => component.controller.clone(),
+    };
+    let reset = {
+        let name = name.clone();
+        link.callback(move |_| Msg::ResetController(name.clone()))
+    };
+    let fault_id = format!("fault-at-{name}");
+    let fault = |fault: Fault| {
+        let (name, fault_id) = (name.clone(), fault_id.clone());
+        link.callback(move |_| Msg::AddFault { component: name.clone(), fault, at: input_value(&fault_id) })
+    };
+    let current_mode = settings::list_mode_name(component.list_mode);
+    html! {
+        <div class={classes!("component", uploaded.is_some().then_some("uploaded"))}
+            id={format!("component-{name}")} ondragover={over} ondrop={dropped}>
+            <div class="component-name">{ &name }</div>
+            <div class="controller" id={format!("controller-{name}")}>{ controller }</div>
+            <label>
+                { "API server " }
+                <select id={format!("api-server-{name}")} onchange={api}>
+                    { for scenario.api_servers.iter().map(|s| html! {
+                        <option value={s.name.clone()} selected={s.name == component.api_server}>{ &s.name }</option>
+                    }) }
+                </select>
+            </label>
+            <label title="How the component lists after a (re)start: from any cache (resourceVersion=0), a quorum read, or a consistent watch-list">
+                { "list " }
+                <select id={format!("list-mode-{name}")} onchange={mode}>
+                    { for ["manifest", "any", "quorum", "consistent"].into_iter().map(|m| html! {
+                        <option value={m} selected={m == current_mode}>{ if m == "manifest" { "as the controller asks" } else { m } }</option>
+                    }) }
+                </select>
+            </label>
+            <div class="mitigations" title="Upstream mitigations of stale reads of the component's own writes; a controller built on Recon's kube runtime (ReplicaSet, Deployment) applies them">
+                { for Mitigation::ALL.into_iter().map(|m| {
+                    let toggle = link.callback(move |e: Event| {
+                        let on = checked_of(&e);
+                        edit(move |s| settings::set_mitigation(s, j, m, on))
+                    });
+                    html! {
+                        <label>
+                            <input type="checkbox" id={format!("mitigation-{}-{name}", m.name())}
+                                checked={component.has(m)} onchange={toggle} />
+                            { settings::mitigation_label(m) }
+                        </label>
+                    }
+                }) }
+            </div>
+            <div class="upload-row">
+                <label class="upload">
+                    { "Upload .wasm" }
+                    <input type="file" accept=".wasm,application/wasm" id={format!("upload-{name}")} onchange={chosen} />
+                </label>
+                if uploaded.is_some() {
+                    <button id={format!("reset-{name}")} onclick={reset}>{ "Use built-in" }</button>
+                }
+            </div>
+            <div class="fault-row">
+                <input class="short" id={fault_id.clone()} placeholder="at 5s"
+                    aria-label={format!("{name}: time of the crash or restart")} />
+                <button id={format!("crash-{name}")} onclick={fault(Fault::Crash)}>{ "Crash" }</button>
+                <button id={format!("restart-{name}")} onclick={fault(Fault::Restart)}>{ "Restart" }</button>
+            </div>
+        </div>
     }
 }
 
@@ -789,6 +862,34 @@ fn inspector(state: &State, ctx: &Context<App>) -> Html {
         _ => None,
     };
     let selected = selected.filter(|entry| shown != Some(entry.time_ms) && asked != Some(entry.time_ms));
+    // A controller that many components run (a kubelet per node) shows
+    // only its components whose view differs from etcd or that are down;
+    // the rest are counted in one line.
+    let scenario = &state.good.scenario;
+    let names: Vec<(&str, &str)> =
+        scenario.components.iter().map(|c| (c.name.as_str(), c.controller.as_str())).collect();
+    let folded = fold::folded_controllers(&names);
+    // The snapshot lists the components in the scenario's order; the
+    // lookup by name is for a view that is not where its index says.
+    let folds = |i: usize, view: &recon_trace::inspect::ComponentView| {
+        let at = match names.get(i) {
+            Some((name, _)) if *name == view.component => Some(i),
+            _ => names.iter().position(|(name, _)| *name == view.component),
+        };
+        at.and_then(|at| folded[at])
+    };
+    let quiet = |i: usize, view: &recon_trace::inspect::ComponentView| {
+        view.running && view.differences.is_current() && folds(i, view).is_some()
+    };
+    let mut quiet_counts: Vec<(&str, usize)> = Vec::new();
+    for (i, view) in state.snapshot.iter().flat_map(|s| s.components.iter().enumerate()) {
+        if let Some(controller) = folds(i, view).filter(|_| quiet(i, view)) {
+            match quiet_counts.iter_mut().find(|(c, _)| *c == controller) {
+                Some((_, n)) => *n += 1,
+                None => quiet_counts.push((controller, 1)),
+            }
+        }
+    }
     let button = selected.map(|entry| {
         let at_ms = entry.time_ms;
         html! {
@@ -834,7 +935,7 @@ fn inspector(state: &State, ctx: &Context<App>) -> Html {
                     </div>
                 }) }
                 <h3 class="inspector-group">{ "Components' informers" }</h3>
-                { for snapshot.components.iter().map(|view| html! {
+                { for snapshot.components.iter().enumerate().filter(|(i, view)| !quiet(*i, view)).map(|(_, view)| html! {
                     <div class={classes!("view-diff", (!view.differences.is_current()).then_some("stale"))}
                         id={format!("view-{}", view.component)}>
                         <div class="component-name">
@@ -847,6 +948,12 @@ fn inspector(state: &State, ctx: &Context<App>) -> Html {
                             <div class="ok">{ "matches etcd for everything it watches" }</div>
                         }
                         { differences(&view.differences) }
+                    </div>
+                }) }
+                { for quiet_counts.iter().map(|(controller, n)| html! {
+                    <div class="view-diff folded" id={format!("views-{controller}")}>
+                        <div class="component-name">{ format!("{} components that run {controller}", super::grouped(*n)) }</div>
+                        <div class="ok">{ "each matches etcd for everything it watches (not listed one by one)" }</div>
                     </div>
                 }) }
             }
