@@ -34,8 +34,9 @@ pub struct Folded {
     pub controller: String,
     /// All of them, by index, in the list's order.
     pub members: Vec<usize>,
-    /// Those shown under the row, in the list's order: the ones kept in
-    /// sight, then the first [`SHOWN_AT_MOST`] that match the search.
+    /// Those shown under the row, in the list's order: every one kept in
+    /// sight, and those that match the search while fewer than
+    /// [`SHOWN_AT_MOST`] are shown.
     pub shown: Vec<usize>,
     /// How many of them match the search (none without one).
     pub matched: usize,
@@ -68,10 +69,11 @@ pub fn rows(components: &[(&str, &str)], kept: impl Fn(usize) -> bool, search: &
         let matches = |j: usize| !query.is_empty() && components[j].0.to_ascii_lowercase().contains(&query);
         let (mut shown, mut matched, mut more) = (Vec::new(), 0, 0);
         for &j in mine {
-            matched += usize::from(matches(j));
+            let hit = matches(j);
+            matched += usize::from(hit);
             if kept(j) {
                 shown.push(j);
-            } else if matches(j) {
+            } else if hit {
                 if shown.len() < SHOWN_AT_MOST {
                     shown.push(j);
                 } else {
