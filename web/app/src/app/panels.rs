@@ -505,10 +505,8 @@ fn servers(state: &State, ctx: &Context<App>) -> Html {
 
 fn components(state: &State, ctx: &Context<App>) -> Html {
     let scenario = &state.current.scenario;
-    let names: Vec<(&str, &str)> =
-        scenario.components.iter().map(|c| (c.name.as_str(), c.controller.as_str())).collect();
     let uploaded = |i: usize| state.current.uploads.contains_key(&scenario.components[i].name);
-    let rows = fold::rows(&names, uploaded, &state.component_search);
+    let rows = fold::rows(&names_and_controllers(scenario), uploaded, &state.component_search);
     html! {
         <section class="panel">
             <h2>{ "Components" }</h2>
@@ -519,6 +517,12 @@ fn components(state: &State, ctx: &Context<App>) -> Html {
             }) }
         </section>
     }
+}
+
+/// Each component's `(name, controller)`, in the scenario's order: what
+/// [`fold`] groups by.
+fn names_and_controllers(scenario: &Scenario) -> Vec<(&str, &str)> {
+    scenario.components.iter().map(|c| (c.name.as_str(), c.controller.as_str())).collect()
 }
 
 /// A controller's many components as one row: how many, a search by
@@ -864,30 +868,30 @@ fn inspector(state: &State, ctx: &Context<App>) -> Html {
     let selected = selected.filter(|entry| shown != Some(entry.time_ms) && asked != Some(entry.time_ms));
     // A controller that many components run (a kubelet per node) shows
     // only its components whose view differs from etcd or that are down;
-    // the rest are counted in one line.
-    let scenario = &state.good.scenario;
-    let names: Vec<(&str, &str)> =
-        scenario.components.iter().map(|c| (c.name.as_str(), c.controller.as_str())).collect();
-    let folded = fold::folded_controllers(&names);
-    // The snapshot lists the components in the scenario's order; the
-    // lookup by name is for a view that is not where its index says.
-    let folds = |i: usize, view: &recon_trace::inspect::ComponentView| {
-        let at = match names.get(i) {
-            Some((name, _)) if *name == view.component => Some(i),
-            _ => names.iter().position(|(name, _)| *name == view.component),
-        };
-        at.and_then(|at| folded[at])
-    };
-    let quiet = |i: usize, view: &recon_trace::inspect::ComponentView| {
-        view.running && view.differences.is_current() && folds(i, view).is_some()
+    // the rest are counted in one line. For each view, the controller it
+    // is counted under, if it is.
+    let counted_under: Vec<Option<&str>> = match &state.snapshot {
+        None => Vec::new(),
+        Some(snapshot) => {
+            let names = names_and_controllers(&state.good.scenario);
+            let folded = fold::folded_controllers(&names);
+            let view_of = |(i, view): (usize, &recon_trace::inspect::ComponentView)| {
+                // The snapshot lists the components in the scenario's order;
+                // the search by name is for a view not where its index says.
+                let at = match names.get(i) {
+                    Some((name, _)) if *name == view.component => Some(i),
+                    _ => names.iter().position(|(name, _)| *name == view.component),
+                };
+                at.and_then(|at| folded[at]).filter(|_| view.running && view.differences.is_current())
+            };
+            snapshot.components.iter().enumerate().map(view_of).collect()
+        }
     };
     let mut quiet_counts: Vec<(&str, usize)> = Vec::new();
-    for (i, view) in state.snapshot.iter().flat_map(|s| s.components.iter().enumerate()) {
-        if let Some(controller) = folds(i, view).filter(|_| quiet(i, view)) {
-            match quiet_counts.iter_mut().find(|(c, _)| *c == controller) {
-                Some((_, n)) => *n += 1,
-                None => quiet_counts.push((controller, 1)),
-            }
+    for &controller in counted_under.iter().flatten() {
+        match quiet_counts.iter_mut().find(|(c, _)| *c == controller) {
+            Some((_, n)) => *n += 1,
+            None => quiet_counts.push((controller, 1)),
         }
     }
     let button = selected.map(|entry| {
@@ -935,7 +939,7 @@ fn inspector(state: &State, ctx: &Context<App>) -> Html {
                     </div>
                 }) }
                 <h3 class="inspector-group">{ "Components' informers" }</h3>
-                { for snapshot.components.iter().enumerate().filter(|(i, view)| !quiet(*i, view)).map(|(_, view)| html! {
+                { for snapshot.components.iter().zip(&counted_under).filter(|(_, under)| under.is_none()).map(|(view, _)| html! {
                     <div class={classes!("view-diff", (!view.differences.is_current()).then_some("stale"))}
                         id={format!("view-{}", view.component)}>
                         <div class="component-name">
