@@ -27,10 +27,13 @@ fn env(name: &str) -> String {
     })
 }
 
-/// A headless Chromium on the playground.
+/// A headless Chromium on the playground. Dropping it without
+/// [`Browser::close`] (a test that panicked) still ends the browser.
 pub struct Browser {
     client: Client,
     profile: PathBuf,
+    /// The WebDriver session, until [`Browser::close`] ended it.
+    session: Option<String>,
     // Held while the browser lives: `cargo xtask test` runs the
     // end-to-end tests in one `cargo test` with every other test (one
     // build for all), whose test threads would otherwise start several
@@ -86,8 +89,10 @@ impl Browser {
             .connect(&env("RECON_WEBDRIVER_URL"))
             .await
             .unwrap_or_else(|e| panic!("chromedriver did not start a browser: {e}"));
-        client.goto(&format!("{}{path}", env("RECON_E2E_URL"))).await.expect("the playground loads");
-        Browser { client, profile, _turn: turn }
+        let session = client.session_id().await.ok().flatten();
+        let browser = Browser { client, profile, session, _turn: turn };
+        browser.client.goto(&format!("{}{path}", env("RECON_E2E_URL"))).await.expect("the playground loads");
+        browser
     }
 
     /// The WebDriver client, for anything the helpers do not cover.
@@ -200,10 +205,69 @@ impl Browser {
     }
 
     /// Closes the browser and deletes its profile.
-    pub async fn close(self) {
-        let _ = self.client.close().await;
+    pub async fn close(mut self) {
+        if self.client.clone().close().await.is_ok() {
+            self.session = None;
+        }
+    }
+}
+
+impl Drop for Browser {
+    /// A test that panicked never reached [`Browser::close`]: end its
+    /// session with a plain HTTP request (the test's runtime is unwinding)
+    /// so that chromedriver stops the browser rather than leave it running
+    /// after the tests. Then delete the profile.
+    fn drop(&mut self) {
+        if let Some(session) = self.session.take() {
+            let _ = webdriver_request("DELETE", &format!("session/{session}"));
+        }
         let _ = std::fs::remove_dir_all(&self.profile);
     }
+}
+
+impl Browser {
+    /// The WebDriver session's id, while the browser is open.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+}
+
+/// Sends a bodiless WebDriver request (`method`, `path` under the
+/// chromedriver of `RECON_WEBDRIVER_URL`, an `http://HOST:PORT` address)
+/// and returns the answer's status line, headers and body, waiting ten
+/// seconds at most. Blocking and without the test's runtime, so that it
+/// works while a test panics.
+pub fn webdriver_request(method: &str, path: &str) -> Option<String> {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let webdriver = std::env::var("RECON_WEBDRIVER_URL").ok()?;
+    let host = webdriver.strip_prefix("http://")?.trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(host).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let request =
+        format!("{method} /{path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    // chromedriver says `Connection: close` but keeps the connection open:
+    // read up to the end of the body its length gives, not to the end.
+    let mut reader = BufReader::new(stream);
+    let mut answer = String::new();
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line).ok()?;
+        if let Some((name, value)) = line.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse().ok()?;
+        }
+        answer.push_str(&line);
+        if line == "\r\n" || line.is_empty() {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    answer.push_str(&String::from_utf8_lossy(&body));
+    Some(answer)
 }
 
 /// A built plugin from `cargo xtask test` (which sets `RECON_PLUGIN_DIR`).

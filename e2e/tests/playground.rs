@@ -957,3 +957,18 @@ async fn the_ordering_search_reports_the_condition_race_and_opens_both_orderings
     assert_eq!(fresh.hash_after(None).await, expected[1]);
     fresh.close().await;
 }
+
+/// A test that panics drops its browser without closing it: the browser
+/// must end all the same, or every failing test leaves a Chromium running
+/// after `cargo xtask test`.
+#[tokio::test(flavor = "current_thread")]
+async fn a_browser_dropped_without_closing_ends_its_session() {
+    let page = Browser::open("").await;
+    let session = page.session().expect("chromedriver named the session").to_owned();
+    let url = format!("session/{session}/url");
+    let open = recon_e2e::webdriver_request("GET", &url).expect("chromedriver answers");
+    assert!(open.starts_with("HTTP/1.1 200"), "{open}");
+    drop(page);
+    let ended = recon_e2e::webdriver_request("GET", &url).expect("chromedriver answers");
+    assert!(ended.starts_with("HTTP/1.1 404") && ended.contains("invalid session id"), "{ended}");
+}

@@ -70,7 +70,8 @@ enum Command {
         #[arg(long)]
         expect: bool,
         /// Run a component's controller from a Wasm plugin instead:
-        /// `COMPONENT=FILE.wasm` (repeatable).
+        /// `COMPONENT=FILE.wasm` (repeatable; a `*` in COMPONENT matches any
+        /// run of characters, so `'kubelet-*=FILE.wasm'` is every kubelet).
         #[arg(long = "plugin", value_name = "COMPONENT=FILE")]
         plugins: Vec<String>,
         /// Turn on the scenario's upstream fix NAME (repeatable; the
@@ -116,7 +117,8 @@ enum Command {
         /// The scenario file (YAML).
         scenario: PathBuf,
         /// Run a component's controller from a Wasm plugin instead:
-        /// `COMPONENT=FILE.wasm` (repeatable).
+        /// `COMPONENT=FILE.wasm` (repeatable; a `*` in COMPONENT matches any
+        /// run of characters, so `'kubelet-*=FILE.wasm'` is every kubelet).
         #[arg(long = "plugin", value_name = "COMPONENT=FILE")]
         plugins: Vec<String>,
         /// Run at most this many plans: the first this many of the whole
@@ -314,8 +316,14 @@ fn prepare(path: &Path, options: &RunOptions) -> Result<Prepared, ExitCode> {
     let swaps = plugins::load_swaps(&file, &options.plugins).map_err(bad_input)?;
     let mut preparer = Preparer::new().map_err(bad_input)?;
     let prepared = preparer.prepare(file, &swaps).map_err(bad_input)?;
-    for warning in &prepared.warnings {
+    // One plugin given to a cluster's kubelets warns once per kubelet:
+    // a few say what, the count says how many.
+    const WARNINGS_SHOWN: usize = 3;
+    for warning in prepared.warnings.iter().take(WARNINGS_SHOWN) {
         eprintln!("warning: {warning}");
+    }
+    if prepared.warnings.len() > WARNINGS_SHOWN {
+        eprintln!("warning: and {} more like these, one per component", prepared.warnings.len() - WARNINGS_SHOWN);
     }
     Ok(prepared)
 }

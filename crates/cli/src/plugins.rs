@@ -7,21 +7,29 @@ use recon_abi::Manifest;
 use recon_host::Limits;
 use recon_prepare::{PluginBytes, ScenarioFile, Swap};
 
-/// Reads `COMPONENT=FILE` arguments into swaps, checking each component
-/// before reading its file; `recon_prepare` validates and compiles them.
-/// Errors are one line, ready to print.
+/// Reads `COMPONENT=FILE` arguments into swaps, checking the components
+/// before reading the file; `recon_prepare` validates and compiles them.
+/// `COMPONENT` may hold `*`s, to give the plugin to every component it
+/// matches (`kubelet-*=my-kubelet.wasm`: one file, read and compiled once,
+/// run as each). A later argument's plugin replaces an earlier one's for
+/// the components both name. Errors are one line, ready to print.
 pub fn load_swaps(file: &ScenarioFile, args: &[String]) -> Result<Vec<Swap>, String> {
-    args.iter()
-        .map(|arg| {
-            let Some((component, path)) = arg.split_once('=') else {
-                return Err(format!("--plugin {arg:?}: expected COMPONENT=FILE.wasm"));
-            };
-            file.component(component).map_err(|why| format!("--plugin {arg:?}: {why}"))?;
-            let path = Path::new(path);
-            let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read the plugin: {e}", path.display()))?;
-            Ok(Swap { component: component.to_owned(), file_name: plugin_name(path), plugin: PluginBytes::new(bytes) })
-        })
-        .collect()
+    let mut swaps = Vec::new();
+    for arg in args {
+        let Some((component, path)) = arg.split_once('=') else {
+            return Err(format!("--plugin {arg:?}: expected COMPONENT=FILE.wasm"));
+        };
+        let components = file.components_named(component).map_err(|why| format!("--plugin {arg:?}: {why}"))?;
+        let path = Path::new(path);
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: cannot read the plugin: {e}", path.display()))?;
+        let (file_name, plugin) = (plugin_name(path), PluginBytes::new(bytes));
+        swaps.extend(components.into_iter().map(|component| Swap {
+            component: component.name.clone(),
+            file_name: file_name.clone(),
+            plugin: plugin.clone(),
+        }));
+    }
+    Ok(swaps)
 }
 
 /// The name a plugin goes by in messages: its file name.

@@ -525,6 +525,59 @@ fn cluster_writes_a_scenario_that_runs_a_controller_from_a_plugin_as_the_built_i
     assert_eq!(trace_hash(&wasm), trace_hash(&native));
 }
 
+/// A node agent's author runs their plugin as every kubelet of a cluster
+/// with one argument: a component name with a `*` gives the plugin to each
+/// component it matches, and a later argument replaces it for the
+/// components it names. A pattern matching nothing is refused, listing a
+/// few of the components, and nothing runs.
+#[test]
+fn a_star_gives_a_plugin_to_every_kubelet_of_a_cluster_and_a_later_plugin_replaces_it_for_one() {
+    let scratch = Scratch::of_this_test();
+    let path = scratch.path().join("cluster.yaml");
+    let out = recon(&["cluster", "--nodes", "12", "--pods", "60", "--output", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let native = recon(&["run", path.to_str().unwrap()]);
+    assert_eq!(native.status.code(), Some(0), "{}", stdout(&native));
+
+    let kubelet = built_plugin("recon_plugin_kubelet");
+    let every = format!("kubelet-*={}", kubelet.display());
+    let wasm = recon(&["run", path.to_str().unwrap(), "--plugin", &every]);
+    assert_eq!(wasm.status.code(), Some(0), "{}", stderr(&wasm));
+    assert_eq!(trace_hash(&wasm), trace_hash(&native), "the twelve kubelets' plugin runs as the built-in");
+
+    // kubelet-node-1, which the cluster restarts onto a lagging API
+    // server, from the fixed kubelet's plugin instead (its first list after
+    // a restart reads etcd): the run is that of the fixed kubelet among
+    // built-in ones, which differs from the first.
+    let fixed = format!("kubelet-node-1={}", built_plugin("recon_plugin_kubelet_fixed").display());
+    let mixed = recon(&["run", path.to_str().unwrap(), "--plugin", &every, "--plugin", &fixed]);
+    assert_eq!(mixed.status.code(), Some(0), "{}", stderr(&mixed));
+    let fixed_alone = recon(&["run", path.to_str().unwrap(), "--plugin", &fixed]);
+    assert_eq!(trace_hash(&mixed), trace_hash(&fixed_alone));
+    assert_ne!(trace_hash(&mixed), trace_hash(&native));
+
+    // A controller given to every kubelet warns for each, in four lines.
+    let scheduler = format!("kubelet-*={}", built_plugin("recon_plugin_scheduler").display());
+    let warned = recon(&["run", path.to_str().unwrap(), "--plugin", &scheduler]);
+    assert_ne!(warned.status.code(), Some(2), "it runs");
+    let err = stderr(&warned);
+    let warnings: Vec<&str> = err.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(warnings.len(), 4, "{err}");
+    assert!(warnings[0].contains("recon_plugin_scheduler.wasm (scheduler) is not a node agent"), "{err}");
+    assert_eq!(warnings[3], "warning: and 9 more like these, one per component");
+
+    let none = format!("kubelet-node-2*1={}", kubelet.display());
+    let refused = recon(&["run", path.to_str().unwrap(), "--plugin", &none]);
+    assert_eq!(refused.status.code(), Some(2));
+    let err = stderr(&refused);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("no component of the scenario matches \"kubelet-node-2*1\" (it has: scheduler, ")
+            && err.contains("… kubelet-node-12; 15 in all)"),
+        "{err}"
+    );
+}
+
 /// Kubernetes' default is 110 pods on a node: more pods than the nodes
 /// hold is refused with what to do, and nothing is written. A cluster
 /// past Kubernetes' published limits is written, with a note.

@@ -64,7 +64,35 @@ impl PrepareError {
 
 /// Why nothing can stand in for `component`: the scenario does not have it.
 fn no_component(component: &str, known: &[String]) -> String {
-    format!("the scenario has no component {component:?} (it has: {})", known.join(", "))
+    format!("the scenario has no component {component:?} (it has: {})", some_of(known))
+}
+
+/// The names a message lists: all of a story's few, the first ten and the
+/// last of a generated cluster's thousand.
+fn some_of(names: &[String]) -> String {
+    const LISTED: usize = 12;
+    if names.len() <= LISTED {
+        return names.join(", ");
+    }
+    let (last, rest) = names.split_last().expect("more than twelve");
+    format!("{}, … {last}; {} in all", rest[..LISTED - 2].join(", "), names.len())
+}
+
+/// Whether `name` matches `pattern`, where each `*` stands for any run of
+/// characters (an empty one too), and everything else for itself.
+fn matches(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else { return false };
+    let mut parts: Vec<&str> = parts.collect();
+    let Some(last) = parts.pop() else { return rest.is_empty() };
+    for part in parts {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 /// A plugin to run instead of a component's built-in controller.
@@ -128,13 +156,26 @@ impl ScenarioFile {
         ScenarioFile { scenario, name: name.to_owned(), source: SourceMap::default() }
     }
 
-    /// The component called `name`, or why a plugin cannot be given to it
-    /// (the scenario has no such component; the message lists those it has).
-    pub fn component(&self, name: &str) -> Result<&Component, String> {
-        self.scenario.components.iter().find(|c| c.name == name).ok_or_else(|| {
-            let known: Vec<String> = self.scenario.components.iter().map(|c| c.name.clone()).collect();
-            no_component(name, &known)
-        })
+    /// The components a plugin is given to as `name`: the component of
+    /// that name; failing one, when `name` holds a `*`, every component
+    /// whose name it matches in the scenario's order, each `*` standing for
+    /// any run of characters (`kubelet-*` is every kubelet of a generated
+    /// cluster). Otherwise why a plugin cannot be given to it (the message
+    /// lists the components the scenario has).
+    pub fn components_named(&self, name: &str) -> Result<Vec<&Component>, String> {
+        let components = &self.scenario.components;
+        if let Some(exact) = components.iter().find(|c| c.name == name) {
+            return Ok(vec![exact]);
+        }
+        let known = || components.iter().map(|c| c.name.clone()).collect::<Vec<_>>();
+        if !name.contains('*') {
+            return Err(no_component(name, &known()));
+        }
+        let matched: Vec<&Component> = components.iter().filter(|c| matches(name, &c.name)).collect();
+        if matched.is_empty() {
+            return Err(format!("no component of the scenario matches {name:?} (it has: {})", some_of(&known())));
+        }
+        Ok(matched)
     }
 
     /// Why the simulator refused to build this scenario, in the words every
@@ -167,6 +208,12 @@ impl Preparer {
     pub fn new() -> Result<Preparer, PrepareError> {
         let engine = Engine::pooled(recon_host::MAX_POOL_SLOTS).map_err(PrepareError::Engine)?;
         Ok(Preparer { engine, compiled: BTreeMap::new() })
+    }
+
+    /// How many plugins this preparer holds compiled (one per content, file
+    /// name and limits, however many components run each).
+    pub fn compiled(&self) -> usize {
+        self.compiled.len()
     }
 
     /// Validates a plugin, instruments it under `limits` and compiles it,

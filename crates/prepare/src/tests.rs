@@ -98,7 +98,69 @@ fn a_plugin_for_a_component_the_scenario_lacks_is_refused_naming_those_it_has() 
         "k.wasm: the scenario has no component \"kubelet-node-9\" (it has: scheduler, statefulset-controller, \
          kubelet-node-1, kubelet-node-2)"
     );
-    assert_eq!(default_file().component("kubelet-node-9").unwrap_err(), error.to_string()["k.wasm: ".len()..]);
+    assert_eq!(default_file().components_named("kubelet-node-9").unwrap_err(), error.to_string()["k.wasm: ".len()..]);
+}
+
+/// The names of the components `name` gives a plugin to.
+fn named(file: &ScenarioFile, name: &str) -> Result<Vec<String>, String> {
+    file.components_named(name).map(|found| found.into_iter().map(|c| c.name.clone()).collect())
+}
+
+#[test]
+fn a_name_with_stars_gives_a_plugin_to_every_component_it_matches_in_the_scenarios_order() {
+    let file = default_file();
+    assert_eq!(named(&file, "kubelet-*").unwrap(), ["kubelet-node-1", "kubelet-node-2"]);
+    assert_eq!(named(&file, "*-node-2").unwrap(), ["kubelet-node-2"]);
+    assert_eq!(named(&file, "*controller*").unwrap(), ["statefulset-controller"]);
+    assert_eq!(named(&file, "s*e*r").unwrap(), ["scheduler", "statefulset-controller"]);
+    assert_eq!(named(&file, "*").unwrap().len(), 4);
+    // Each star matches a run of its own: "kubelet-node-1" is not "kubelet-node-1-*".
+    assert_eq!(
+        named(&file, "kubelet-node-1*1").unwrap_err(),
+        "no component of the scenario matches \"kubelet-node-1*1\" (it has: scheduler, statefulset-controller, \
+         kubelet-node-1, kubelet-node-2)"
+    );
+    // A name without a star is a component's name, whole.
+    assert!(named(&file, "kubelet").unwrap_err().starts_with("the scenario has no component \"kubelet\""));
+}
+
+#[test]
+fn a_component_whose_name_holds_a_star_is_given_its_plugin_by_that_name_alone() {
+    let mut file = default_file();
+    file.scenario.components[0].name = "sched*".into();
+    assert_eq!(named(&file, "sched*").unwrap(), ["sched*"]);
+}
+
+#[test]
+fn a_clusters_thousand_components_are_listed_in_a_line_when_none_is_named() {
+    let cluster = recon_catalog::cluster::yaml(1_000, 30_000);
+    let file = ScenarioFile::parse("cluster.yaml", &cluster).unwrap();
+    let error = named(&file, "kubelet-node-1001").unwrap_err();
+    assert_eq!(
+        error,
+        "the scenario has no component \"kubelet-node-1001\" (it has: scheduler, deployment-controller, \
+         replicaset-controller, kubelet-node-1, kubelet-node-2, kubelet-node-3, kubelet-node-4, kubelet-node-5, \
+         kubelet-node-6, kubelet-node-7, … kubelet-node-1000; 1003 in all)"
+    );
+    assert_eq!(named(&file, "kubelet-node-*").unwrap().len(), 1_000);
+    // 10, 100 to 109, and 1000.
+    assert_eq!(named(&file, "kubelet-node-10*").unwrap().len(), 12);
+}
+
+#[test]
+fn one_plugin_given_to_many_components_is_compiled_once_and_runs_as_each() {
+    let mut preparer = Preparer::new().unwrap();
+    let plugin = node_agent("k");
+    let swaps: Vec<Swap> = named(&default_file(), "kubelet-*")
+        .unwrap()
+        .iter()
+        .map(|component| swap(component, "k.wasm", plugin.clone()))
+        .collect();
+    let prepared = preparer.prepare(default_file(), &swaps).unwrap();
+    assert_eq!(controller_of(&prepared, "kubelet-node-1"), "k");
+    assert_eq!(controller_of(&prepared, "kubelet-node-2"), "k");
+    assert_eq!(controller_of(&prepared, "scheduler"), "scheduler");
+    assert_eq!(preparer.compiled(), 1);
 }
 
 #[test]
