@@ -9,6 +9,8 @@
 //!   trace's way to the page, the model, frame times, hover;
 //! - the scale benchmark's cluster in the tab at growing sizes, until it
 //!   is drawn or the page says it does not fit;
+//! - a plugin run as every kubelet of a generated cluster in the tab,
+//!   against the built-in kubelets in the same page;
 //! - "Find a violation" on the #59848 workload: click to violation shown,
 //!   and plans per second across search workers, each against the same
 //!   search natively in this process;
@@ -234,25 +236,7 @@ async fn scale_in_the_tab() {
             watch_long_tasks(&page).await;
             page.find("#editor-apply").await.click().await.unwrap();
             let start = Instant::now();
-            let script = r#"
-                const error = document.querySelector('#error pre');
-                const hash = document.querySelector('#trace-hash');
-                return { error: error ? error.textContent : null, hash: hash ? hash.textContent : null };
-            "#;
-            let outcome = loop {
-                let state = page.client().execute(script, vec![]).await.unwrap();
-                if let Some(error) = state["error"].as_str().filter(|e| !e.is_empty()) {
-                    break format!("refused: {}", error.lines().next().unwrap_or_default());
-                }
-                if let Some(hash) = state["hash"].as_str().filter(|h| h.len() == 16 && *h != last) {
-                    last = hash.to_owned();
-                    break format!("drawn (trace hash {hash})");
-                }
-                if start.elapsed() > SCALE_PATIENCE {
-                    break "neither drawn nor refused in time".to_owned();
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-            };
+            let outcome = outcome_after(&page, &mut last, start).await;
             let seconds = start.elapsed().as_secs_f64();
             let (busy, longest) = long_tasks(&page).await;
             // The tab must give the trace the native run gives, at every
@@ -286,6 +270,107 @@ async fn scale_in_the_tab() {
                 break;
             }
         }
+        page.close().await;
+    }
+    println!();
+}
+
+/// What the page shows after an action started at `start`: a trace hash
+/// other than `last` (which becomes it), a refusal, or neither in time.
+async fn outcome_after(page: &Browser, last: &mut String, start: Instant) -> String {
+    let script = r#"
+        const error = document.querySelector('#error pre');
+        const hash = document.querySelector('#trace-hash');
+        return { error: error ? error.textContent : null, hash: hash ? hash.textContent : null };
+    "#;
+    loop {
+        let state = page.client().execute(script, vec![]).await.unwrap();
+        if let Some(error) = state["error"].as_str().filter(|e| !e.is_empty()) {
+            return format!("refused: {}", error.lines().next().unwrap_or_default());
+        }
+        if let Some(hash) = state["hash"].as_str().filter(|h| h.len() == 16 && *h != last) {
+            *last = hash.to_owned();
+            return format!("drawn (trace hash {hash})");
+        }
+        if start.elapsed() > SCALE_PATIENCE {
+            return "neither drawn nor refused in time".to_owned();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
+/// The sizes [`every_kubelet_from_a_plugin`] tries, as `NODESxPODS,...`
+/// (default 48x1440,100x3000: the most kubelets a tab runs from plugins,
+/// [`recon_web_protocol::MAX_PLUGIN_COMPONENTS`], and a size it refuses).
+const PLUGIN_SIZES_VAR: &str = "RECON_TAB_PLUGIN_SIZES";
+
+/// A node agent's author in the playground: a generated cluster opened by
+/// name, the fixed kubelet's plugin dropped on the folded kubelet row so
+/// that every node runs it in the worker's WebAssembly, then *Use
+/// built-in on all* for the same cluster with the built-in kubelets, in
+/// the same page. Each from the action until drawn; the plugin run's
+/// trace must be the native run's with the same plugin on every kubelet
+/// under wasmtime, the built-in one's the native built-in run's.
+async fn every_kubelet_from_a_plugin() {
+    println!("## Every kubelet from a plugin in the tab (dropped on the folded row, then all put back)\n");
+    println!(
+        "| nodes | pods | plugin on every kubelet | built-in kubelets | plugin ÷ built-in | page's thread in long tasks s, plugin run | the same, built-in run |\n|---:|---:|---|---|---:|---:|---:|"
+    );
+    let path = recon_e2e::plugin_path("recon_plugin_kubelet_fixed");
+    let bytes = std::fs::read(&path).expect("the fixed kubelet's plugin is built");
+    let file_name = path.file_name().unwrap().to_str().unwrap().to_owned();
+    let sizes = std::env::var(PLUGIN_SIZES_VAR).unwrap_or_else(|_| "48x1440,100x3000".to_owned());
+    for size in sizes.split(',') {
+        let parsed = size.split_once('x').and_then(|(n, p)| Some((n.trim().parse().ok()?, p.trim().parse().ok()?)));
+        let (nodes, pods): (usize, usize) =
+            parsed.unwrap_or_else(|| panic!("{PLUGIN_SIZES_VAR}: {size:?} is not NODESxPODS"));
+        let page = Browser::open(&format!("?scenario={}", recon_catalog::cluster::name(nodes, pods))).await;
+        let mut last = String::new();
+        let opened = outcome_after(&page, &mut last, Instant::now()).await;
+        assert!(opened.starts_with("drawn"), "{nodes} nodes: the cluster opened by name was not drawn: {opened}");
+        let built_in = last.clone();
+        page.find("#folded-kubelet").await;
+
+        watch_long_tasks(&page).await;
+        let start = Instant::now();
+        page.drop_files("#folded-kubelet", &[(&file_name, &bytes)]).await;
+        let plugin = outcome_after(&page, &mut last, start).await;
+        let plugin_s = start.elapsed().as_secs_f64();
+        let (busy, _) = long_tasks(&page).await;
+        let scenario = recon_scenario::parse("cluster.yaml", &recon_catalog::cluster::yaml(nodes, pods)).unwrap();
+        if plugin.starts_with("drawn") {
+            let kubelets: Vec<String> = (1..=nodes).map(|n| format!("kubelet-node-{n}")).collect();
+            let swaps: Vec<recon_e2e::Swap<'_>> =
+                kubelets.iter().map(|k| (k.as_str(), file_name.as_str(), &bytes[..])).collect();
+            let native = recon_e2e::run_scenario(&scenario, &swaps).hash();
+            if last != native {
+                // A component that crashed in the tab and not natively says why.
+                let crashes = match page.client().find(fantoccini::Locator::Css("#crashes")).await {
+                    Ok(list) => list.text().await.unwrap_or_default(),
+                    Err(_) => "none".to_owned(),
+                };
+                panic!(
+                    "{nodes} nodes: the tab's run with the plugin ({last}) differs from the native one ({native}); the tab's crashes: {crashes}"
+                );
+            }
+        } else {
+            println!("| {nodes} | {pods} | {plugin} after {plugin_s:.0} s | | | {busy:.1} | |");
+            page.close().await;
+            continue;
+        }
+
+        watch_long_tasks(&page).await;
+        let start = Instant::now();
+        page.find("#reset-all-kubelet").await.click().await.unwrap();
+        let back = outcome_after(&page, &mut last, start).await;
+        let back_s = start.elapsed().as_secs_f64();
+        let (back_busy, _) = long_tasks(&page).await;
+        assert_eq!(last, built_in, "{nodes} nodes: all built-in again is the first run: {back}");
+        assert_eq!(last, recon_e2e::run_scenario(&scenario, &[]).hash(), "{nodes} nodes: the built-in run");
+        println!(
+            "| {nodes} | {pods} | {plugin_s:.1} s | {back_s:.1} s | {:.2} | {busy:.1} | {back_busy:.1} |",
+            plugin_s / back_s
+        );
         page.close().await;
     }
     println!();
@@ -605,6 +690,9 @@ fn main() {
         }
         if run("scale-in-the-tab") {
             scale_in_the_tab().await;
+        }
+        if run("every-kubelet-from-a-plugin") {
+            every_kubelet_from_a_plugin().await;
         }
         if run("search-find-a-violation") {
             find_a_violation().await;

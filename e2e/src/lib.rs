@@ -176,14 +176,19 @@ impl Browser {
 
     /// Drops files on the element matching `css` as a visitor's drag
     /// would (`dragenter`, `dragover`, `drop`, bubbling), each file made in
-    /// the page from a `(name, text)` pair.
-    pub async fn drop_files(&self, css: &str, files: &[(&str, &str)]) {
+    /// the page from a `(name, bytes)` pair (text as `.as_bytes()`, or a
+    /// built plugin).
+    pub async fn drop_files(&self, css: &str, files: &[(&str, &[u8])]) {
+        use base64::Engine as _;
         let drop = "const [css, files] = arguments; const data = new DataTransfer(); \
-                    for (const [name, text] of files) data.items.add(new File([text], name)); \
+                    for (const [name, b64] of files) \
+                      data.items.add(new File([Uint8Array.from(atob(b64), c => c.charCodeAt(0))], name)); \
                     const target = document.querySelector(css); \
                     for (const type of ['dragenter', 'dragover', 'drop']) \
                       target.dispatchEvent(new DragEvent(type, { dataTransfer: data, bubbles: true, cancelable: true }));";
-        let files: Vec<serde_json::Value> = files.iter().map(|(name, text)| serde_json::json!([name, text])).collect();
+        let base64 = base64::engine::general_purpose::STANDARD;
+        let files: Vec<serde_json::Value> =
+            files.iter().map(|(name, bytes)| serde_json::json!([name, base64.encode(bytes)])).collect();
         self.client.execute(drop, vec![css.into(), files.into()]).await.expect("the files are dropped");
     }
 

@@ -894,7 +894,7 @@ async fn a_malformed_audit_log_is_named_at_its_line_and_the_page_keeps_working()
     page.find("#tour-skip").await.click().await.unwrap();
     page.drop_files(
         "#timeline-canvas",
-        &[("apiserver-1.log", "this is not an audit log\n{\"kind\": \"Event\", \"apiVer")],
+        &[("apiserver-1.log", &b"this is not an audit log\n{\"kind\": \"Event\", \"apiVer"[..])],
     )
     .await;
     let error = page.wait_text("#error", |t| t.contains("apiserver-1.log")).await;
@@ -904,7 +904,7 @@ async fn a_malformed_audit_log_is_named_at_its_line_and_the_page_keeps_working()
     assert!(!page.exists("#audit-panel").await, "nothing is shown in the run's place");
     assert_eq!(page.find("#trace-hash").await.text().await.unwrap(), before, "the run is kept");
     // A plugin dropped off any component is not taken for a log.
-    page.drop_files("#timeline-canvas", &[("kubelet.wasm", "\u{0}asm")]).await;
+    page.drop_files("#timeline-canvas", &[("kubelet.wasm", &b"\0asm"[..])]).await;
     page.wait_text("#error", |t| t.contains("kubelet.wasm is a plugin, not an audit log")).await;
     // The page works: a change runs.
     seed_2_runs_as_natively(&page, &before).await;

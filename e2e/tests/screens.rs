@@ -145,7 +145,7 @@ async fn at_phone_width_audit_logs_are_drawn_and_the_way_back_is_under_the_folde
     let run = recon_e2e::native_run(DEFAULT, &[]);
     let logs = recon_audit::audit_logs(&run, &recon_scenario::Kinds::builtin()).unwrap();
     let names: Vec<String> = logs.iter().map(|l| format!("{}.log", l.server)).collect();
-    let files: Vec<(&str, &str)> = names.iter().zip(&logs).map(|(n, l)| (n.as_str(), l.text.as_str())).collect();
+    let files: Vec<(&str, &[u8])> = names.iter().zip(&logs).map(|(n, l)| (n.as_str(), l.text.as_bytes())).collect();
     page.drop_files("#timeline-canvas", &files).await;
     let audited = page.hash_after(Some(&hash)).await;
     assert_drawn(&page, 360).await;
@@ -371,8 +371,8 @@ async fn type_into(page: &Browser, id: &str, text: &str) {
 /// components panel that finds them by name (the page redraws every card on
 /// each progress report of a run, a thousand of them at 1,000 nodes). A
 /// kubelet found there takes a plugin like any component, and stays in
-/// sight once it runs one; a plugin dropped on the row itself is refused
-/// with what to do.
+/// sight once it runs one; a plugin dropped on the row itself runs as
+/// every kubelet, and one button takes them all back to the built-in.
 #[tokio::test(flavor = "current_thread")]
 async fn a_clusters_kubelets_fold_into_one_row_that_finds_them_by_name() {
     let (nodes, pods) = (12, 360);
@@ -405,14 +405,50 @@ async fn a_clusters_kubelets_fold_into_one_row_that_finds_them_by_name() {
     assert_eq!(swapped, recon_e2e::run_scenario(&scenario, &[("kubelet-node-12", file_name, &bytes)]).hash());
     // With the search cleared, the kubelet running the plugin stays in sight.
     type_into(&page, "find-kubelet", "").await;
-    page.wait_text("#found-kubelet", |t| t.starts_with("Find one by name")).await;
+    page.wait_text("#found-kubelet", |t| t.starts_with("Drop a plugin here")).await;
     let card = page.find("#controller-kubelet-node-12").await.text().await.unwrap();
     assert!(card.contains(file_name), "{card}");
     assert!(!page.exists("#component-kubelet-node-1").await);
-    // A plugin dropped on the row has no one component to run as.
-    page.drop_files("#folded-kubelet", &[("kubelet.wasm", "\u{0}asm")]).await;
-    page.wait_text("#error", |t| t.contains("A plugin runs as one component")).await;
+    // A file that is no plugin, dropped on the row, is refused and the run kept.
+    page.drop_files("#folded-kubelet", &[("kubelet.wasm", &b"\0asm"[..])]).await;
+    page.wait_text("#error", |t| t.contains("kubelet.wasm")).await;
     assert_eq!(page.find("#trace-hash").await.text().await.unwrap(), swapped, "the run is kept");
+    assert!(!page.exists("#reset-all-kubelet").await);
+    // A plugin dropped on the row runs as every kubelet, as natively.
+    page.drop_files("#folded-kubelet", &[(file_name, &bytes)]).await;
+    let every = page.hash_after(Some(&swapped)).await;
+    let kubelets: Vec<String> = (1..=nodes).map(|n| format!("kubelet-node-{n}")).collect();
+    let swaps: Vec<recon_e2e::Swap<'_>> = kubelets.iter().map(|k| (k.as_str(), file_name, &bytes[..])).collect();
+    assert_eq!(every, recon_e2e::run_scenario(&scenario, &swaps).hash());
+    let notice = page.find("#notice").await.text().await.unwrap();
+    assert!(notice.contains("12 components now run recon_plugin_kubelet_fixed.wasm (kubelet-fixed)"), "{notice}");
+    // A dozen cards at most, those running the plugin first in sight.
+    assert!(page.exists("#component-kubelet-node-1").await);
+    // One button puts the built-in kubelet back on all of them.
+    page.find("#reset-all-kubelet").await.click().await.unwrap();
+    assert_eq!(page.hash_after(Some(&every)).await, first);
+    assert!(!page.exists("#component-kubelet-node-1").await, "none is kept in sight any more");
+    page.close().await;
+}
+
+/// A tab has room for about 120 plugin instances (each gets a memory of
+/// its own): a plugin dropped on the row of more kubelets than a tab runs
+/// from plugins is refused with the command that runs them all, and the
+/// run is kept.
+#[tokio::test(flavor = "current_thread")]
+async fn a_plugin_for_more_kubelets_than_a_tab_holds_is_refused_with_the_command_that_runs_them() {
+    let nodes = recon_web_protocol::MAX_PLUGIN_COMPONENTS + 1;
+    let page = Browser::open(&format!("?scenario={}", recon_catalog::cluster::name(nodes, nodes))).await;
+    let first = page.hash_after(None).await;
+    let path = recon_e2e::plugin_path("recon_plugin_kubelet_fixed");
+    let file_name = path.file_name().unwrap().to_str().unwrap();
+    page.drop_files("#folded-kubelet", &[(file_name, &std::fs::read(&path).unwrap())]).await;
+    let error = page.wait_text("#error", |t| t.contains("a tab runs at most")).await;
+    assert!(error.contains(&format!("This run gives plugins to {nodes} components")), "{error}");
+    assert!(error.contains(&format!("--plugin 'kubelet-node-*={file_name}'")), "{error}");
+    assert_eq!(page.find("#trace-hash").await.text().await.unwrap(), first, "the run is kept");
+    assert!(!page.exists("#reset-all-kubelet").await, "no kubelet runs the plugin");
+    assert!(!page.exists("#notice").await, "no notice says they run it");
     page.close().await;
 }
 

@@ -16,7 +16,7 @@ use flate2::write::GzEncoder;
 /// What the playground may weigh, gzipped. Set at the size reached plus
 /// about 2 %; lower it as the playground shrinks, never raise it to let a
 /// change through without saying why in BENCHMARKS.md.
-pub const BUDGET: Budget = Budget { first_visit: 902_000, total: 2_635_000 };
+pub const BUDGET: Budget = Budget { first_visit: 903_500, total: 2_635_000 };
 
 /// The two limits the playground's download is held to, in bytes gzipped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -36,6 +36,22 @@ use serde::{Deserialize, Serialize};
 
 pub mod search;
 
+/// The most components one run in a tab may give plugins to. The browser
+/// gives every plugin instance a memory of its own with a large reserved
+/// range behind it, and a tab's address space holds about 120 of them:
+/// Chromium refused the 123rd kubelet of a 1,000-node cluster with
+/// `Out of memory: Cannot allocate Wasm memory for new instance` (see
+/// BENCHMARKS.md). 48 leaves room for a search worker running as many
+/// beside the run ([`TAB_PLUGIN_INSTANCES`]). A run past it is refused
+/// before it starts, with what to do instead (`recon run`, which has no
+/// such limit).
+pub const MAX_PLUGIN_COMPONENTS: usize = 48;
+
+/// The plugin instances a tab's workers may hold at once, all together:
+/// the simulation worker's run and every search worker's. The search
+/// starts fewer workers when the run's plugin components would pass it.
+pub const TAB_PLUGIN_INSTANCES: usize = 100;
+
 /// A `.wasm` file the user gave for one component, on the page.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Upload {

@@ -9,7 +9,7 @@ use std::ops::ControlFlow;
 
 use recon_prepare::{PluginBytes, PluginKey, PrepareError, Prepared, Preparer, ScenarioFile, Swap};
 use recon_sim::Sim;
-use recon_web_protocol::{FromWorker, ToWorker, UploadRef};
+use recon_web_protocol::{FromWorker, MAX_PLUGIN_COMPONENTS, ToWorker, UploadRef};
 
 /// How often (in simulator steps) the run checks whether to report progress.
 const STEPS_PER_PROGRESS_CHECK: u64 = 256;
@@ -29,6 +29,25 @@ pub struct Runner {
 /// A request that failed, as the `Failed` answer.
 fn failed(id: u64, error: PrepareError) -> FromWorker {
     FromWorker::Failed { id, component: error.component().map(str::to_owned), error: error.to_string() }
+}
+
+/// Why a run giving plugins to more than [`MAX_PLUGIN_COMPONENTS`]
+/// components does not start in a tab, and what does run it.
+fn too_many_plugins(uploads: &[UploadRef]) -> String {
+    // The start the components' names share names them all on the command line.
+    let shared = uploads.iter().map(|u| u.component.as_str()).reduce(|a, b| {
+        let same =
+            a.char_indices().zip(b.chars()).find(|((_, x), y)| x != y).map_or(a.len().min(b.len()), |((i, _), _)| i);
+        &a[..same]
+    });
+    let file = &uploads[0].file_name;
+    format!(
+        "This run gives plugins to {} components, and a tab runs at most {MAX_PLUGIN_COMPONENTS}: the browser gives \
+         each its own memory, and has room for about 120. Give the plugin to fewer (find them by name), or run \
+         them all from the command line: recon run scenario.yaml --plugin '{}*={file}'.",
+        uploads.len(),
+        shared.unwrap_or_default()
+    )
 }
 
 /// Where a run reports progress; `now_ms` is a wall clock (the worker's
@@ -170,6 +189,9 @@ impl Runner {
     /// the `Failed` answer.
     #[allow(clippy::result_large_err, reason = "the error is the answer to send, made once per request")]
     pub(crate) fn prepare(&mut self, id: u64, text: &str, uploads: &[UploadRef]) -> Result<Prepared, FromWorker> {
+        if uploads.len() > MAX_PLUGIN_COMPONENTS {
+            return Err(FromWorker::Failed { id, component: None, error: too_many_plugins(uploads) });
+        }
         let file = ScenarioFile::parse(SCENARIO_FILE, text).map_err(|e| FromWorker::Failed {
             id,
             component: None,
@@ -271,6 +293,28 @@ mod tests {
             FromWorker::Done { hash, .. } => hash,
             other => panic!("not a finished run: {other:?}"),
         }
+    }
+
+    /// A tab has room for about 120 plugin instances: a run past its
+    /// limit is refused before anything starts, saying what runs it.
+    #[test]
+    fn a_run_giving_plugins_to_more_components_than_a_tab_holds_is_refused_with_the_command_that_runs_it() {
+        let key = recon_prepare::PluginKey::of(b"k");
+        let uploads = |n: usize| -> Vec<UploadRef> {
+            let upload =
+                |i| UploadRef { component: format!("kubelet-node-{i}"), file_name: "k.wasm".into(), key: key.clone() };
+            (1..=n).map(upload).collect()
+        };
+        let mut runner = Runner::new().unwrap();
+        let FromWorker::Failed { component, error, .. } = run(&mut runner, uploads(MAX_PLUGIN_COMPONENTS + 1)) else {
+            panic!("refused")
+        };
+        assert_eq!(component, None);
+        assert!(error.starts_with("This run gives plugins to 49 components, and a tab runs at most 48"), "{error}");
+        assert!(error.ends_with("--plugin 'kubelet-node-*=k.wasm'."), "{error}");
+        // At the limit the run is prepared (and fails only for the bytes this test never sent).
+        let FromWorker::Failed { error, .. } = run(&mut runner, uploads(MAX_PLUGIN_COMPONENTS)) else { panic!() };
+        assert!(error.contains("its bytes never reached the simulation worker"), "{error}");
     }
 
     #[test]

@@ -304,8 +304,11 @@ pub enum Pending {
     Check {
         /// Request id.
         id: u64,
-        /// The upload.
+        /// The upload, for the component it is checked as.
         upload: Upload,
+        /// The other components to run it once it passes: a plugin
+        /// dropped on a folded row runs as every component in it.
+        also: Vec<String>,
     },
     /// The reading of audit logs.
     Audit {
@@ -585,18 +588,31 @@ impl State {
                 Outcome::Redraw
             }
             FromWorker::Checked { id, component, manifest } if pending_id == Some(id) => {
-                let Some(Pending::Check { upload, .. }) = self.pending.take() else { return Outcome::Nothing };
-                let warning = match fit(&self.current.scenario, &component, &upload.file_name, &manifest) {
-                    Fit::Refused(why) => {
-                        self.error = Some(format!("Plugin for {component} rejected: {why}"));
-                        self.notice = None;
-                        return Outcome::Redraw;
+                let Some(Pending::Check { upload, also, .. }) = self.pending.take() else { return Outcome::Nothing };
+                let fits = |c: &String| fit(&self.current.scenario, c, &upload.file_name, &manifest);
+                // Every component it is for fits, or none runs it.
+                let mut warning = String::new();
+                for c in std::iter::once(&component).chain(&also) {
+                    match fits(c) {
+                        Fit::Refused(why) => {
+                            self.error = Some(format!("Plugin for {c} rejected: {why}"));
+                            self.notice = None;
+                            return Outcome::Redraw;
+                        }
+                        Fit::Warning(why) if warning.is_empty() => warning = format!(". Note: {why}"),
+                        _ => {}
                     }
-                    Fit::Warning(why) => format!(". Note: {why}"),
-                    Fit::Fits => String::new(),
+                }
+                let (who, runs) = if also.is_empty() {
+                    (component.clone(), "runs")
+                } else {
+                    (count(also.len() + 1, "component"), "run")
                 };
-                self.notice = Some(format!("{component} now runs {} ({}){warning}", upload.file_name, manifest.name));
-                self.current.uploads.insert(component, Uploaded { upload, controller: Some(manifest.name) });
+                self.notice = Some(format!("{who} now {runs} {} ({}){warning}", upload.file_name, manifest.name));
+                for c in std::iter::once(component).chain(also) {
+                    let upload = Upload { component: c.clone(), ..upload.clone() };
+                    self.current.uploads.insert(c, Uploaded { upload, controller: Some(manifest.name.clone()) });
+                }
                 Outcome::RunWithUpload
             }
             FromWorker::Failed { id, component, error } if pending_id == Some(id) || id == 0 => {
@@ -605,8 +621,10 @@ impl State {
                     Some(component) => format!("Plugin for {component} rejected: {error}"),
                     None => error,
                 });
-                // Nothing is lost: back to what last ran.
+                // Nothing is lost: back to what last ran, and no notice
+                // of a change that did not happen.
                 self.current = self.good.clone();
+                self.notice = None;
                 Outcome::Redraw
             }
             // Search workers report to the search panel, never here; a
@@ -810,13 +828,44 @@ mod tests {
         let id = state.next_id();
         let plugin = PluginBytes::new(b"hello".to_vec());
         let upload = Upload { component: "kubelet-node-1".into(), file_name: "notes.txt".into(), plugin };
-        state.pending = Some(Pending::Check { id, upload: upload.clone() });
+        state.pending = Some(Pending::Check { id, upload: upload.clone(), also: Vec::new() });
         runner.receive_plugin(upload.plugin.bytes().to_vec());
         answer(&mut state, &mut runner, ToWorker::Check { id, upload: upload.to_ref(), limits: Default::default() });
         let error = state.error.expect("the upload is rejected");
         assert!(error.contains("kubelet-node-1") && error.contains("notes.txt"), "{error}");
         assert!(!error.contains('\n'), "one line: {error}");
         assert!(state.current.uploads.is_empty());
+    }
+
+    /// A plugin dropped on a folded row is checked as its first component
+    /// and, once it passes, runs as every one; a controller that is no node
+    /// agent standing in for the kubelets is noted once, not per kubelet.
+    #[test]
+    fn an_upload_dropped_on_a_row_runs_as_every_component_of_it_once_checked() {
+        let (nodes, pods) = (12, 60);
+        let scenario = recon_scenario::parse("c.yaml", &recon_catalog::cluster::yaml(nodes, pods)).unwrap();
+        let mut state = State::new(&recon_catalog::cluster::name(nodes, pods), scenario);
+        let kubelets: Vec<String> = (1..=nodes).map(|n| format!("kubelet-node-{n}")).collect();
+        let id = state.next_id();
+        let plugin = PluginBytes::new(b"s".to_vec());
+        let upload = Upload { component: kubelets[0].clone(), file_name: "s.wasm".into(), plugin };
+        state.pending = Some(Pending::Check { id, upload, also: kubelets[1..].to_vec() });
+        let config = recon_abi::ComponentConfig { name: kubelets[0].clone(), ..Default::default() };
+        let manifest = recon_catalog::instantiate("scheduler").unwrap().init(&config).unwrap();
+        let outcome = state.receive(FromWorker::Checked { id, component: kubelets[0].clone(), manifest });
+        assert_eq!(outcome, Outcome::RunWithUpload);
+        assert_eq!(state.current.uploads.keys().collect::<std::collections::BTreeSet<_>>(), kubelets.iter().collect());
+        for (component, uploaded) in &state.current.uploads {
+            assert_eq!(&uploaded.upload.component, component);
+            assert_eq!(uploaded.controller.as_deref(), Some("scheduler"));
+        }
+        let notice = state.notice.unwrap();
+        assert!(
+            notice
+                .starts_with("12 components now run s.wasm (scheduler). Note: s.wasm (scheduler) is not a node agent"),
+            "{notice}"
+        );
+        assert_eq!(notice.matches("Note").count(), 1, "{notice}");
     }
 
     #[test]

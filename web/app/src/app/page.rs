@@ -26,16 +26,17 @@ pub enum Msg {
     PickScenario(String),
     /// Stop the run in flight.
     Stop,
-    /// A file was chosen or dropped for a component.
-    FileChosen(String, web_sys::File),
+    /// A file was chosen or dropped for components: one component's card,
+    /// or a folded row's every component.
+    FileChosen(Vec<String>, web_sys::File),
     /// A chosen file has been read.
-    FileRead { component: String, file_name: String, bytes: Result<Vec<u8>, String> },
+    FileRead { components: Vec<String>, file_name: String, bytes: Result<Vec<u8>, String> },
     /// Audit logs were picked or dropped: read and draw them.
     OpenAudit(Vec<web_sys::File>),
     /// Leave the audit logs shown for the scenarios.
     CloseAudit,
-    /// Go back to the scenario's own controller for a component.
-    ResetController(String),
+    /// Go back to the scenario's own controllers for these components.
+    ResetControllers(Vec<String>),
     /// Select a trace entry.
     Select(EntryId),
     /// Hide the error banner.
@@ -72,8 +73,6 @@ pub enum Msg {
     /// The visitor typed in the search of a controller's folded row of
     /// components.
     SearchComponents { controller: String, query: String },
-    /// A file was dropped on a controller's folded row, not on one component.
-    DroppedOnFolded(String),
 }
 
 /// The formats a trace can be saved in.
@@ -278,19 +277,25 @@ impl Component for App {
                     self.restart_worker(ctx);
                 }
             }
-            Msg::FileChosen(component, file) => {
+            Msg::FileChosen(components, file) => {
                 let file_name = file.name();
                 let link = ctx.link().clone();
                 let reader = gloo::file::callbacks::read_as_bytes(&file.into(), move |bytes| {
                     let bytes = bytes.map_err(|e| e.to_string());
-                    link.send_message(Msg::FileRead { component, file_name, bytes });
+                    link.send_message(Msg::FileRead { components, file_name, bytes });
                 });
                 self.readers.push(reader);
             }
-            Msg::FileRead { component, file_name, bytes } => {
+            Msg::FileRead { mut components, file_name, bytes } => {
                 self.readers.retain(|_| false);
                 match bytes {
-                    Ok(bytes) => self.check(ctx, Upload { component, file_name, plugin: PluginBytes::new(bytes) }),
+                    Ok(bytes) if !components.is_empty() => {
+                        // Checked as the first; the rest run it if it passes.
+                        let component = components.remove(0);
+                        let upload = Upload { component, file_name, plugin: PluginBytes::new(bytes) };
+                        self.check(ctx, upload, components);
+                    }
+                    Ok(_) => {}
                     Err(e) => self.state.error = Some(format!("{file_name}: could not be read: {e}")),
                 }
             }
@@ -301,9 +306,13 @@ impl Component for App {
                 self.state.notice = None;
                 self.run(ctx);
             }
-            Msg::ResetController(component) => {
-                if self.state.current.uploads.remove(&component).is_some() {
-                    self.state.notice = Some(format!("{component} runs its built-in controller again"));
+            Msg::ResetControllers(components) => {
+                let reset = components.iter().filter(|c| self.state.current.uploads.remove(*c).is_some()).count();
+                if reset > 0 {
+                    self.state.notice = Some(match &components[..] {
+                        [one] => format!("{one} runs its built-in controller again"),
+                        _ => format!("{} run their built-in controller again", super::count(reset, "component")),
+                    });
                     self.run(ctx);
                 }
             }
@@ -319,12 +328,6 @@ impl Component for App {
             Msg::DismissError => self.state.error = None,
             Msg::SearchComponents { controller, query } => {
                 self.state.component_search.insert(controller, query);
-            }
-            Msg::DroppedOnFolded(controller) => {
-                self.state.error = Some(format!(
-                    "A plugin runs as one component: find the {controller} you want by name in its row, \
-                     then drop the plugin on its card."
-                ));
             }
             Msg::ToggleAbout => self.show_about = !self.show_about,
             Msg::ToggleControls => self.show_controls = !self.show_controls,
@@ -581,11 +584,13 @@ impl App {
     }
 
     /// Checks an upload before it replaces a controller.
-    fn check(&mut self, ctx: &Context<Self>, upload: Upload) {
+    /// Asks the worker whether `upload` runs as its component; if it
+    /// does, it runs as those of `also` too.
+    fn check(&mut self, ctx: &Context<Self>, upload: Upload, also: Vec<String>) {
         let id = self.state.next_id();
         self.state.error = None;
         self.state.notice = Some(format!("Checking {}…", upload.file_name));
-        self.state.pending = Some(Pending::Check { id, upload: upload.clone() });
+        self.state.pending = Some(Pending::Check { id, upload: upload.clone(), also });
         let limits = self.state.current.scenario.limits.plugins;
         self.send(ctx, &ToWorker::Check { id, upload: upload.to_ref(), limits }, &[upload.plugin]);
     }

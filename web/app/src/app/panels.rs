@@ -541,13 +541,20 @@ fn folded_components(state: &State, ctx: &Context<App>, folded: &fold::Folded) -
             Msg::SearchComponents { controller: controller.clone(), query }
         })
     };
-    // A plugin dropped here would have no one component to go to.
+    // A plugin dropped here runs as every one of them.
+    let names: Vec<String> = folded.members.iter().map(|&i| name_at(i).to_owned()).collect();
     let dropped = {
-        let controller = controller.clone();
-        ctx.link().callback(move |e: DragEvent| {
+        let names = names.clone();
+        ctx.link().batch_callback(move |e: DragEvent| {
             e.prevent_default();
-            Msg::DroppedOnFolded(controller.clone())
+            let file = e.data_transfer()?.files()?.get(0)?;
+            Some(Msg::FileChosen(names.clone(), file))
         })
+    };
+    let uploaded: Vec<String> = names.into_iter().filter(|n| state.current.uploads.contains_key(n)).collect();
+    let reset_all = {
+        let uploaded = uploaded.clone();
+        ctx.link().callback(move |_| Msg::ResetControllers(uploaded.clone()))
     };
     let over = Callback::from(|e: DragEvent| e.prevent_default());
     html! {
@@ -563,7 +570,8 @@ fn folded_components(state: &State, ctx: &Context<App>, folded: &fold::Folded) -
                 </label>
                 <p class="hint" id={format!("found-{controller}")}>{
                     if query.trim().is_empty() {
-                        "Find one by name to set it up, crash it or drop a plugin on it.".to_owned()
+                        "Drop a plugin here to run it as all of them, or find one by name to set it up, crash it \
+                         or drop a plugin on it.".to_owned()
                     } else if folded.matched == 0 {
                         format!("None of them has \"{}\" in its name.", query.trim())
                     } else if folded.more > 0 {
@@ -573,6 +581,11 @@ fn folded_components(state: &State, ctx: &Context<App>, folded: &fold::Folded) -
                         format!("{} found.", count(folded.matched, "component"))
                     }
                 }</p>
+                if uploaded.len() > 1 {
+                    <button id={format!("reset-all-{controller}")} onclick={reset_all}>
+                        { format!("Use built-in on all {}", super::grouped(uploaded.len())) }
+                    </button>
+                }
             </div>
             { for folded.shown.iter().map(|&j| component(state, ctx, j)) }
         </>
@@ -603,7 +616,7 @@ fn component(state: &State, ctx: &Context<App>, j: usize) -> Html {
             let input = e.target_dyn_into::<HtmlInputElement>()?;
             let file = input.files()?.get(0)?;
             input.set_value("");
-            Some(Msg::FileChosen(name.clone(), file))
+            Some(Msg::FileChosen(vec![name.clone()], file))
         })
     };
     let dropped = {
@@ -611,7 +624,7 @@ fn component(state: &State, ctx: &Context<App>, j: usize) -> Html {
         link.batch_callback(move |e: DragEvent| {
             e.prevent_default();
             let file = e.data_transfer()?.files()?.get(0)?;
-            Some(Msg::FileChosen(name.clone(), file))
+            Some(Msg::FileChosen(vec![name.clone()], file))
         })
     };
     let over = Callback::from(|e: DragEvent| e.prevent_default());
@@ -625,7 +638,7 @@ fn component(state: &State, ctx: &Context<App>, j: usize) -> Html {
     };
     let reset = {
         let name = name.clone();
-        link.callback(move |_| Msg::ResetController(name.clone()))
+        link.callback(move |_| Msg::ResetControllers(vec![name.clone()]))
     };
     let fault_id = format!("fault-at-{name}");
     let fault = |fault: Fault| {

@@ -310,6 +310,20 @@ impl Hunt {
     }
 }
 
+/// At most this many search workers, whatever the machine has.
+#[cfg(any(test, target_arch = "wasm32"))]
+const MAX_WORKERS: usize = 4;
+
+/// How many workers a search uses: one per core, at most [`MAX_WORKERS`],
+/// and only as many as leave the tab room for a run beside them when each
+/// holds an instance of every one of `plugin_components` components
+/// ([`recon_web_protocol::TAB_PLUGIN_INSTANCES`]); one at the least.
+#[cfg(any(test, target_arch = "wasm32"))]
+fn search_workers(cores: usize, plugin_components: usize) -> usize {
+    let room = recon_web_protocol::TAB_PLUGIN_INSTANCES.checked_div(plugin_components).map_or(MAX_WORKERS, |n| n - 1);
+    cores.min(room).clamp(1, MAX_WORKERS)
+}
+
 #[cfg(target_arch = "wasm32")]
 pub(super) use view::{Search, SearchMsg, panel};
 
@@ -323,9 +337,6 @@ mod view {
     use crate::app::worker_link::{Event as WorkerEvent, WorkerLink};
     use recon_web_protocol::search::{OrderingRequest, SearchRequest, ShrinkRequest};
     use recon_web_protocol::{FromWorker, ToWorker};
-
-    /// At most this many search workers, whatever the machine has.
-    const MAX_WORKERS: usize = 4;
 
     /// Redraw the progress bar at most this often, in milliseconds (every
     /// plan reports, which is hundreds of times a second).
@@ -371,10 +382,10 @@ mod view {
         web_sys::window().and_then(|w| w.performance()).map_or(0.0, |p| p.now())
     }
 
-    /// How many workers to search with: the machine's cores, at most [`MAX_WORKERS`].
-    fn worker_count() -> usize {
+    /// How many workers to search with, on this machine ([`super::search_workers`]).
+    fn worker_count(plugin_components: usize) -> usize {
         let cores = web_sys::window().map_or(1.0, |w| w.navigator().hardware_concurrency());
-        (cores as usize).clamp(1, MAX_WORKERS)
+        super::search_workers(cores as usize, plugin_components)
     }
 
     impl App {
@@ -408,7 +419,7 @@ mod view {
             let setup = &self.state.current;
             let input =
                 SearchInput { scenario: setup.scenario_text(), uploads: setup.upload_refs(), plugins: setup.plugins() };
-            let count = worker_count();
+            let count = worker_count(setup.uploads.len());
             let mut workers = Vec::with_capacity(count);
             for shard in 0..count {
                 let on_event = ctx.link().callback(move |e| Msg::Search(SearchMsg::Worker(id, shard, e)));
@@ -676,6 +687,23 @@ mod tests {
     use recon_worker::runner::{Progress, Runner};
 
     const WORKLOAD: &str = "pod-safety-59848-workload";
+
+    /// A tab holds about 120 plugin instances: a search of a run with many
+    /// plugin components uses fewer workers, never none.
+    #[test]
+    fn a_search_uses_fewer_workers_when_each_would_hold_many_plugin_instances() {
+        assert_eq!(search_workers(8, 0), MAX_WORKERS);
+        assert_eq!(search_workers(2, 1), 2);
+        assert_eq!(search_workers(0, 0), 1);
+        assert_eq!(search_workers(8, 20), 4);
+        assert_eq!(search_workers(8, 30), 2);
+        assert_eq!(search_workers(8, recon_web_protocol::MAX_PLUGIN_COMPONENTS), 1);
+        // A run and its search together stay within the tab's room.
+        for components in 1..=recon_web_protocol::MAX_PLUGIN_COMPONENTS {
+            let workers = search_workers(8, components);
+            assert!((workers + 1) * components <= recon_web_protocol::TAB_PLUGIN_INSTANCES, "{components}");
+        }
+    }
 
     struct Collect(Vec<FromWorker>);
 
