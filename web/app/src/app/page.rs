@@ -583,9 +583,9 @@ impl App {
         }
     }
 
-    /// Checks an upload before it replaces a controller.
-    /// Asks the worker whether `upload` runs as its component; if it
-    /// does, it runs as those of `also` too.
+    /// Checks an upload before it replaces a controller: asks the worker
+    /// whether `upload` runs as its component; if it does, it runs as
+    /// those of `also` too.
     fn check(&mut self, ctx: &Context<Self>, upload: Upload, also: Vec<String>) {
         let id = self.state.next_id();
         self.state.error = None;
