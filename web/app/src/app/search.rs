@@ -320,7 +320,9 @@ const MAX_WORKERS: usize = 4;
 /// ([`recon_web_protocol::TAB_PLUGIN_INSTANCES`]); one at the least.
 #[cfg(any(test, target_arch = "wasm32"))]
 fn search_workers(cores: usize, plugin_components: usize) -> usize {
-    let room = recon_web_protocol::TAB_PLUGIN_INSTANCES.checked_div(plugin_components).map_or(MAX_WORKERS, |n| n - 1);
+    let room = recon_web_protocol::TAB_PLUGIN_INSTANCES
+        .checked_div(plugin_components)
+        .map_or(MAX_WORKERS, |n| n.saturating_sub(1));
     cores.min(room).clamp(1, MAX_WORKERS)
 }
 
@@ -698,6 +700,8 @@ mod tests {
         assert_eq!(search_workers(8, 20), 4);
         assert_eq!(search_workers(8, 30), 2);
         assert_eq!(search_workers(8, recon_web_protocol::MAX_PLUGIN_COMPONENTS), 1);
+        // More than the tab's room (the worker refuses such a run): still one, no overflow.
+        assert_eq!(search_workers(8, recon_web_protocol::TAB_PLUGIN_INSTANCES + 1), 1);
         // A run and its search together stay within the tab's room.
         for components in 1..=recon_web_protocol::MAX_PLUGIN_COMPONENTS {
             let workers = search_workers(8, components);
