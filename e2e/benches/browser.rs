@@ -221,11 +221,7 @@ async fn scale_in_the_tab() {
     );
     let sizes = std::env::var(TAB_SIZES_VAR).unwrap_or_else(|_| "100x3000,300x9000,1000x30000".to_owned());
     for group in sizes.split(',') {
-        let parse = |size: &str| -> (usize, usize) {
-            let parsed = size.split_once('x').and_then(|(n, p)| Some((n.trim().parse().ok()?, p.trim().parse().ok()?)));
-            parsed.unwrap_or_else(|| panic!("{TAB_SIZES_VAR}: {size:?} is not NODESxPODS"))
-        };
-        let group: Vec<(usize, usize)> = group.split('+').map(parse).collect();
+        let group: Vec<(usize, usize)> = group.split('+').map(|size| cluster_size(TAB_SIZES_VAR, size)).collect();
         let page = Browser::open("").await;
         let mut last = page.hash_after(None).await;
         page.open_editor().await;
@@ -275,6 +271,12 @@ async fn scale_in_the_tab() {
     println!();
 }
 
+/// A cluster's size as `NODESxPODS` in the environment variable `var`.
+fn cluster_size(var: &str, size: &str) -> (usize, usize) {
+    let parsed = size.split_once('x').and_then(|(n, p)| Some((n.trim().parse().ok()?, p.trim().parse().ok()?)));
+    parsed.unwrap_or_else(|| panic!("{var}: {size:?} is not NODESxPODS"))
+}
+
 /// What the page shows after an action started at `start`: a trace hash
 /// other than `last` (which becomes it), a refusal, or neither in time.
 async fn outcome_after(page: &Browser, last: &mut String, start: Instant) -> String {
@@ -321,9 +323,7 @@ async fn every_kubelet_from_a_plugin() {
     let file_name = path.file_name().unwrap().to_str().unwrap().to_owned();
     let sizes = std::env::var(PLUGIN_SIZES_VAR).unwrap_or_else(|_| "48x1440,100x3000".to_owned());
     for size in sizes.split(',') {
-        let parsed = size.split_once('x').and_then(|(n, p)| Some((n.trim().parse().ok()?, p.trim().parse().ok()?)));
-        let (nodes, pods): (usize, usize) =
-            parsed.unwrap_or_else(|| panic!("{PLUGIN_SIZES_VAR}: {size:?} is not NODESxPODS"));
+        let (nodes, pods) = cluster_size(PLUGIN_SIZES_VAR, size);
         let page = Browser::open(&format!("?scenario={}", recon_catalog::cluster::name(nodes, pods))).await;
         let mut last = String::new();
         let opened = outcome_after(&page, &mut last, Instant::now()).await;

@@ -95,6 +95,11 @@ impl Browser {
         browser
     }
 
+    /// The WebDriver session's id, while the browser is open.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
     /// The WebDriver client, for anything the helpers do not cover.
     pub fn client(&self) -> &Client {
         &self.client
@@ -227,13 +232,6 @@ impl Drop for Browser {
             let _ = webdriver_request("DELETE", &format!("session/{session}"));
         }
         let _ = std::fs::remove_dir_all(&self.profile);
-    }
-}
-
-impl Browser {
-    /// The WebDriver session's id, while the browser is open.
-    pub fn session(&self) -> Option<&str> {
-        self.session.as_deref()
     }
 }
 
